@@ -1,0 +1,23 @@
+class ApplicationError(Exception):
+    """A domain error with a message for the caller; the API turns it into a 4xx response."""
+
+    status_code = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, code: str | None = None, details: dict | None = None,
+                 status_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.code
+        self.details = details or {}
+        self.status_code = status_code or self.status_code
+
+
+class NotFoundError(ApplicationError):
+    status_code = 404
+    code = "not_found"
+
+
+class ConflictError(ApplicationError):
+    status_code = 409
+    code = "conflict"

@@ -1,0 +1,180 @@
+"""Fathom's one settings file. Everything comes from the environment (see README); a malformed
+value stops start-up with a message naming the variable."""
+
+import secrets
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+
+from fathom.env import (
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    env_url,
+    secret_from_file,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("FATHOM_DATA_DIR", "./var")).expanduser().resolve()
+
+SECRET_KEY = secret_from_file("SECRET_KEY", DATA_DIR / "secret_key", lambda: secrets.token_urlsafe(50))
+FATHOM_ENCRYPTION_KEY = secret_from_file(
+    "FATHOM_ENCRYPTION_KEY", DATA_DIR / "encryption_key", lambda: Fernet.generate_key().decode()
+)
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+HTTP_PORT = env_int("FATHOM_HTTP_PORT", 8000, minimum=1, maximum=65535)
+
+# --- Services: given by URL, or embedded under DATA_DIR -------------------------------------------
+DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql"))
+REDIS_URL = env_url("REDIS_URL", ("redis", "rediss", "unix"))
+EMBEDDED_POSTGRES = not DATABASE_URL
+EMBEDDED_REDIS = not REDIS_URL
+
+if EMBEDDED_POSTGRES:
+    DATABASES = {
+        "default": {
+            # The postgresql backend, starting the embedded server before its first connection.
+            "ENGINE": "fathom.embedded_backend",
+            "NAME": "fathom",
+            "USER": "postgres",
+            # The whole embedded server belongs to this data dir, so tests may use the same name.
+            "TEST": {"NAME": "fathom"},
+        }
+    }
+else:
+    DATABASES = {"default": database_from_url(DATABASE_URL)}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("FATHOM_DB_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+if EMBEDDED_REDIS:
+    from fathom.embedded import EmbeddedRedis
+
+    REDIS_URL = EmbeddedRedis(DATA_DIR).url
+
+# --- Django -----------------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_beat",
+    "fathom",
+    "lake",
+    "festinger",
+    "proposals",
+    "harness",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "fathom.urls"
+ASGI_APPLICATION = "fathom.asgi.application"
+WSGI_APPLICATION = "fathom.wsgi.application"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+WHITENOISE_USE_FINDERS = True  # admin assets served straight from the apps, no collectstatic step
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("FATHOM_LOG_LEVEL", "INFO").upper()},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}
+
+# --- REST ---------------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["fathom.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["fathom.auth.HasWorkspaceRole"],
+    "DEFAULT_PAGINATION_CLASS": "fathom.api.pagination.CreatedCursorPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "fathom.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Fathom API",
+    "DESCRIPTION": "Memory, fires and a world model for agents. Authenticate with `Authorization: Bearer <key>`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/v1",
+}
+
+# --- Celery -------------------------------------------------------------------------------------------
+FATHOM_QUEUES = ("fires", "quality", "memory", "maintenance")
+TASK_SOFT_TIME_LIMIT = env_int("FATHOM_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
+TASK_TIME_LIMIT = TASK_SOFT_TIME_LIMIT + 60
+
+
+def _kombu_url(url: str) -> str:
+    return "redis+socket://" + url.removeprefix("unix://") if url.startswith("unix://") else url
+
+
+CELERY_BROKER_URL = _kombu_url(REDIS_URL)
+CELERY_RESULT_BACKEND = _kombu_url(REDIS_URL)
+CELERY_TASK_DEFAULT_QUEUE = "maintenance"
+# A task named "<queue>.<what>" runs on that queue: the name says where it runs.
+CELERY_TASK_ROUTES = {f"{queue}.*": {"queue": queue} for queue in FATHOM_QUEUES}
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = TASK_SOFT_TIME_LIMIT
+CELERY_TASK_TIME_LIMIT = TASK_TIME_LIMIT
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TIMEZONE = "UTC"
+# Longer than the longest task (hard limit) plus the longest countdown we use, so Redis never hands
+# an unacknowledged long task to a second worker while the first still runs it.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": TASK_TIME_LIMIT * 2 + 3600}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = CELERY_BROKER_TRANSPORT_OPTIONS
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_SEND_TASK_EVENTS = False
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# How recent beat's last tick must be for /v1/health to call it alive.
+BEAT_STALE_AFTER_SECONDS = 90

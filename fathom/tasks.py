@@ -1,0 +1,26 @@
+"""Platform tasks: beat's heartbeat, and a ping per queue that proves a worker consumes it."""
+
+from celery import shared_task
+from django.utils import timezone
+
+from fathom.redis_client import get_redis
+
+BEAT_LAST_TICK_KEY = "fathom:beat:last_tick"
+
+
+@shared_task(name="maintenance.heartbeat", acks_late=True, ignore_result=True,
+             soft_time_limit=10, time_limit=20)
+def heartbeat() -> str:
+    """Run by beat every few seconds; /v1/health reads the time it last ran."""
+    now = timezone.now().isoformat()
+    get_redis().set(BEAT_LAST_TICK_KEY, now)
+    return now
+
+
+@shared_task(name="platform.ping", acks_late=True, soft_time_limit=10, time_limit=20)
+def ping(token: str) -> dict:
+    """Echo; routed to any queue by the caller, it shows which worker consumed which queue."""
+    from celery import current_task
+
+    return {"token": token, "queue": current_task.request.delivery_info.get("routing_key"),
+            "worker": current_task.request.hostname}

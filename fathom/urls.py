@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from fathom.api import views
+
+v1 = [
+    path("health", views.HealthView.as_view(), name="health"),
+    path("workspace", views.WorkspaceView.as_view(), name="workspace"),
+    path("apikeys", views.ApiKeyListCreateView.as_view(), name="apikeys"),
+    path("apikeys/<int:key_id>/revoke", views.ApiKeyRevokeView.as_view(), name="apikey-revoke"),
+    path("schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
+         name="docs"),
+    path("", include("lake.urls")),
+    path("", include("festinger.urls")),
+    path("", include("proposals.urls")),
+    path("", include("harness.urls")),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v1/", include(v1)),
+]

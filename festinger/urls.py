@@ -1,0 +1,3 @@
+"""REST endpoints of festinger, mounted under /v1/."""
+
+urlpatterns = []

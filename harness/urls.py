@@ -1,0 +1,3 @@
+"""REST endpoints of harness, mounted under /v1/."""
+
+urlpatterns = []

@@ -1,0 +1,3 @@
+"""REST endpoints of lake, mounted under /v1/."""
+
+urlpatterns = []

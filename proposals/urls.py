@@ -1,0 +1,3 @@
+"""REST endpoints of proposals, mounted under /v1/."""
+
+urlpatterns = []

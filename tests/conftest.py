@@ -1,0 +1,102 @@
+"""Fixtures shared by every app's tests: workspaces, API clients by role, a real Celery worker."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from rest_framework.test import APIClient
+
+from fathom.models import Workspace
+from fathom.services import apikey_create
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workspace(db):
+    return Workspace.objects.create(slug=f"ws-{uuid.uuid4().hex[:8]}", name="Test workspace")
+
+
+@pytest.fixture
+def other_workspace(db):
+    return Workspace.objects.create(slug=f"other-{uuid.uuid4().hex[:8]}", name="Another workspace")
+
+
+@pytest.fixture
+def api_client_for():
+    """api_client_for(workspace, role="operator") -> an APIClient sending a fresh key of that role."""
+
+    def make(workspace: Workspace, role: str = "operator") -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {apikey_create(workspace=workspace, role=role).secret}")
+        client.workspace = workspace
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api(workspace, api_client_for) -> APIClient:
+    """An operator's client in `workspace`."""
+    return api_client_for(workspace, "operator")
+
+
+def worker_env() -> dict:
+    """The environment a worker subprocess needs to see the test database and broker."""
+    env = dict(os.environ)
+    if not settings.EMBEDDED_POSTGRES:
+        db = connection.settings_dict
+        host = db["HOST"] or "localhost"
+        env["DATABASE_URL"] = f"postgresql://{db['USER']}:{db['PASSWORD']}@{host}:{db['PORT'] or 5432}/{db['NAME']}"
+    return env
+
+
+def start_worker(name: str, queues=None, concurrency: int = 1) -> subprocess.Popen:
+    queues = queues or settings.FATHOM_QUEUES
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(queues), "-c", str(concurrency),
+         "-n", f"{name}@%h", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
+        cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+def wait_for_worker(name: str, timeout: float = 30) -> None:
+    from fathom.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5) or []
+        if any(name in list(reply)[0] for reply in replies):
+            return
+    raise TimeoutError(f"worker {name} did not answer within {timeout}s")
+
+
+def stop_worker(process: subprocess.Popen) -> None:
+    import signal
+
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process consuming every queue, for the whole session. Tests that use it
+    need `transactional_db` so the worker sees their rows."""
+    name = f"test-{uuid.uuid4().hex[:6]}"
+    process = start_worker(name)
+    try:
+        wait_for_worker(name)
+        yield name
+    finally:
+        stop_worker(process)

@@ -1,0 +1,35 @@
+"""Every workspace sees only its own rows: each app's endpoints join the CASES below."""
+
+import pytest
+
+from fathom.models import ApiKey
+from tests.isolation import IsolationCase, Probe, assert_isolated
+
+
+def apikeys_case(owner) -> IsolationCase:
+    created = owner.post("/v1/apikeys", {"role": "viewer", "name": "a's key"}, format="json").json()
+    return IsolationCase(
+        list_path="/v1/apikeys",
+        ids=[created["id"]],
+        probes=[Probe("POST", f"/v1/apikeys/{created['id']}/revoke")],
+        intact=lambda: ApiKey.objects.get(pk=created["id"]).revoked_at is None,
+    )
+
+
+CASES = [apikeys_case]
+
+
+@pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)
+def test_a_workspace_cannot_reach_another_workspaces_rows(build_case, workspace, other_workspace, api_client_for):
+    owner = api_client_for(workspace, "owner")
+    intruder = api_client_for(other_workspace, "owner")
+    case = build_case(owner)
+    assert case.ids or case.probes, "an isolation case must check something"
+
+    assert_isolated(case, intruder)
+
+    # And the rows are still there for their owner, unchanged by the intruder's attempts.
+    if case.list_path:
+        from tests.isolation import listed_ids
+
+        assert set(case.ids) <= listed_ids(owner, case.list_path, case.id_field)
