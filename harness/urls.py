@@ -1,3 +1,18 @@
 """REST endpoints of harness, mounted under /v1/."""
 
-urlpatterns = []
+from django.urls import path
+
+from harness.runtime import api as runtime
+
+urlpatterns = [
+    path("sessions", runtime.SessionListCreateView.as_view(), name="sessions"),
+    path("sessions/<str:session_id>", runtime.SessionDetailView.as_view(), name="session"),
+    path("sessions/<str:session_id>/messages", runtime.SessionMessagesView.as_view(), name="session-messages"),
+    path("sessions/<str:session_id>/refresh-profile", runtime.SessionRefreshProfileView.as_view(),
+         name="session-refresh-profile"),
+    path("sessions/<str:session_id>/events", runtime.SessionEventsView.as_view(), name="session-events"),
+    path("profiles/agents", runtime.AgentProfileListCreateView.as_view(), name="agent-profiles"),
+    path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
+    path("profiles/users", runtime.UserProfileListCreateView.as_view(), name="user-profiles"),
+    path("profiles/users/<slug:slug>", runtime.UserProfileDetailView.as_view(), name="user-profile"),
+]

@@ -16,7 +16,28 @@ def apikeys_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case]
+def harness_sessions_case(owner) -> IsolationCase:
+    from harness.runtime.models import Session, Trigger
+
+    session = owner.post("/v1/sessions", {"title": "a's session"}, format="json").json()
+    sid = session["id"]
+    owner.post(f"/v1/sessions/{sid}/messages", {"content": "a's message"}, format="json")
+    owner.post("/v1/profiles/agents", {"slug": "a-agent"}, format="json")
+    return IsolationCase(
+        list_path="/v1/sessions",
+        ids=[sid],
+        probes=[Probe("GET", f"/v1/sessions/{sid}"), Probe("GET", f"/v1/sessions/{sid}/events"),
+                Probe("GET", f"/v1/sessions/{sid}/messages"),
+                Probe("POST", f"/v1/sessions/{sid}/messages", {"content": "intruder"}),
+                Probe("POST", f"/v1/sessions/{sid}/refresh-profile"),
+                Probe("GET", "/v1/profiles/agents/a-agent"),
+                Probe("PATCH", "/v1/profiles/agents/a-agent", {"soul_md": "intruded"})],
+        intact=lambda: (Trigger.objects.filter(session_id=sid).count() == 1
+                        and Session.objects.get(pk=sid).title == "a's session"),
+    )
+
+
+CASES = [apikeys_case, harness_sessions_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

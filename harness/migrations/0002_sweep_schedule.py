@@ -1,0 +1,19 @@
+from django.db import migrations
+
+
+def create_sweep(apps, schema_editor):
+    from harness.schedules import sweep_schedule_ensure
+
+    sweep_schedule_ensure(
+        periodic_task_model=apps.get_model("django_celery_beat", "PeriodicTask"),
+        interval_model=apps.get_model("django_celery_beat", "IntervalSchedule"),
+    )
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("harness", "0001_runtime"),
+        ("django_celery_beat", "0019_alter_periodictasks_options"),
+    ]
+
+    operations = [migrations.RunPython(create_sweep, migrations.RunPython.noop)]

@@ -1,0 +1,231 @@
+"""REST for sessions, their messages and events, and profiles."""
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fathom.errors import ApplicationError
+from harness.runtime import profiles, selectors, services
+from harness.runtime.models import AgentProfile, Session, Trigger, UserProfile
+from harness.runtime.sse import EventStreamRenderer, event_payload, event_stream
+
+SSE_MAX_SECONDS = 300
+
+
+# --- sessions ---------------------------------------------------------------------------------------------
+
+class SessionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Session
+        fields = ["id", "tag", "title", "status", "agent_profile_copy", "user_profile_copy", "profiles_copied_at",
+                  "turn_count", "last_event_seq", "created_at", "updated_at"]
+
+
+class TriggerOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Trigger
+        fields = ["id", "kind", "state", "content", "payload", "source", "author", "turn", "addressed",
+                  "addressed_note", "addressed_at", "refires", "given_up_at", "created_at"]
+
+
+class SessionListCreateView(generics.ListAPIView):
+    serializer_class = SessionOutput
+
+    class Input(serializers.Serializer):
+        agent = serializers.SlugField(required=False, default="", allow_blank=True,
+                                      help_text="agent profile slug (the workspace default when omitted)")
+        user = serializers.SlugField(required=False, default="", allow_blank=True, help_text="user profile slug")
+        tag = serializers.CharField(required=False, default="", allow_blank=True, max_length=100,
+                                    help_text="the river: every delta of this conversation carries it")
+        title = serializers.CharField(required=False, default="", allow_blank=True, max_length=200)
+
+    def get_queryset(self):
+        return selectors.sessions_list(workspace=self.request.workspace)
+
+    @extend_schema(request=Input, responses={201: SessionOutput}, summary="Open a session")
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        session = services.session_create(workspace=request.workspace, **data.validated_data)
+        return Response(SessionOutput(session).data, status=status.HTTP_201_CREATED)
+
+
+class SessionDetailView(APIView):
+    @extend_schema(responses=SessionOutput, summary="A session")
+    def get(self, request, session_id):
+        return Response(SessionOutput(selectors.session_get(workspace=request.workspace, session_id=session_id)).data)
+
+
+class SessionMessagesView(generics.ListAPIView):
+    serializer_class = TriggerOutput
+
+    class Input(serializers.Serializer):
+        content = serializers.CharField(max_length=100_000)
+        author = serializers.CharField(required=False, default="", allow_blank=True, max_length=64)
+
+    def get_queryset(self):
+        session = selectors.session_get(workspace=self.request.workspace, session_id=self.kwargs["session_id"])
+        return selectors.session_messages(session=session)
+
+    @extend_schema(
+        request=Input, responses={202: TriggerOutput}, summary="Send a user message (a turn answers it on a worker)",
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                     description="the same key sends the message once")],
+    )
+    def post(self, request, session_id):
+        session = selectors.session_get(workspace=request.workspace, session_id=session_id)
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        trigger = services.message_send(session=session, idempotency_key=request.headers.get("Idempotency-Key", "")[:200],
+                                        **data.validated_data)
+        body = {"trigger_id": str(trigger.pk), **TriggerOutput(trigger).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class SessionRefreshProfileView(APIView):
+    @extend_schema(request=None, responses={202: TriggerOutput},
+                   summary="Queue a RefreshProfile trigger: the next turn copies the profiles afresh")
+    def post(self, request, session_id):
+        session = selectors.session_get(workspace=request.workspace, session_id=session_id)
+        trigger = services.trigger_enqueue(session=session, kind=Trigger.Kind.REFRESH_PROFILE)
+        return Response({"trigger_id": str(trigger.pk), **TriggerOutput(trigger).data},
+                        status=status.HTTP_202_ACCEPTED)
+
+
+class SessionEventsView(APIView):
+    """The session's events: Server-Sent Events with `Accept: text/event-stream` (resumable with
+    Last-Event-ID), otherwise a JSON page for polling (`?after=<seq>`)."""
+
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("after", int, description="only events numbered above this"),
+                    OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
+                    OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
+                    OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False)],
+        responses={200: dict}, summary="Session events (SSE or JSON polling)",
+    )
+    def get(self, request, session_id):
+        session = selectors.session_get(workspace=request.workspace, session_id=session_id)
+        after = _int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
+        if request.accepted_renderer.format == "sse":
+            timeout = _int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
+            response = StreamingHttpResponse(
+                event_stream(session.pk, after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)),
+                content_type="text/event-stream")
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"
+            return response
+        limit = min(max(_int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
+        events = selectors.session_events_after(session_id=session.pk, after=after, limit=limit)
+        last = events[-1].seq if events else after
+        return Response({"events": [event_payload(e) for e in events], "last_seq": last,
+                         "next": f"?after={last}"})
+
+
+def _int_param(raw, name: str, default: int) -> int:
+    if raw in (None, ""):
+        return default
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise ApplicationError(f"{name} must be an integer") from None
+
+
+# --- profiles ---------------------------------------------------------------------------------------------
+
+class AgentProfileOutput(serializers.ModelSerializer):
+    class Meta:
+        model = AgentProfile
+        fields = ["slug", "name", "agents_md", "soul_md", "identity_md", "memory", "version", "created_at",
+                  "updated_at"]
+
+
+class UserProfileOutput(serializers.ModelSerializer):
+    class Meta:
+        model = UserProfile
+        fields = ["slug", "name", "user_md", "memory", "preferences", "version", "created_at", "updated_at"]
+
+
+class AgentProfileInput(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    agents_md = serializers.CharField(required=False, allow_blank=True)
+    soul_md = serializers.CharField(required=False, allow_blank=True)
+    identity_md = serializers.CharField(required=False, allow_blank=True)
+    memory = serializers.CharField(required=False, allow_blank=True)
+
+
+class UserProfileInput(serializers.Serializer):
+    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    user_md = serializers.CharField(required=False, allow_blank=True)
+    memory = serializers.CharField(required=False, allow_blank=True)
+    preferences = serializers.DictField(required=False)
+
+
+class _ProfileListCreate(generics.ListAPIView):
+    model = None
+    input_class = None
+    create = None
+
+    def get_queryset(self):
+        if self.model is AgentProfile:
+            profiles.agent_profile_default(workspace=self.request.workspace)
+        return self.model.objects.filter(workspace=self.request.workspace)
+
+    def post(self, request):
+        slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
+        data = self.input_class(data=request.data)
+        data.is_valid(raise_exception=True)
+        profile = type(self).create(workspace=request.workspace, slug=slug, **data.validated_data)
+        return Response(self.serializer_class(profile).data, status=status.HTTP_201_CREATED)
+
+
+class _ProfileDetail(APIView):
+    output_class = None
+    input_class = None
+    get_profile = None
+
+    def get(self, request, slug):
+        return Response(self.output_class(type(self).get_profile(workspace=request.workspace, slug=slug)).data)
+
+    def patch(self, request, slug):
+        profile = type(self).get_profile(workspace=request.workspace, slug=slug)
+        data = self.input_class(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        profile = profiles.profile_update(profile=profile, **data.validated_data)
+        return Response(self.output_class(profile).data)
+
+
+@extend_schema(request=AgentProfileInput, summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)")
+class AgentProfileListCreateView(_ProfileListCreate):
+    serializer_class = AgentProfileOutput
+    model = AgentProfile
+    input_class = AgentProfileInput
+    create = staticmethod(profiles.agent_profile_create)
+
+
+@extend_schema(request=UserProfileInput, summary="User profiles (USER.md, memory, preferences)")
+class UserProfileListCreateView(_ProfileListCreate):
+    serializer_class = UserProfileOutput
+    model = UserProfile
+    input_class = UserProfileInput
+    create = staticmethod(profiles.user_profile_create)
+
+
+@extend_schema(request=AgentProfileInput, responses=AgentProfileOutput,
+               summary="An agent profile; a change reaches sessions on RefreshProfile")
+class AgentProfileDetailView(_ProfileDetail):
+    output_class = AgentProfileOutput
+    input_class = AgentProfileInput
+    get_profile = staticmethod(profiles.agent_profile_get)
+
+
+@extend_schema(request=UserProfileInput, responses=UserProfileOutput,
+               summary="A user profile; a change reaches sessions on RefreshProfile")
+class UserProfileDetailView(_ProfileDetail):
+    output_class = UserProfileOutput
+    input_class = UserProfileInput
+    get_profile = staticmethod(profiles.user_profile_get)

@@ -1,0 +1,62 @@
+"""One worker at a time on a row, across every process and host: a database claim.
+
+A claim is a conditional UPDATE on the row's `runner` column that succeeds only when nobody holds
+it, or when the holder has gone silent for `stale_after` seconds, or when the holder is a process
+on this host that no longer exists (a worker child killed mid-task, whose task Celery redelivers
+at once). The holder proves it is alive with `heartbeat`, which fails once the claim was taken over,
+so a runner that was presumed dead stops instead of working next to its successor."""
+
+import os
+import socket
+import threading
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+_HOST = socket.gethostname()
+
+
+class ClaimLost(Exception):
+    """The row was taken over by another runner; the current one must stop."""
+
+
+def runner_id() -> str:
+    return f"{_HOST}:{os.getpid()}:{threading.get_ident()}"
+
+
+def claim(model, pk, *, stale_after: int) -> bool:
+    """Claim row `pk` of `model` (a `Claimable`) for this thread; False when someone else holds it."""
+    me, now = runner_id(), timezone.now()
+    free = Q(runner="") | Q(runner_heartbeat_at__lt=now - timedelta(seconds=stale_after))
+    if model.objects.filter(free, pk=pk).update(runner=me, runner_heartbeat_at=now):
+        return True
+    holder = model.objects.filter(pk=pk).values_list("runner", flat=True).first()
+    if holder and holder != me and _is_dead_here(holder):
+        return bool(model.objects.filter(pk=pk, runner=holder).update(runner=me, runner_heartbeat_at=now))
+    return False
+
+
+def heartbeat(model, pk) -> None:
+    """Record that this runner is alive and still holds the claim; raise ClaimLost if it does not."""
+    if not model.objects.filter(pk=pk, runner=runner_id()).update(runner_heartbeat_at=timezone.now()):
+        raise ClaimLost(f"{model.__name__} {pk} is no longer claimed by {runner_id()}")
+
+
+def release(model, pk) -> bool:
+    """Give the claim back; a claim already taken over is left to its new holder."""
+    return bool(model.objects.filter(pk=pk, runner=runner_id()).update(runner="", runner_heartbeat_at=None))
+
+
+def _is_dead_here(holder: str) -> bool:
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != _HOST or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

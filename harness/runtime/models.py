@@ -1,0 +1,218 @@
+"""Sessions and what flows through them: triggers in, turns, events out; and the profiles a
+session copies when it starts (seed 003's AgentProfile / UserProfile)."""
+
+import uuid
+
+from django.db import models
+
+from fathom.models import WorkspaceScoped
+
+
+class AgentProfile(WorkspaceScoped):
+    """Who the agent is: the AGENTS.md, SOUL.md and IDENTITY.md files, and its long-term memory."""
+
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200, blank=True)
+    agents_md = models.TextField(blank=True, help_text="AGENTS.md: how the agent works")
+    soul_md = models.TextField(blank=True, help_text="SOUL.md: what it cares about")
+    identity_md = models.TextField(blank=True, help_text="IDENTITY.md: who it is")
+    memory = models.TextField(blank=True, help_text="long-term memory the agent carries into every session")
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="agentprofile_unique_slug")]
+
+    def __str__(self):
+        return self.slug
+
+
+class UserProfile(WorkspaceScoped):
+    """Who the agent talks to: USER.md, long-term memory and preferences."""
+
+    slug = models.SlugField(max_length=64)
+    name = models.CharField(max_length=200, blank=True)
+    user_md = models.TextField(blank=True, help_text="USER.md: who this person is to the agent")
+    memory = models.TextField(blank=True)
+    preferences = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="userprofile_unique_slug")]
+
+    def __str__(self):
+        return self.slug
+
+
+class Claimable(models.Model):
+    """A row that one worker at a time may work on: `runner` names the claimant
+    ("host:pid:thread"), `runner_heartbeat_at` says when it last proved it was alive."""
+
+    runner = models.CharField(max_length=200, blank=True, default="")
+    runner_heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Session(WorkspaceScoped, Claimable):
+    """One conversation: its river (the tag every delta of the conversation carries), immutable
+    copies of the profiles it started with, its queued triggers and its turns."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CLOSED = "closed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tag = models.CharField(max_length=100, db_index=True, help_text="the river: session:<...>")
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    agent_profile = models.ForeignKey(AgentProfile, null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="sessions")
+    user_profile = models.ForeignKey(UserProfile, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="sessions")
+    agent_profile_copy = models.JSONField(default=dict, blank=True)
+    user_profile_copy = models.JSONField(default=dict, blank=True)
+    profiles_copied_at = models.DateTimeField(null=True, blank=True)
+    last_event_seq = models.PositiveBigIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="session_ws_created")]
+
+    def __str__(self):
+        return self.title or self.tag
+
+
+class Trigger(WorkspaceScoped):
+    """An input to a session. Queued until a turn snapshots it; consumed when that turn ends.
+    A user message also carries whether the agent addressed it (and its note)."""
+
+    class Kind(models.TextChoices):
+        USER_MESSAGE = "user_message", "UserMessage"
+        TASK_DONE = "task_done", "TaskDone"
+        HEARTBEAT = "heartbeat", "Heartbeat"
+        CRON = "cron", "Cron"
+        REFRESH_PROFILE = "refresh_profile", "RefreshProfile"
+
+    class State(models.TextChoices):
+        QUEUED = "queued"
+        SNAPSHOTTED = "snapshotted"
+        CONSUMED = "consumed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="triggers")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.QUEUED)
+    content = models.TextField(blank=True)
+    payload = models.JSONField(default=dict, blank=True)
+    source = models.CharField(max_length=40, default="api", help_text="api, sit, beat, task, system")
+    author = models.CharField(max_length=64, blank=True)
+    turn = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="triggers")
+    idempotency_key = models.CharField(max_length=200, blank=True, default="")
+    # User messages only: the agent ticks them off (mark_addressed); unaddressed ones fire again.
+    addressed = models.BooleanField(default=False)
+    addressed_note = models.TextField(blank=True)
+    addressed_at = models.DateTimeField(null=True, blank=True)
+    refires = models.PositiveSmallIntegerField(default=0, help_text="turns that took it up again unaddressed")
+    given_up_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="left unaddressed after the refire cap; reported, not retried")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "state", "created_at"], name="trigger_session_state"),
+            models.Index(fields=["session", "addressed"], name="trigger_unaddressed",
+                         condition=models.Q(kind="user_message", addressed=False, given_up_at__isnull=True)),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "idempotency_key"], name="trigger_unique_idempotency_key",
+                                    condition=~models.Q(idempotency_key="")),
+        ]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} {self.id}"
+
+    @property
+    def is_user_message(self) -> bool:
+        return self.kind == self.Kind.USER_MESSAGE
+
+
+class Turn(WorkspaceScoped):
+    """One agent turn of a session: the triggers it snapshotted, and the user messages it took up
+    again because an earlier turn left them unaddressed (`refired_ids`)."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        ENDED = "ended"
+        FAILED = "failed"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    refired_ids = models.JSONField(default=list, blank=True)
+    runner = models.CharField(max_length=200, blank=True)
+    error = models.TextField(blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [models.UniqueConstraint(fields=["session", "number"], name="turn_unique_number")]
+
+    def __str__(self):
+        return f"turn {self.number} of {self.session_id}"
+
+
+class SessionEvent(WorkspaceScoped):
+    """What a session publishes, numbered 1, 2, 3... per session with no gaps, in commit order
+    (the number is taken under the session row's lock), so a reader resuming after N misses nothing."""
+
+    class Kind(models.TextChoices):
+        TRIGGER_ACCEPTED = "TriggerAccepted"
+        TURN_STARTED = "TurnStarted"
+        TURN_ENDED = "TurnEnded"
+        ASSISTANT_OUTPUT = "AssistantOutput"
+        TASK_STATE_CHANGED = "TaskStateChanged"
+        PROFILE_REFRESHED = "ProfileRefreshed"
+        AGENT_STREAM = "AgentStream"
+        TURN_FAILURE = "TurnFailure"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="sessionevent_unique_seq")]
+
+    def __str__(self):
+        return f"{self.seq} {self.kind}"
+
+
+class HarnessSettings(WorkspaceScoped):
+    """The harness's runtime thresholds for one workspace, editable in admin without a restart."""
+
+    max_turns_per_fire = models.PositiveSmallIntegerField(default=12)
+    sit_round_cap = models.PositiveSmallIntegerField(default=5)
+    refire_cap = models.PositiveSmallIntegerField(
+        default=2, help_text="how many more turns an unaddressed user message may fire before it is given up")
+    refire_delay_seconds = models.PositiveIntegerField(default=2)
+    stale_after_seconds = models.PositiveIntegerField(
+        default=300, help_text="a claimed session or fire whose runner is silent this long is taken over")
+    history_messages = models.PositiveSmallIntegerField(
+        default=40, help_text="how many earlier conversation messages a fire sees uncompacted")
+
+    class Meta:
+        verbose_name = "harness settings"
+        verbose_name_plural = "harness settings"
+        constraints = [models.UniqueConstraint(fields=["workspace"], name="harnesssettings_one_per_workspace")]
+
+    def __str__(self):
+        return f"harness settings of {self.workspace_id}"

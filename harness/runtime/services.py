@@ -1,0 +1,301 @@
+"""State changes of the runtime: sessions, triggers, and the session tick that runs one turn.
+
+The tick is the heart (seed 003's session actor, made multi-worker): claim the session in the
+database, snapshot the queued triggers into a turn, run the turn's work, end the turn, release the
+claim, and tick again if work is left (triggers that queued meanwhile, user messages left
+unaddressed). Any number of workers may tick the same session; only the claimant works."""
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from harness.runtime import claims
+from harness.runtime.events import event_emit
+from harness.runtime.models import HarnessSettings, Session, SessionEvent, Trigger, Turn
+from harness.runtime.profiles import agent_profile_default, agent_profile_get, profile_copy, user_profile_get
+
+logger = logging.getLogger(__name__)
+Event = SessionEvent.Kind
+
+
+# --- settings -----------------------------------------------------------------------------------------
+
+def harness_settings_get(*, workspace_id) -> HarnessSettings:
+    """The workspace's thresholds (a row with the defaults is created on first use)."""
+    found = HarnessSettings.objects.filter(workspace_id=workspace_id).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return HarnessSettings.objects.create(workspace_id=workspace_id)
+    except IntegrityError:
+        return HarnessSettings.objects.get(workspace_id=workspace_id)
+
+
+# --- sessions and triggers ------------------------------------------------------------------------------
+
+@transaction.atomic
+def session_create(*, workspace, agent: str = "", user: str = "", tag: str = "", title: str = "") -> Session:
+    """Open a session holding copies of the agent profile (the workspace default unless named)
+    and of the user profile (if named). `tag` is the river; a new one is made when omitted."""
+    agent_profile = agent_profile_get(workspace=workspace, slug=agent) if agent else agent_profile_default(
+        workspace=workspace)
+    user_profile = user_profile_get(workspace=workspace, slug=user) if user else None
+    session_id = uuid.uuid4()
+    tag = tag.strip() or f"session:{session_id.hex[:12]}"
+    if len(tag) > 100 or any(ch.isspace() for ch in tag):
+        raise ApplicationError("tag must be at most 100 characters without spaces")
+    return Session.objects.create(
+        id=session_id, workspace=workspace, tag=tag, title=title, agent_profile=agent_profile,
+        user_profile=user_profile, agent_profile_copy=profile_copy(agent_profile),
+        user_profile_copy=profile_copy(user_profile), profiles_copied_at=timezone.now(),
+    )
+
+
+def message_send(*, session: Session, content: str, author: str = "", source: str = "api",
+                 idempotency_key: str = "", payload: dict | None = None) -> Trigger:
+    """Queue a user message; the session ticks after commit. The same idempotency key returns
+    the trigger it made the first time instead of queuing the message twice."""
+    if not content.strip():
+        raise ApplicationError("content must not be empty")
+    return trigger_enqueue(session=session, kind=Trigger.Kind.USER_MESSAGE, content=content, author=author,
+                           source=source, idempotency_key=idempotency_key, payload=payload)
+
+
+def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: dict | None = None,
+                    source: str = "api", author: str = "", idempotency_key: str = "") -> Trigger:
+    """Queue any trigger, record TriggerAccepted, and tick the session once committed."""
+    if kind not in Trigger.Kind.values:
+        raise ApplicationError(f"kind must be one of {', '.join(Trigger.Kind.values)}")
+    if session.status != Session.Status.OPEN:
+        raise ConflictError("the session is closed")
+    if idempotency_key:
+        earlier = Trigger.objects.filter(session=session, idempotency_key=idempotency_key).first()
+        if earlier is not None:
+            return earlier
+    try:
+        with transaction.atomic():
+            trigger = Trigger.objects.create(
+                workspace_id=session.workspace_id, session=session, kind=kind, content=content,
+                payload=payload or {}, source=source, author=author, idempotency_key=idempotency_key,
+            )
+            event_emit(session_id=session.pk, workspace_id=session.workspace_id, kind=Event.TRIGGER_ACCEPTED,
+                       data=_trigger_data(trigger))
+            session_tick_enqueue(session_id=session.pk)
+    except IntegrityError:
+        if idempotency_key:  # the same key, sent twice at once: the first one won
+            return Trigger.objects.get(session=session, idempotency_key=idempotency_key)
+        raise
+    return trigger
+
+
+def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger:
+    """Tick a user message off the unaddressed list (the mark_addressed tool). Idempotent."""
+    trigger = Trigger.objects.filter(session_id=session_id, pk=_uuid_or_none(trigger_id),
+                                     kind=Trigger.Kind.USER_MESSAGE).first()
+    if trigger is None:
+        raise NotFoundError(f"no user message {trigger_id} in this session")
+    if not trigger.addressed:
+        trigger.addressed, trigger.addressed_note, trigger.addressed_at = True, note, timezone.now()
+        trigger.save(update_fields=["addressed", "addressed_note", "addressed_at"])
+    return trigger
+
+
+def session_tick_enqueue(*, session_id, countdown: float = 0) -> None:
+    """Tick the session on a worker once the current transaction commits."""
+    from harness.tasks import session_tick as task
+
+    transaction.on_commit(lambda: task.apply_async(args=[str(session_id)], countdown=countdown or None))
+
+
+# --- the tick -----------------------------------------------------------------------------------------
+
+@dataclass
+class TurnSnapshot:
+    """What one turn works on: the triggers it snapshotted, and earlier user messages that are
+    still unaddressed (taken up again)."""
+
+    session: Session
+    turn: Turn
+    triggers: list[Trigger]
+    refired: list[Trigger] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[Trigger]:
+        """Every user message this turn must address, oldest first."""
+        fresh = [t for t in self.triggers if t.is_user_message]
+        return sorted(self.refired + fresh, key=lambda t: (t.created_at, str(t.id)))
+
+
+TurnWork = Callable[[TurnSnapshot], None]
+
+
+def session_tick(*, session_id, work: TurnWork | None = None) -> str:
+    """Run at most one turn of the session, if there is work and nobody else runs one.
+    Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended" or "failed".
+
+    A turn left running by a runner that died is resumed with its original snapshot."""
+    session = Session.objects.filter(pk=session_id).first()
+    if session is None:
+        return "gone"
+    limits = harness_settings_get(workspace_id=session.workspace_id)
+    if not claims.claim(Session, session.pk, stale_after=limits.stale_after_seconds):
+        return "busy"
+    outcome = "idle"
+    try:
+        turn = Turn.objects.filter(session=session, status=Turn.Status.RUNNING).first()
+        snapshot = _snapshot_of(turn) if turn else _turn_begin(session, limits)
+        if snapshot is not None:
+            outcome = _turn_run(snapshot, work or default_turn_work, limits)
+    finally:
+        claims.release(Session, session.pk)
+    _tick_again_if_needed(session, limits)
+    return outcome
+
+
+def sessions_sweep(*, stale_after: int | None = None) -> list:
+    """Tick every session that has work but no live runner: queued triggers nobody ticked (a lost
+    message), user messages due to fire again, turns whose runner died. Run by beat."""
+    now = timezone.now()
+    candidates = (
+        Session.objects.filter(status=Session.Status.OPEN)
+        .filter(Q(triggers__state=Trigger.State.QUEUED) | Q(turns__status=Turn.Status.RUNNING)
+                | Q(triggers__kind=Trigger.Kind.USER_MESSAGE, triggers__state=Trigger.State.CONSUMED,
+                    triggers__addressed=False, triggers__given_up_at__isnull=True))
+        .distinct().values_list("pk", "workspace_id", "runner", "runner_heartbeat_at")
+    )
+    ticked = []
+    for pk, workspace_id, runner, heartbeat_at in candidates:
+        limit = stale_after if stale_after is not None else harness_settings_get(
+            workspace_id=workspace_id).stale_after_seconds
+        if runner and heartbeat_at and heartbeat_at >= now - timedelta(seconds=limit):
+            continue
+        session_tick_enqueue(session_id=pk)
+        ticked.append(pk)
+    return ticked
+
+
+def default_turn_work(snapshot: TurnSnapshot) -> None:
+    """The work of a turn: a fire over the snapshot (harness.fires), once it is installed."""
+    from harness.fires.turns import fire_turn_work  # the fires part plugs in here
+
+    fire_turn_work(snapshot)
+
+
+# --- turn internals --------------------------------------------------------------------------------------
+
+def _turn_begin(session: Session, limits: HarnessSettings) -> TurnSnapshot | None:
+    with transaction.atomic():
+        session = Session.objects.select_for_update(no_key=True).get(pk=session.pk)
+        queued = list(Trigger.objects.filter(session=session, state=Trigger.State.QUEUED).select_for_update())
+        refired = list(_unaddressed(session).select_for_update())
+        if not queued and not refired:
+            return None
+        session.turn_count += 1
+        session.save(update_fields=["turn_count", "updated_at"])
+        turn = Turn.objects.create(workspace_id=session.workspace_id, session=session, number=session.turn_count,
+                                   refired_ids=[str(t.pk) for t in refired], runner=claims.runner_id())
+        Trigger.objects.filter(pk__in=[t.pk for t in queued]).update(state=Trigger.State.SNAPSHOTTED, turn=turn)
+        Trigger.objects.filter(pk__in=[t.pk for t in refired]).update(refires=F("refires") + 1)
+        _emit(turn, Event.TURN_STARTED, {"turn": turn.number, "trigger_ids": [str(t.pk) for t in queued],
+                                         "refired_ids": turn.refired_ids})
+        if any(t.kind == Trigger.Kind.REFRESH_PROFILE for t in queued):
+            _profiles_recopy(session, turn)
+    return _snapshot_of(turn)
+
+
+def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -> str:
+    turn = snapshot.turn
+    if not _has_work(snapshot):
+        _turn_close(turn, limits, status=Turn.Status.ENDED)
+        return "ended"
+    try:
+        work(snapshot)
+    except claims.ClaimLost:
+        raise  # another runner took the session over; it finishes the turn
+    except Exception as exc:  # noqa: BLE001 - any failure of the work ends the turn as failed, reported
+        logger.exception("turn %s of session %s failed", turn.number, turn.session_id)
+        _turn_close(turn, limits, status=Turn.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return "failed"
+    _turn_close(turn, limits, status=Turn.Status.ENDED)
+    return "ended"
+
+
+@transaction.atomic
+def _turn_close(turn: Turn, limits: HarnessSettings, *, status: str, error: str = "") -> None:
+    Session.objects.select_for_update(no_key=True).filter(pk=turn.session_id).first()
+    Trigger.objects.filter(turn=turn, state=Trigger.State.SNAPSHOTTED).update(state=Trigger.State.CONSUMED)
+    mine = Q(turn=turn) | Q(pk__in=turn.refired_ids)
+    unaddressed = list(
+        Trigger.objects.filter(mine, kind=Trigger.Kind.USER_MESSAGE, addressed=False, given_up_at__isnull=True)
+        .values_list("pk", "refires")
+    )
+    given_up = [pk for pk, refires in unaddressed if refires >= limits.refire_cap]
+    Trigger.objects.filter(pk__in=given_up).update(given_up_at=timezone.now())
+    turn.status, turn.error, turn.ended_at = status, error[:4000], timezone.now()
+    turn.save(update_fields=["status", "error", "ended_at"])
+    data = {"turn": turn.number, "status": status,
+            "unaddressed_ids": [str(pk) for pk, _ in unaddressed if pk not in given_up],
+            "given_up_ids": [str(pk) for pk in given_up]}
+    if status == Turn.Status.FAILED:
+        _emit(turn, Event.TURN_FAILURE, {**data, "error": turn.error})
+    else:
+        _emit(turn, Event.TURN_ENDED, data)
+
+
+def _tick_again_if_needed(session: Session, limits: HarnessSettings) -> None:
+    # Checked after the claim is released: a trigger queued while we held it found us busy, so
+    # it is ours to pass on.
+    if Trigger.objects.filter(session=session, state=Trigger.State.QUEUED).exists():
+        session_tick_enqueue(session_id=session.pk)
+    elif _unaddressed(session).exists():
+        session_tick_enqueue(session_id=session.pk, countdown=limits.refire_delay_seconds)
+
+
+def _unaddressed(session: Session):
+    return Trigger.objects.filter(session=session, kind=Trigger.Kind.USER_MESSAGE, state=Trigger.State.CONSUMED,
+                                  addressed=False, given_up_at__isnull=True)
+
+
+def _snapshot_of(turn: Turn) -> TurnSnapshot:
+    triggers = list(Trigger.objects.filter(turn=turn))
+    refired = list(Trigger.objects.filter(pk__in=turn.refired_ids)) if turn.refired_ids else []
+    return TurnSnapshot(session=turn.session, turn=turn, triggers=triggers, refired=refired)
+
+
+def _has_work(snapshot: TurnSnapshot) -> bool:
+    return bool(snapshot.refired) or any(t.kind != Trigger.Kind.REFRESH_PROFILE for t in snapshot.triggers)
+
+
+def _profiles_recopy(session: Session, turn: Turn) -> None:
+    session.agent_profile_copy = profile_copy(session.agent_profile)
+    session.user_profile_copy = profile_copy(session.user_profile)
+    session.profiles_copied_at = timezone.now()
+    session.save(update_fields=["agent_profile_copy", "user_profile_copy", "profiles_copied_at", "updated_at"])
+    _emit(turn, Event.PROFILE_REFRESHED, {
+        "agent": {"slug": session.agent_profile_copy.get("slug"), "version": session.agent_profile_copy.get("version")},
+        "user": {"slug": session.user_profile_copy.get("slug"), "version": session.user_profile_copy.get("version")},
+    })
+
+
+def _emit(turn: Turn, kind: str, data: dict) -> SessionEvent:
+    return event_emit(session_id=turn.session_id, workspace_id=turn.workspace_id, kind=kind, data=data, turn=turn)
+
+
+def _trigger_data(trigger: Trigger) -> dict:
+    return {"trigger_id": str(trigger.pk), "kind": trigger.kind, "source": trigger.source, "author": trigger.author,
+            "content": trigger.content}
+
+
+def _uuid_or_none(value):
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None

@@ -1,0 +1,71 @@
+"""Server-Sent Events for the session event stream, served by the ASGI server.
+
+The stream sends every event numbered above the reader's last one (Last-Event-ID), then waits for
+a Redis notification (or polls every few seconds, so a lost notification only delays it), with
+keep-alive comments. It ends after `max_seconds`; EventSource clients reconnect and resume."""
+
+import asyncio
+import json
+
+import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from rest_framework.renderers import BaseRenderer
+
+from harness.runtime.events import channel_for
+from harness.runtime.selectors import session_events_after
+
+KEEPALIVE_SECONDS = 10
+BATCH = 200
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets DRF accept `Accept: text/event-stream`; the view streams the body itself."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        # Only errors reach here (the stream is not rendered): send them as one SSE error event.
+        return f"event: error\ndata: {json.dumps(data, cls=DjangoJSONEncoder)}\n\n".encode()
+
+
+def event_payload(event) -> dict:
+    return {"seq": event.seq, "kind": event.kind, "turn_id": event.turn_id, "data": event.data,
+            "created_at": event.created_at}
+
+
+def format_event(event) -> str:
+    data = json.dumps(event_payload(event), cls=DjangoJSONEncoder)
+    return f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
+
+
+async def event_stream(session_id, *, after: int, max_seconds: float):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_seconds
+    client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
+    pubsub = client.pubsub()
+    try:
+        # Subscribe before the first read, so nothing committed in between goes unnoticed.
+        await pubsub.subscribe(channel_for(session_id))
+        yield "retry: 2000\n\n"
+        fetch = sync_to_async(session_events_after, thread_sensitive=False)
+        while True:
+            events = await fetch(session_id=session_id, after=after, limit=BATCH)
+            for event in events:
+                after = event.seq
+                yield format_event(event)
+            if len(events) == BATCH:
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            message = await pubsub.get_message(ignore_subscribe_messages=True,
+                                               timeout=min(KEEPALIVE_SECONDS, remaining))
+            if message is None:
+                yield ": keep-alive\n\n"
+    finally:
+        await pubsub.aclose()
+        await client.aclose()

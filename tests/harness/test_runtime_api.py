@@ -1,0 +1,156 @@
+"""REST for sessions, messages, events and profiles; the real worker and the live SSE stream."""
+
+import json
+import time
+
+import httpx
+import pytest
+
+from fathom.services import apikey_create
+from harness.runtime.models import Session, SessionEvent, Trigger
+
+
+def test_it_opens_a_session_with_the_default_agent_profile(api):
+    response = api.post("/v1/sessions", {"title": "first"}, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert body["tag"].startswith("session:")
+    assert body["agent_profile_copy"]["slug"] == "fathom"
+    assert api.get(f"/v1/sessions/{body['id']}").json()["title"] == "first"
+
+
+def test_it_rejects_an_unknown_profile(api):
+    response = api.post("/v1/sessions", {"agent": "nobody"}, format="json")
+    assert response.status_code == 404
+    assert "nobody" in response.json()["error"]["message"]
+
+
+def test_a_message_is_accepted_with_202_and_its_trigger_id(api, session):
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "hello"}, format="json",
+                        HTTP_IDEMPOTENCY_KEY="abc")
+    assert response.status_code == 202, response.content
+    trigger = Trigger.objects.get(pk=response.json()["trigger_id"])
+    assert trigger.content == "hello" and trigger.state == Trigger.State.QUEUED
+    again = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "hello"}, format="json",
+                     HTTP_IDEMPOTENCY_KEY="abc")
+    assert again.json()["trigger_id"] == str(trigger.pk)
+    listed = api.get(f"/v1/sessions/{session.pk}/messages").json()["results"]
+    assert [m["id"] for m in listed] == [str(trigger.pk)]
+
+
+def test_an_empty_message_is_a_400_naming_the_field(api, session):
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": ""}, format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("content")
+
+
+def test_a_viewer_may_read_but_not_send(api_client_for, workspace, session):
+    viewer = api_client_for(workspace, "viewer")
+    assert viewer.get(f"/v1/sessions/{session.pk}/events").status_code == 200
+    assert viewer.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json").status_code == 403
+
+
+def test_events_poll_as_json_after_a_number(api, session):
+    for text in ("a", "b", "c"):
+        api.post(f"/v1/sessions/{session.pk}/messages", {"content": text}, format="json")
+    page = api.get(f"/v1/sessions/{session.pk}/events?after=1").json()
+    assert [e["seq"] for e in page["events"]] == [2, 3]
+    assert page["events"][0]["kind"] == "TriggerAccepted" and page["events"][0]["data"]["content"] == "b"
+    assert page["last_seq"] == 3
+    assert api.get(f"/v1/sessions/{session.pk}/events?after=3").json()["events"] == []
+
+
+def test_listing_sessions_takes_a_fixed_number_of_queries(api, workspace, django_assert_num_queries):
+    for _ in range(3):
+        api.post("/v1/sessions", {}, format="json")
+    with django_assert_num_queries(2):  # the key, the page: nothing per row
+        response = api.get("/v1/sessions")
+    assert len(response.json()["results"]) == 3
+
+
+def test_profiles_are_created_changed_and_reach_a_session_on_refresh(api):
+    created = api.post("/v1/profiles/agents", {"slug": "ada", "soul_md": "curious"}, format="json")
+    assert created.status_code == 201, created.content
+    assert api.post("/v1/profiles/agents", {"slug": "ada"}, format="json").status_code == 409
+    api.post("/v1/profiles/users", {"slug": "myra", "user_md": "hi", "preferences": {"tone": "plain"}}, format="json")
+    session = api.post("/v1/sessions", {"agent": "ada", "user": "myra"}, format="json").json()
+    changed = api.patch("/v1/profiles/agents/ada", {"soul_md": "patient"}, format="json").json()
+    assert changed["version"] == 2
+    assert api.get(f"/v1/sessions/{session['id']}").json()["agent_profile_copy"]["soul_md"] == "curious"
+    refresh = api.post(f"/v1/sessions/{session['id']}/refresh-profile")
+    assert refresh.status_code == 202 and refresh.json()["kind"] == "refresh_profile"
+    slugs = [p["slug"] for p in api.get("/v1/profiles/agents").json()["results"]]
+    assert sorted(slugs) == ["ada", "fathom"]
+    assert api.get("/v1/profiles/users/myra").json()["preferences"] == {"tone": "plain"}
+
+
+# --- with a real worker and a live server -----------------------------------------------------------------
+
+def wait_for(predicate, timeout=20.0, every=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_runs_the_turn_for_a_sent_message(celery_worker, api, session):
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "hello worker"}, format="json")
+    trigger_id = response.json()["trigger_id"]
+    wait_for(lambda: SessionEvent.objects.filter(session=session, kind="TurnEnded").exists())
+    assert list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True)) == [
+        "TriggerAccepted", "TurnStarted", "AssistantOutput", "TurnEnded"]
+    trigger = Trigger.objects.get(pk=trigger_id)
+    assert trigger.state == Trigger.State.CONSUMED and trigger.addressed
+    assert not Session.objects.get(pk=session.pk).runner
+
+
+def read_sse(response, count: int) -> list[dict]:
+    events, current = [], {}
+    for line in response.iter_lines():
+        if line == "":
+            if "data" in current:
+                events.append(current)
+                if len(events) == count:
+                    return events
+            current = {}
+        elif not line.startswith(":"):
+            field, _, value = line.partition(":")
+            current[field] = value.removeprefix(" ")
+    return events
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_the_event_stream_is_served_as_sse_and_resumes_after_last_event_id(
+        celery_worker, live_server_url, workspace, session):
+    key = apikey_create(workspace=workspace, role="operator").secret
+    headers = {"Authorization": f"Bearer {key}"}
+    url = f"{live_server_url}/v1/sessions/{session.pk}/events?timeout=15"
+    with httpx.Client(timeout=20, headers=headers) as client:
+        # given a client following the stream before anything happened
+        with client.stream("GET", url, headers={"Accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            # when a message is sent and a worker answers it
+            sent = client.post(f"{live_server_url}/v1/sessions/{session.pk}/messages", json={"content": "hi"})
+            assert sent.status_code == 202
+            # then the events arrive in order, numbered, as they happen
+            events = read_sse(stream, 4)
+        assert [e["event"] for e in events] == ["TriggerAccepted", "TurnStarted", "AssistantOutput", "TurnEnded"]
+        assert [e["id"] for e in events] == ["1", "2", "3", "4"]
+        assert json.loads(events[0]["data"])["data"]["trigger_id"] == sent.json()["trigger_id"]
+
+        # and a reconnect with Last-Event-ID gets only what followed
+        client.post(f"{live_server_url}/v1/sessions/{session.pk}/messages", json={"content": "again"})
+        with client.stream("GET", url, headers={"Accept": "text/event-stream", "Last-Event-ID": "4"}) as stream:
+            resumed = read_sse(stream, 1)
+        assert resumed[0]["id"] == "5" and resumed[0]["event"] == "TriggerAccepted"
+
+        # and another workspace's key cannot follow it
+        other = client.get(url, headers={"Accept": "text/event-stream", "Authorization": "Bearer nope"})
+        assert other.status_code == 401
