@@ -51,3 +51,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         for key in queryset:
             apikey_revoke(key=key)
         self.message_user(request, f"Revoked {queryset.count()} key(s).")
+
+# The platform's other admins live with their code.
+from fathom.llm import admin as _llm_admin  # noqa: E402,F401
+from fathom.tracing import admin as _tracing_admin  # noqa: E402,F401

@@ -73,3 +73,11 @@ class ApiKey(WorkspaceScoped):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+# The platform's other tables live with their code; importing them here registers them with the app.
+from fathom.llm.models import LLMModel, ModelAssignment  # noqa: E402
+from fathom.tracing.models import TraceEvent  # noqa: E402
+
+__all__ = ["ApiKey", "LLMModel", "Membership", "ModelAssignment", "Role", "TraceEvent", "Workspace",
+           "WorkspaceScoped"]

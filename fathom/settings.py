@@ -5,10 +5,12 @@ import secrets
 from pathlib import Path
 
 from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
 
 from fathom.env import (
     database_from_url,
     env_bool,
+    env_float,
     env_int,
     env_list,
     env_str,
@@ -23,6 +25,11 @@ SECRET_KEY = secret_from_file("SECRET_KEY", DATA_DIR / "secret_key", lambda: sec
 FATHOM_ENCRYPTION_KEY = secret_from_file(
     "FATHOM_ENCRYPTION_KEY", DATA_DIR / "encryption_key", lambda: Fernet.generate_key().decode()
 )
+try:  # fail at start-up, not at the first model call, on a malformed key
+    [Fernet(key.strip()) for key in FATHOM_ENCRYPTION_KEY.split(",") if key.strip()] or Fernet("")
+except ValueError:
+    raise ImproperlyConfigured("FATHOM_ENCRYPTION_KEY must be one or more comma-separated Fernet keys "
+                               "(32 url-safe base64-encoded bytes each)") from None
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 HTTP_PORT = env_int("FATHOM_HTTP_PORT", 8000, minimum=1, maximum=65535)
@@ -82,6 +89,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "fathom.tracing.middleware.TracingMiddleware",
 ]
 
 ROOT_URLCONF = "fathom.urls"
@@ -183,3 +191,22 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 # How recent beat's last tick must be for /v1/health to call it alive.
 BEAT_STALE_AFTER_SECONDS = 90
+
+# --- Models (fathom.llm) and tracing ------------------------------------------------------------------
+# Provider keys from the environment, used by registry models whose own key is blank.
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+OLLAMA_HOST = env_str("OLLAMA_HOST")
+# "provider:model" answering every role no registry row covers (blank: the offline model).
+FATHOM_DEFAULT_MODEL = env_str("FATHOM_DEFAULT_MODEL")
+if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
+        "openai", "anthropic", "openai-compatible", "offline", "scripted"):
+    raise ImproperlyConfigured(f"FATHOM_DEFAULT_MODEL must be provider:model with provider one of openai, "
+                               f"anthropic, openai-compatible, offline, scripted; got {FATHOM_DEFAULT_MODEL!r}")
+# Classes with before(request) / after(request, completion), run around every model call in order
+# (see fathom.llm.middleware). Apps add theirs here.
+FATHOM_MODEL_MIDDLEWARE: list[str] = []
+FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
+FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
+FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
+FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.0, minimum=0)

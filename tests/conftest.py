@@ -100,3 +100,14 @@ def celery_worker(django_db_setup, django_db_blocker):
         yield name
     finally:
         stop_worker(process)
+
+
+@pytest.fixture
+def scripted_llm(workspace):
+    """A scripted model answering every role of `workspace`: queue answers with .reply(...) /
+    .call_tool(...) / .fail(...), read requests back from .sent (see fathom.llm.scripted)."""
+    from fathom.llm.scripted import Script
+
+    script = Script.install(workspace)
+    yield script
+    script.reset()

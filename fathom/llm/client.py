@@ -1,0 +1,202 @@
+"""The one way the project calls a model: `complete(...)` or `stream(...)`, by role, for a workspace.
+
+Every call resolves the role's model (`fathom.llm.registry`), runs the model middleware around the
+provider (`fathom.llm.middleware`), retries what may be retried (`fathom.llm.retry`), prices the
+usage, and traces itself as an `llm.call` span (started, then completed or failed) under whatever
+span is current.
+
+Options understood here (everything else goes to the provider, e.g. temperature, max_tokens,
+tool_choice, stop, seed): `actor_id` (who is calling, for the trace; default: the current span's),
+`call_id`, `model` (a registry model name, or "provider:model", instead of the role's),
+`max_attempts`, `deadline` (seconds for all attempts), `offline_policy` (see `fathom.llm.offline`)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+
+from fathom.llm import middleware, registry
+from fathom.llm.errors import LLMError, LLMStreamInterrupted
+from fathom.llm.middleware import LLMRequest
+from fathom.llm.providers import get_provider
+from fathom.llm.retry import Attempts, RetryPolicy
+from fathom.llm.types import Completion, Message, StreamChunk, ToolSpec
+from fathom.tracing.spans import span, start_span
+
+SUMMARY_CHARS = 500
+
+
+def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterable[ToolSpec] | None = None,
+             response_format: dict | None = None, **options) -> Completion:
+    """Ask the model that answers `role` in `workspace`; returns its Completion or raises an LLMError."""
+    request, actor_id = _request(workspace, role, messages, tools, response_format, options, stream=False)
+    with span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
+              **request_summary(request)) as call:
+        request.trace_id = call.trace_id
+        entered, answer = middleware.run_before(request)
+        if answer is None:
+            answer = _call_with_retries(request, call)
+        completion = middleware.run_after(entered, request, answer)
+        call.set(**response_summary(completion))
+        return completion
+
+
+def stream(*, workspace, role: str, messages: Iterable[Message], tools: Iterable[ToolSpec] | None = None,
+           response_format: dict | None = None, **options) -> Iterator[StreamChunk]:
+    """Like `complete`, as a stream: text deltas and finished tool calls as they come, then one last
+    chunk whose `.completion` is the whole answer with usage and cost. Retried only until the first
+    chunk arrives; a stream that breaks later raises LLMStreamInterrupted."""
+    request, actor_id = _request(workspace, role, messages, tools, response_format, options, stream=True)
+    call = start_span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
+                      **request_summary(request))
+    request.trace_id = call.trace_id
+    try:
+        entered, answer = middleware.run_before(request)
+        if answer is None:
+            answer = yield from _stream_with_retries(request, call)
+        else:
+            yield from _chunks_of(answer)
+        completion = middleware.run_after(entered, request, answer)
+        call.set(**response_summary(completion))
+        yield StreamChunk(completion=completion)
+    except GeneratorExit:
+        call.set(abandoned=True)
+        call.end()
+        raise
+    except BaseException as exc:
+        call.end(error=exc)
+        raise
+    else:
+        call.end()
+
+
+# --- the pieces -------------------------------------------------------------------------------------------
+
+def _request(workspace, role, messages, tools, response_format, options, *, stream) -> tuple[LLMRequest, str]:
+    if not isinstance(role, str) or not role:
+        raise ValueError("role must be a non-empty string, e.g. 'main'")
+    workspace_id = getattr(workspace, "pk", workspace)
+    options = dict(options)
+    actor_id = options.pop("actor_id", None)
+    call_id = options.pop("call_id", None) or f"llm-{secrets.token_hex(6)}"
+    chosen = options.pop("model", None)
+    if chosen is None:
+        model = registry.resolve(workspace=workspace_id, role=role)
+    elif isinstance(chosen, registry.ResolvedModel):
+        model = chosen
+    elif ":" in chosen:
+        model = registry.from_spec(chosen)
+    else:
+        model = registry.model_by_name(chosen)
+    merged = {**model.options, **options}
+    request = LLMRequest(workspace_id=workspace_id, role=role, model=model, messages=list(messages),
+                         tools=list(tools) if tools else None, response_format=response_format,
+                         options=merged, stream=stream, call_id=call_id)
+    return request, actor_id
+
+
+def _call_with_retries(request: LLMRequest, call) -> Completion:
+    provider = get_provider(request.model.provider)
+    attempts = _attempts(request, call)
+    started = time.perf_counter()
+    while True:
+        try:
+            answer = provider.complete(request, timeout=attempts.timeout())
+            break
+        except LLMError as exc:
+            attempts.failed(exc)
+    return _finished(request, answer, started, attempts.number)
+
+
+def _stream_with_retries(request: LLMRequest, call):
+    """Yields the provider's chunks (not its last one); returns the finished Completion."""
+    provider = get_provider(request.model.provider)
+    attempts = _attempts(request, call)
+    started = time.perf_counter()
+    while True:
+        chunks = provider.stream(request, timeout=attempts.timeout())
+        try:
+            first = next(chunks)
+            break
+        except StopIteration:
+            raise LLMStreamInterrupted("the stream ended before it began", provider=request.model.provider,
+                                       model=request.model.model) from None
+        except LLMError as exc:
+            attempts.failed(exc)
+    chunk = first
+    while True:
+        if chunk.completion is not None:
+            return _finished(request, chunk.completion, started, attempts.number)
+        yield chunk
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            raise LLMStreamInterrupted("the stream ended without a final message", provider=request.model.provider,
+                                       model=request.model.model) from None
+        except LLMError as exc:
+            if isinstance(exc, LLMStreamInterrupted):
+                raise
+            raise LLMStreamInterrupted(f"the stream broke after it started: {exc.message}", provider=exc.provider,
+                                       model=exc.model, http_status=exc.http_status,
+                                       request_id=exc.request_id) from exc
+
+
+def _attempts(request: LLMRequest, call) -> Attempts:
+    policy = RetryPolicy.from_options(request.options)
+
+    def on_retry(*, attempt, wait, error):
+        call.event("llm.call.retry", attempt=attempt, wait_seconds=round(wait, 3), error=error.code,
+                   message=error.message[:300], http_status=error.http_status)
+
+    return Attempts(policy, timeout=request.model.timeout_seconds, on_retry=on_retry)
+
+
+def _finished(request: LLMRequest, answer: Completion, started: float, attempts: int) -> Completion:
+    usage = answer.usage
+    return replace(
+        answer, cost=request.model.cost(usage.input_tokens, usage.output_tokens, usage.cached_tokens),
+        latency_ms=(time.perf_counter() - started) * 1000, model=answer.model or request.model.model,
+        provider=answer.provider or request.model.provider, call_id=request.call_id, trace_id=request.trace_id,
+        attempts=attempts,
+    )
+
+
+def _chunks_of(completion: Completion) -> Iterator[StreamChunk]:
+    if completion.text:
+        yield StreamChunk(text=completion.text)
+    for tool_call in completion.tool_calls:
+        yield StreamChunk(tool_call=tool_call)
+
+
+def request_summary(request: LLMRequest) -> dict:
+    """What the trace keeps of a request: never the whole prompt, never a key."""
+    summary = {
+        "role": request.role, "model": request.model.model, "provider": request.model.provider,
+        "registry_model": request.model.name, "messages": len(request.messages),
+        "last_user": _clip(request.last_user_text), "stream": request.stream,
+    }
+    if request.tools:
+        summary["tools"] = [tool.name for tool in request.tools]
+    if request.response_format:
+        summary["response_format"] = request.response_format.get("type")
+    return summary
+
+
+def response_summary(completion: Completion) -> dict:
+    summary = {
+        "model": completion.model, "provider": completion.provider, "input_tokens": completion.usage.input_tokens,
+        "output_tokens": completion.usage.output_tokens, "cached_tokens": completion.usage.cached_tokens,
+        "cost": completion.cost, "stop_reason": str(completion.stop_reason), "text": _clip(completion.text),
+        "latency_ms": round(completion.latency_ms, 3), "attempts": completion.attempts,
+        "request_id": completion.request_id,
+    }
+    if completion.tool_calls:
+        summary["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": _clip(str(c.arguments), 200)}
+                                 for c in completion.tool_calls]
+    return summary
+
+
+def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

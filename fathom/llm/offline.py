@@ -1,0 +1,191 @@
+"""The offline model: no network, no randomness, the same answer for the same request. It keeps the
+product usable with no key and says plainly that it is offline.
+
+- A plain request gets a short text that says no language model is configured and echoes the
+  question.
+- A request with a JSON-schema `response_format` gets the simplest instance of the schema (first enum
+  value, defaults where given, "" / 0 / false / [] otherwise).
+- A tool-calling request follows the caller's policy, passed as the `offline_policy` option: an
+  object with `next_step(request) -> ToolCall | str` (a tool to call next, or the final text). For
+  fires, `SearchThenRespond("search")`: search the lake with the user's words, then answer with
+  what was found, citing the ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+
+from fathom.llm.types import Completion, StopReason, StreamChunk, ToolCall, Usage
+
+OFFLINE_NOTICE = "[offline]"
+_ID_PATTERN = re.compile(r"\b[0-9a-f]{6,32}\b")
+
+
+class OfflineProvider:
+    name = "offline"
+
+    def complete(self, request, *, timeout: float | None = None) -> Completion:
+        policy = request.options.get("offline_policy")
+        if policy is not None and request.tools:
+            step = policy.next_step(request)
+            if isinstance(step, ToolCall):
+                return self._completion(request, "", (step,), StopReason.TOOL_CALLS)
+            if isinstance(step, Completion):
+                return step
+            return self._completion(request, str(step), (), StopReason.END)
+        schema = json_schema_of(request.response_format)
+        if schema is not None:
+            return self._completion(request, json.dumps(instance_of(schema), sort_keys=True), (), StopReason.END)
+        if request.response_format and request.response_format.get("type") == "json_object":
+            return self._completion(request, json.dumps({"offline": True}), (), StopReason.END)
+        return self._completion(request, plain_answer(request), (), StopReason.END)
+
+    def stream(self, request, *, timeout: float | None = None) -> Iterator[StreamChunk]:
+        completion = self.complete(request, timeout=timeout)
+        for piece in re.findall(r"\S+\s*", completion.text):
+            yield StreamChunk(text=piece)
+        for call in completion.tool_calls:
+            yield StreamChunk(tool_call=call)
+        yield StreamChunk(completion=completion)
+
+    def _completion(self, request, text, tool_calls, stop_reason) -> Completion:
+        prompt_chars = sum(len(m.content) for m in request.messages)
+        output_chars = len(text) + sum(len(json.dumps(c.arguments)) for c in tool_calls)
+        return Completion(
+            text=text, tool_calls=tuple(tool_calls), stop_reason=stop_reason,
+            usage=Usage(input_tokens=approx_tokens(prompt_chars), output_tokens=approx_tokens(output_chars)),
+            model="offline", provider="offline", request_id=f"offline-{request_digest(request)}",
+        )
+
+
+class SearchThenRespond:
+    """The fire policy: call `search_tool` once with the last user message as `query_argument`, then
+    answer from the results, citing every id found in them. With `respond_tool` set, the answer is a
+    call to that tool with `{text_argument: ..., citations_argument: [...]}` instead of plain text."""
+
+    def __init__(self, search_tool: str = "search", *, query_argument: str = "query",
+                 respond_tool: str | None = None, text_argument: str = "text",
+                 citations_argument: str = "citations", extra_arguments: dict | None = None):
+        self.search_tool = search_tool
+        self.query_argument = query_argument
+        self.respond_tool = respond_tool
+        self.text_argument = text_argument
+        self.citations_argument = citations_argument
+        self.extra_arguments = extra_arguments or {}
+
+    def next_step(self, request):
+        searched = [call for m in request.messages if m.role == "assistant" for call in m.tool_calls
+                    if call.name == self.search_tool]
+        tool_names = {tool.name for tool in request.tools or ()}
+        query = request.last_user_text.strip()
+        if not searched and self.search_tool in tool_names:
+            return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.search_tool,
+                            arguments={self.query_argument: query, **self.extra_arguments})
+        call_ids = {call.id for call in searched}
+        results = [m.content for m in request.messages if m.role == "tool" and m.tool_call_id in call_ids]
+        found = cited_items(results)
+        text = offline_summary(query, found)
+        if self.respond_tool and self.respond_tool in tool_names:
+            return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.respond_tool,
+                            arguments={self.text_argument: text, self.citations_argument: [i for i, _ in found]})
+        return text
+
+
+def plain_answer(request) -> str:
+    question = " ".join(request.last_user_text.split())
+    if len(question) > 200:
+        question = question[:199] + "…"
+    images = sum(len(m.images) for m in request.messages)
+    seen = f" ({images} image(s) not viewed)" if images else ""
+    return (f"{OFFLINE_NOTICE} No language model is configured for the role '{request.role}' in this "
+            f"workspace, so the offline model answers: it cannot reason about your message{seen}. "
+            f"You asked: \"{question}\". Configure a model in the admin (LLM models) to get real answers.")
+
+
+def offline_summary(query: str, found: list[tuple[str, str]]) -> str:
+    if not found:
+        return f"{OFFLINE_NOTICE} I searched for \"{query}\" without a language model and found nothing."
+    lines = [f"{OFFLINE_NOTICE} Answering without a language model: I searched for \"{query}\" and "
+             f"found {len(found)} item(s):"]
+    lines += [f"- [{item_id}] {snippet}" if snippet else f"- [{item_id}]" for item_id, snippet in found]
+    return "\n".join(lines)
+
+
+def cited_items(results: list[str], limit: int = 10) -> list[tuple[str, str]]:
+    """(id, snippet) for each item in tool results: JSON objects with an "id", else hex ids in text."""
+    found: dict[str, str] = {}
+    for text in results:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError):
+            data = None
+        if data is not None:
+            for item in _objects_with_ids(data):
+                snippet = item.get("content") or item.get("text") or item.get("summary") or ""
+                found.setdefault(str(item["id"]), " ".join(str(snippet).split())[:120])
+        else:
+            for match in _ID_PATTERN.findall(text):
+                found.setdefault(match, "")
+    return list(found.items())[:limit]
+
+
+def _objects_with_ids(data):
+    if isinstance(data, dict):
+        if "id" in data and isinstance(data["id"], (str, int)):
+            yield data
+        for value in data.values():
+            if isinstance(value, (dict, list)):
+                yield from _objects_with_ids(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _objects_with_ids(value)
+
+
+def json_schema_of(response_format: dict | None) -> dict | None:
+    if not response_format or response_format.get("type") != "json_schema":
+        return None
+    inner = response_format.get("json_schema") or {}
+    return inner.get("schema") or response_format.get("schema") or {}
+
+
+def instance_of(schema: dict, depth: int = 0):
+    """The simplest value that satisfies a (simple) JSON Schema."""
+    if depth > 8:
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return instance_of(schema[key][0], depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        return {name: instance_of(sub, depth + 1) for name, sub in properties.items()}
+    if kind == "array":
+        minimum = schema.get("minItems", 0)
+        return [instance_of(schema.get("items") or {}, depth + 1) for _ in range(minimum)]
+    if kind == "string":
+        return "offline" if schema.get("minLength", 0) > 0 else ""
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    return None
+
+
+def request_digest(request) -> str:
+    payload = json.dumps([m.to_dict() for m in request.messages], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def approx_tokens(chars: int) -> int:
+    return (chars + 3) // 4

@@ -1,0 +1,28 @@
+"""Providers turn an LLMRequest into a Completion (or a stream of chunks) for one wire protocol.
+
+Each is a class with `complete(request, *, timeout) -> Completion` and
+`stream(request, *, timeout) -> Iterator[StreamChunk]` (the last chunk carries the completion), raising
+`fathom.llm.errors.LLMError` subclasses. They leave cost, latency and ids to the caller
+(`fathom.llm.client`), and never retry themselves."""
+
+from functools import cache
+
+from django.utils.module_loading import import_string
+
+from fathom.llm.errors import LLMNotConfigured
+
+PROVIDERS = {
+    "offline": "fathom.llm.offline.OfflineProvider",
+    "scripted": "fathom.llm.scripted.ScriptedProvider",
+    "openai": "fathom.llm.providers.openai.OpenAIProvider",
+    "openai-compatible": "fathom.llm.providers.openai.OpenAICompatibleProvider",
+    "anthropic": "fathom.llm.providers.anthropic.AnthropicProvider",
+}
+
+
+@cache
+def get_provider(name: str):
+    path = PROVIDERS.get(name)
+    if path is None:
+        raise LLMNotConfigured(f"unknown provider {name!r} (one of {', '.join(PROVIDERS)})", provider=name)
+    return import_string(path)()

@@ -1,0 +1,177 @@
+"""Which model answers a role in a workspace.
+
+Lookup order, first match wins: the workspace's row for the role, the workspace's "*" row, the
+deployment default's row for the role, the deployment's "*" row, FATHOM_DEFAULT_MODEL
+("provider:model" from the environment), and finally the offline model.
+
+Resolutions are cached in-process and kept coherent across processes by a version number in Redis
+that every registry change bumps (`registry_changed`), so the hot path costs one Redis GET."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.db.models import Q
+from django.dispatch import receiver
+
+from fathom.llm.errors import LLMNotConfigured
+from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, Provider
+
+VERSION_KEY = "fathom:llm:registry:version"
+# The offline model, used when nothing else is configured. Not a row: it always exists.
+OFFLINE_NAME = "offline"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    """Everything a provider needs to make one call. The key lives only in memory (not in repr)."""
+
+    name: str
+    provider: str
+    model: str
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    input_price_per_mtok: float = 0.0
+    output_price_per_mtok: float = 0.0
+    cached_input_price_per_mtok: float | None = None
+    context_window: int = 128_000
+    max_output_tokens: int = 4096
+    timeout_seconds: float = 60.0
+    options: dict[str, Any] = field(default_factory=dict)
+    model_id: int | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
+        """US dollars for these tokens; cached input tokens at the cached price when one is set."""
+        cached_price = self.input_price_per_mtok if self.cached_input_price_per_mtok is None \
+            else self.cached_input_price_per_mtok
+        uncached = max(input_tokens - cached_tokens, 0)
+        return (uncached * self.input_price_per_mtok + cached_tokens * cached_price
+                + output_tokens * self.output_price_per_mtok) / 1_000_000
+
+
+OFFLINE_MODEL = ResolvedModel(name=OFFLINE_NAME, provider=Provider.OFFLINE.value, model="offline")
+
+
+def resolve(*, workspace, role: str) -> ResolvedModel:
+    """The model that answers `role` in `workspace` (a Workspace or its id)."""
+    workspace_id = getattr(workspace, "pk", workspace)
+    version = _current_version()
+    cache_key = (workspace_id, role)
+    with _lock:
+        if _cache.get("version") != version:
+            _cache.clear()
+            _cache["version"] = version
+        found = _cache.get(cache_key)
+    if found is None:
+        found = _resolve_uncached(workspace_id, role)
+        with _lock:
+            if _cache.get("version") == version:
+                _cache[cache_key] = found
+    return found
+
+
+def model_by_name(name: str) -> ResolvedModel:
+    """A registry model by its name ("offline" always exists)."""
+    if name == OFFLINE_NAME:
+        return OFFLINE_MODEL
+    row = LLMModel.objects.filter(name=name).first()
+    if row is None:
+        raise LLMNotConfigured(f"no model named {name!r} in the registry")
+    return from_row(row)
+
+
+def registry_changed() -> None:
+    """Call after any change to LLMModel or ModelAssignment rows: every process re-resolves. Bumps
+    the version now (this process sees its uncommitted rows) and again after commit (a process that
+    re-resolved in between would otherwise keep the old rows)."""
+    from django.db import transaction
+
+    _bump()
+    transaction.on_commit(_bump)
+
+
+def _bump() -> None:
+    from fathom.redis_client import get_redis
+
+    get_redis().incr(VERSION_KEY)
+
+
+def from_row(row: LLMModel) -> ResolvedModel:
+    """The resolved form of a registry row, with the environment's key and host filled in."""
+    api_key = row.get_api_key()
+    base_url = row.base_url
+    if not api_key:
+        api_key = {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(
+            row.provider, "")
+    if row.provider == Provider.OPENAI_COMPATIBLE and not base_url:
+        base_url = ollama_base_url()
+    return ResolvedModel(
+        name=row.name, provider=row.provider, model=row.model, base_url=base_url, api_key=api_key,
+        input_price_per_mtok=float(row.input_price_per_mtok), output_price_per_mtok=float(row.output_price_per_mtok),
+        cached_input_price_per_mtok=(None if row.cached_input_price_per_mtok is None
+                                     else float(row.cached_input_price_per_mtok)),
+        context_window=row.context_window, max_output_tokens=row.max_output_tokens,
+        timeout_seconds=row.timeout_seconds, options=dict(row.options or {}), model_id=row.pk,
+    )
+
+
+def from_spec(spec: str) -> ResolvedModel:
+    """A model from "provider:model" (FATHOM_DEFAULT_MODEL, the CLI's --provider/--model)."""
+    provider, _, model = spec.partition(":")
+    if provider not in Provider.values:
+        raise LLMNotConfigured(f"unknown provider {provider!r} in {spec!r} (one of {', '.join(Provider.values)})")
+    if provider == Provider.OFFLINE:
+        return OFFLINE_MODEL
+    api_key = {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(
+        provider, "")
+    base_url = ollama_base_url() if provider == Provider.OPENAI_COMPATIBLE else ""
+    return ResolvedModel(name=spec, provider=provider, model=model or provider, base_url=base_url, api_key=api_key)
+
+
+def ollama_base_url() -> str:
+    """OLLAMA_HOST as an OpenAI-compatible base URL (host:port, with or without scheme)."""
+    host = settings.OLLAMA_HOST or "http://127.0.0.1:11434"
+    if "://" not in host:
+        host = f"http://{host}"
+    return host.rstrip("/") + "/v1"
+
+
+def with_options(model: ResolvedModel, **changes) -> ResolvedModel:
+    return replace(model, **changes)
+
+
+# --- internals ------------------------------------------------------------------------------------------
+
+_cache: dict = {}
+_lock = threading.Lock()
+
+
+def _current_version() -> str:
+    from fathom.redis_client import get_redis
+
+    return get_redis().get(VERSION_KEY) or "0"
+
+
+def _resolve_uncached(workspace_id, role: str) -> ResolvedModel:
+    rows = list(
+        ModelAssignment.objects.select_related("model")
+        .filter(Q(workspace_id=workspace_id) | Q(workspace=None), role__in=[role, ANY_ROLE])
+    )
+    # Most specific first: own workspace before the deployment, the named role before "*".
+    rows.sort(key=lambda a: (a.workspace_id is None, a.role == ANY_ROLE))
+    if rows:
+        return from_row(rows[0].model)
+    if settings.FATHOM_DEFAULT_MODEL:
+        return from_spec(settings.FATHOM_DEFAULT_MODEL)
+    return OFFLINE_MODEL
+
+
+@receiver(setting_changed)
+def _settings_changed(setting, **_kwargs):
+    if setting in ("FATHOM_DEFAULT_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST"):
+        with _lock:
+            _cache.clear()

@@ -1,0 +1,15 @@
+"""Tracing: `span(...)` around anything worth seeing, `event(...)` for a point in the current span.
+See `fathom.tracing.spans` for the contract; `TraceEvent` rows are what it writes."""
+
+from fathom.tracing.spans import (
+    Span,
+    SpanContext,
+    continue_trace,
+    current_span,
+    event,
+    scope,
+    span,
+    start_span,
+)
+
+__all__ = ["Span", "SpanContext", "continue_trace", "current_span", "event", "scope", "span", "start_span"]

@@ -1,0 +1,82 @@
+"""The model registry: keys encrypted at rest and never shown, environment fallbacks, admin."""
+
+import pytest
+from django.db import connection
+
+from fathom.llm.models import LLMModel
+from fathom.llm.registry import resolve
+from fathom.llm.services import model_assign, model_create, model_update
+
+SECRET = "sk-test-9f8e7d6c5b4a39281706abcdWXYZ"
+
+
+def test_the_api_key_is_encrypted_in_the_column_and_reads_back(workspace):
+    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM fathom_llmmodel WHERE id = %s", [row.pk])
+        stored = " ".join(str(value) for value in cursor.fetchone())
+    assert SECRET not in stored and SECRET[:12] not in stored
+    assert LLMModel.objects.get(pk=row.pk).get_api_key() == SECRET
+    assert row.api_key_hint == "…WXYZ"
+    model_assign(workspace=workspace, role="main", model=row)
+    resolved = resolve(workspace=workspace, role="main")
+    assert resolved.api_key == SECRET and SECRET not in repr(resolved)
+
+
+def test_a_blank_key_falls_back_to_the_providers_environment_variable(workspace, settings):
+    settings.OPENAI_API_KEY = "sk-from-env"
+    settings.OLLAMA_HOST = "gpu-box:11434"
+    openai = model_create(name="gpt", provider="openai", model="gpt-4o-mini")
+    local = model_create(name="llama", provider="openai-compatible", model="llama3.2")
+    model_assign(workspace=workspace, role="main", model=openai)
+    model_assign(workspace=workspace, role="focus", model=local)
+
+    assert resolve(workspace=workspace, role="main").api_key == "sk-from-env"
+    assert resolve(workspace=workspace, role="focus").base_url == "http://gpu-box:11434/v1"
+
+
+def test_the_environment_default_model_answers_roles_nobody_assigned(workspace, settings):
+    settings.FATHOM_DEFAULT_MODEL = "anthropic:claude-sonnet-4-5"
+    settings.ANTHROPIC_API_KEY = "sk-ant-env"
+
+    resolved = resolve(workspace=workspace, role="writer")
+
+    assert (resolved.provider, resolved.model, resolved.api_key) == ("anthropic", "claude-sonnet-4-5", "sk-ant-env")
+
+
+def test_replacing_and_removing_a_key(workspace):
+    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+    model_update(model=row, api_key="sk-new-1234")
+    assert LLMModel.objects.get(pk=row.pk).get_api_key() == "sk-new-1234"
+    model_update(model=row, api_key="")
+    assert LLMModel.objects.get(pk=row.pk).api_key_encrypted == "" and row.api_key_hint == ""
+
+
+@pytest.fixture
+def admin_client_logged_in(client, django_user_model):
+    user = django_user_model.objects.create_superuser("root@example.com", "root@example.com", "pw-12345678")
+    client.force_login(user)
+    return client
+
+
+def test_the_admin_shows_only_the_last_four_characters_and_keeps_the_key_when_left_blank(admin_client_logged_in):
+    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+
+    listing = admin_client_logged_in.get("/admin/fathom/llmmodel/").content.decode()
+    page = admin_client_logged_in.get(f"/admin/fathom/llmmodel/{row.pk}/change/").content.decode()
+    assert "…WXYZ" in listing and SECRET not in listing and SECRET not in page
+    assert row.api_key_encrypted not in page
+
+    form = {"name": "gpt", "provider": "openai", "model": "gpt-4o", "base_url": "", "input_price_per_mtok": "2.5",
+            "output_price_per_mtok": "10", "cached_input_price_per_mtok": "", "context_window": "128000",
+            "max_output_tokens": "4096", "timeout_seconds": "60", "options": "{}", "api_key": "",
+            "assignments-TOTAL_FORMS": "0", "assignments-INITIAL_FORMS": "0"}
+    response = admin_client_logged_in.post(f"/admin/fathom/llmmodel/{row.pk}/change/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    row.refresh_from_db()
+    assert row.model == "gpt-4o" and row.get_api_key() == SECRET
+
+    response = admin_client_logged_in.post(f"/admin/fathom/llmmodel/{row.pk}/change/", {**form, "api_key": "sk-rotated-7777"})
+    row.refresh_from_db()
+    assert row.get_api_key() == "sk-rotated-7777" and row.api_key_last4 == "7777"

@@ -1,0 +1,111 @@
+"""Tracing: spans nest by context, are written in bulk, survive exceptions, and model calls trace
+themselves."""
+
+import pytest
+
+from fathom.llm import Message, ToolSpec, complete, stream
+from fathom.llm.errors import LLMAuthenticationError
+from fathom.tracing import event, span
+from fathom.tracing.models import TraceEvent
+
+
+def events(trace_id):
+    return list(TraceEvent.objects.filter(trace_id=trace_id).order_by("at", "id"))
+
+
+def test_nested_spans_share_the_trace_and_name_their_parents(workspace):
+    with span("trace.prompt", workspace=workspace, actor_id="session:1", run_id="run-1") as root:
+        with span("fire.turn", turn=1) as turn:
+            with span("worker.tool", call_id="call-9", tool="search") as tool:
+                tool.set(result="3 rows")
+
+    rows = events(root.trace_id)
+    assert [r.kind for r in rows] == [
+        "trace.prompt.received", "fire.turn.started", "worker.tool.call", "worker.tool.result",
+        "fire.turn.completed", "trace.prompt.completed"]
+    assert {r.trace_id for r in rows} == {root.trace_id} and {r.workspace_id for r in rows} == {workspace.pk}
+    by_kind = {r.kind: r for r in rows}
+    assert by_kind["fire.turn.started"].parent_span_id == root.span_id
+    assert by_kind["worker.tool.call"].parent_span_id == turn.span_id
+    assert by_kind["worker.tool.result"].payload == {"tool": "search", "result": "3 rows"}
+    assert by_kind["worker.tool.result"].call_id == "call-9"
+    # Ids given at the root are inherited all the way down.
+    assert {r.run_id for r in rows} == {"run-1"} and {r.actor_id for r in rows} == {"session:1"}
+    assert by_kind["trace.prompt.completed"].duration_ms >= by_kind["fire.turn.completed"].duration_ms
+
+
+def test_spans_are_buffered_while_the_trace_runs_and_written_in_one_insert_at_its_end(
+        workspace, django_assert_num_queries):
+    with django_assert_num_queries(3) as at_the_end:  # savepoint, one INSERT, release
+        with span("trace.prompt", workspace=workspace) as root:
+            with django_assert_num_queries(0):
+                for index in range(20):
+                    with span("step", index=index):
+                        event("step.note", index=index)
+
+    assert sum("INSERT" in q["sql"] for q in at_the_end.captured_queries) == 1
+    assert TraceEvent.objects.filter(trace_id=root.trace_id).count() == 2 + 20 * 3
+
+
+def test_a_raising_block_still_writes_its_spans_marked_failed(workspace):
+    with pytest.raises(ZeroDivisionError):
+        with span("trace.prompt", workspace=workspace) as root:
+            with span("fire.turn"):
+                raise ZeroDivisionError("division by zero")
+
+    rows = {r.kind: r for r in events(root.trace_id)}
+    assert rows["fire.turn.failed"].status == "error" and "ZeroDivisionError" in rows["fire.turn.failed"].error
+    assert rows["trace.prompt.failed"].status == "error"
+
+
+def test_a_span_needs_a_workspace():
+    with pytest.raises(ValueError, match="needs a workspace"):
+        with span("orphan"):
+            pass
+
+
+SEARCH = ToolSpec("search", "Search", {"type": "object", "properties": {"query": {"type": "string"}}})
+
+
+def test_a_sequence_of_model_and_tool_calls_is_a_complete_trace(workspace, scripted_llm):
+    scripted_llm.call_tool("search", {"query": "q"}, id="t1").fail("authentication", "bad key")
+    scripted_llm.reply("answer", input_tokens=7, output_tokens=2)
+
+    with span("trace.prompt", workspace=workspace, actor_id="fire:1") as root:
+        first = complete(workspace=workspace, role="main", messages=[Message.user("q")], tools=[SEARCH])
+        with span("worker.tool", call_id=first.tool_calls[0].id, tool="search"):
+            pass
+        with pytest.raises(LLMAuthenticationError):
+            complete(workspace=workspace, role="verifier", messages=[Message.user("check")], actor_id="verifier")
+        chunks = list(stream(workspace=workspace, role="main", messages=[Message.user("q")]))
+
+    rows = events(root.trace_id)
+    kinds = [r.kind for r in rows]
+    assert kinds == [
+        "trace.prompt.received",
+        "llm.call.started", "llm.call.completed",
+        "worker.tool.call", "worker.tool.result",
+        "llm.call.started", "llm.call.failed",
+        "llm.call.started", "llm.call.completed",
+        "trace.prompt.completed",
+    ]
+    llm = [r for r in rows if r.name == "llm.call"]
+    assert {r.parent_span_id for r in llm} == {root.span_id}
+    assert [r.actor_id for r in llm] == ["fire:1", "fire:1", "verifier", "verifier", "fire:1", "fire:1"]
+    assert llm[0].call_id == llm[1].call_id == first.call_id and first.trace_id == root.trace_id
+    failed = llm[3]
+    assert failed.status == "error" and "bad key" in failed.error
+    last = llm[5]
+    assert (last.input_tokens, last.output_tokens, last.provider) == (7, 2, "scripted")
+    assert last.call_id == chunks[-1].completion.call_id
+    assert llm[0].payload["last_user"] == "q" and llm[0].payload["tools"] == ["search"]
+
+
+def test_a_model_call_outside_any_span_is_its_own_trace(workspace, scripted_llm):
+    scripted_llm.reply("hi")
+
+    completion = complete(workspace=workspace, role="main", messages=[Message.user("x")])
+
+    rows = events(completion.trace_id)
+    assert [r.kind for r in rows] == ["llm.call.started", "llm.call.completed"]
+    assert rows[0].parent_span_id == ""
