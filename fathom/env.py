@@ -59,6 +59,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_json(name: str, default):
+    """A JSON value, or `default` when the variable is unset or empty."""
+    import json
+
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be JSON ({exc}), got {raw!r}") from None
+
+
 def env_url(name: str, schemes: tuple[str, ...]) -> str:
     """A URL whose scheme is one of `schemes`, or "" when the variable is unset."""
     raw = env_str(name)

@@ -12,6 +12,7 @@ from fathom.env import (
     env_bool,
     env_float,
     env_int,
+    env_json,
     env_list,
     env_str,
     env_url,
@@ -210,3 +211,11 @@ FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maxim
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
 FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.0, minimum=0)
+
+# --- Proposals ----------------------------------------------------------------------------------------
+# Hosts every workspace may dispatch helper jobs to (a workspace's HelperHost rows add to and override
+# these): {"<name>": {"executor": "local", "command": ["claude", "-p", "{task}"], "timeout_seconds": 900,
+# "pass_env": ["ANTHROPIC_API_KEY"]}}
+FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
+# The longest a helper job may run (a host's timeout may not exceed it); the task's time limit follows.
+FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)

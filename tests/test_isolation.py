@@ -37,7 +37,24 @@ def harness_sessions_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case]
+def proposals_case(owner) -> IsolationCase:
+    from proposals.models import Decision, Proposal
+
+    body = {"tool": "routines", "title": "a's routine",
+            "payload": {"name": "a-routine", "schedule": "0 9 * * *", "prompt": "p"}}
+    created = owner.post("/v1/proposals/draft", body, format="json").json()
+    path = f"/v1/proposals/{created['id']}"
+    return IsolationCase(
+        list_path="/v1/proposals",
+        ids=[created["id"]],
+        probes=[Probe("GET", path), Probe("POST", f"{path}/approve", {}), Probe("POST", f"{path}/deny", {"reason": "r"}),
+                Probe("POST", f"{path}/approve", {"payload": body["payload"]})],
+        intact=lambda: Proposal.objects.get(pk=created["id"]).status == "pending"
+        and not Decision.objects.filter(proposal_id=created["id"]).exists(),
+    )
+
+
+CASES = [apikeys_case, harness_sessions_case, proposals_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

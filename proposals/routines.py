@@ -1,0 +1,173 @@
+"""Routines: scheduled prompts minted from approved `routines` proposals.
+
+Approval creates a `Routine` and its django-celery-beat `PeriodicTask` + `CrontabSchedule`; beat
+sends `fires.routine_run` on the schedule, which records a `RoutineRun` and asks the installed fire
+starter (the harness installs one) to start a fire with the routine's prompt.
+"""
+
+import json
+import logging
+import re
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from celery.schedules import crontab_parser
+from django.db import transaction
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+from fathom.errors import ApplicationError
+from proposals.models import Routine, RoutineRun, RoutineRunStatus
+
+logger = logging.getLogger(__name__)
+
+ROUTINE_TASK = "fires.routine_run"
+# A tick that waited this long for a worker is dropped: the next tick comes anyway.
+ROUTINE_EXPIRE_SECONDS = 3600
+
+_ALIASES = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
+# (field, celery's max_ (exclusive), min_, names allowed)
+_FIELDS = (
+    ("minute", 60, 0, False),
+    ("hour", 24, 0, False),
+    ("day_of_month", 31, 1, False),
+    ("month_of_year", 12, 1, True),
+    ("day_of_week", 7, 0, True),
+)
+_NUMERIC = re.compile(r"^[0-9*,/\-]+$")
+_NAMED = re.compile(r"^[0-9a-zA-Z*,/\-]+$")
+
+
+@dataclass(frozen=True)
+class Cron:
+    minute: str
+    hour: str
+    day_of_month: str
+    month_of_year: str
+    day_of_week: str
+
+    def __str__(self):
+        return f"{self.minute} {self.hour} {self.day_of_month} {self.month_of_year} {self.day_of_week}"
+
+
+def cron_parse(expression: str) -> Cron:
+    """A five-field cron expression (or @hourly, @daily, ...), or ApplicationError saying which
+    field is wrong and what it may hold."""
+    text = _ALIASES.get(expression.strip().lower(), expression.strip())
+    parts = text.split()
+    if len(parts) != 5:
+        raise ApplicationError(
+            f"schedule {expression!r} must have 5 fields (minute hour day-of-month month day-of-week), "
+            f"or be one of {', '.join(sorted(_ALIASES))}; it has {len(parts)}",
+            code="invalid_schedule",
+        )
+    for (field, max_, min_, named), part in zip(_FIELDS, parts, strict=True):
+        label = field.replace("_", "-")
+        allowed = _NAMED if named else _NUMERIC
+        try:
+            if not allowed.match(part):
+                raise ValueError("unexpected characters")
+            crontab_parser(max_, min_).parse(part)
+        except ValueError as exc:
+            raise ApplicationError(
+                f"schedule {expression!r}: the {label} field {part!r} is not valid ({exc}); it takes "
+                f"{min_}-{max_ - 1 + min_}, '*', ranges a-b, lists a,b and steps */n",
+                code="invalid_schedule",
+            ) from None
+    return Cron(*parts)
+
+
+def timezone_check(name: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ApplicationError(f"timezone {name!r} is not a known IANA time zone", code="invalid_timezone") from None
+    return name
+
+
+def periodic_task_name(*, workspace, name: str) -> str:
+    return f"routine:{workspace.slug}:{name}"
+
+
+@transaction.atomic
+def routine_create(*, workspace, name: str, schedule: str, prompt: str, route: str = "", timezone: str = "UTC",
+                   proposal=None) -> Routine:
+    """A routine and its beat entry. A name already used in the workspace is an error."""
+    cron = cron_parse(schedule)
+    timezone_check(timezone)
+    if Routine.objects.filter(workspace=workspace, name=name).exists():
+        raise ApplicationError(f"a routine named {name!r} exists already in this workspace", code="routine_exists")
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute=cron.minute, hour=cron.hour, day_of_month=cron.day_of_month, month_of_year=cron.month_of_year,
+        day_of_week=cron.day_of_week, timezone=timezone,
+    )
+    routine = Routine.objects.create(workspace=workspace, name=name, schedule=str(cron), timezone=timezone,
+                                     prompt=prompt, route=route, proposal=proposal)
+    task_name = periodic_task_name(workspace=workspace, name=name)
+    PeriodicTask.objects.filter(name=task_name).delete()  # a leftover of a routine deleted in admin
+    routine.periodic_task = PeriodicTask.objects.create(
+        name=task_name,
+        task=ROUTINE_TASK,
+        crontab=crontab,
+        kwargs=json.dumps({"routine_id": routine.pk}),
+        queue="fires",
+        expire_seconds=ROUTINE_EXPIRE_SECONDS,
+        description=f"Routine {name!r} of workspace {workspace.slug}: starts a fire with its prompt "
+                    f"on '{cron}' ({timezone}). Minted from proposal #{getattr(proposal, 'pk', '-')}.",
+    )
+    routine.save(update_fields=["periodic_task"])
+    return routine
+
+
+# --- Running -------------------------------------------------------------------------------------
+
+# fire_starter(*, routine, run) -> a reference to the fire it started ("fire:<id>").
+FireStarter = Callable[..., str]
+_fire_starter: FireStarter | None = None
+
+
+def fire_starter_install(starter: FireStarter | None) -> None:
+    """The harness installs the function that starts a fire for a routine run (proposals cannot
+    import the harness). Without one, runs are recorded only."""
+    global _fire_starter
+    _fire_starter = starter
+
+
+def routine_run_start(*, routine_id: int, task_id: str | None = None) -> RoutineRun | None:
+    """Record one tick of the routine and start its fire. The same beat task delivered twice
+    records (and starts) one run. Returns None when the routine is gone."""
+    routine = Routine.objects.select_related("workspace").filter(pk=routine_id).first()
+    if routine is None:
+        logger.warning("routine %s no longer exists; tick ignored", routine_id)
+        return None
+    with transaction.atomic():
+        if task_id:
+            run, created = RoutineRun.objects.get_or_create(
+                task_id=task_id,
+                defaults={"workspace": routine.workspace, "routine": routine, "prompt": routine.prompt,
+                          "route": routine.route},
+            )
+            if not created:
+                return run
+        else:
+            run = RoutineRun.objects.create(workspace=routine.workspace, routine=routine, prompt=routine.prompt,
+                                            route=routine.route)
+        if _fire_starter is None:
+            return run
+        try:
+            with transaction.atomic():
+                run.fire_ref = _fire_starter(routine=routine, run=run) or ""
+            run.status = RoutineRunStatus.STARTED
+        except Exception as exc:  # the run row says why; the next tick tries again
+            logger.exception("routine %s: starting its fire failed", routine.pk)
+            run.status, run.error = RoutineRunStatus.FAILED, f"{type(exc).__name__}: {exc}"
+        run.save(update_fields=["status", "fire_ref", "error"])
+    return run

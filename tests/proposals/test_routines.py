@@ -1,0 +1,117 @@
+"""Routines: cron validation, the beat entry an approval creates, and what a tick records."""
+
+import json
+import time
+
+import pytest
+from django_celery_beat.models import PeriodicTask
+
+from fathom.celery import app
+from fathom.errors import ApplicationError
+from proposals import routines
+from proposals.models import ProposalStatus, Routine, RoutineRun
+from proposals.services import proposal_approve, proposal_draft
+from tests.proposals.conftest import routine_payload
+
+
+def approve_routine(workspace, **overrides) -> Routine:
+    proposal = proposal_draft(workspace=workspace, tool="routines", title="Routine", producer="fire:f1",
+                              payload=routine_payload(**overrides))
+    proposal = proposal_approve(proposal=proposal, decided_by="operator:ops")
+    assert proposal.status == ProposalStatus.APPROVED, proposal.failure_reason
+    return Routine.objects.get(pk=int(proposal.result_ref.removeprefix("routine:")))
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("* * * *", "must have 5 fields .* it has 4"),
+    ("61 * * * *", "the minute field '61' is not valid .* 0-59"),
+    ("0 24 * * *", "the hour field '24' is not valid .* 0-23"),
+    ("0 mon * * *", "the hour field 'mon' is not valid"),
+    ("0 0 0 * *", "the day-of-month field '0' is not valid .* 1-31"),
+    ("0 0 * 13 *", "the month-of-year field '13' is not valid"),
+    ("0 0 * * funday", "the day-of-week field 'funday' is not valid"),
+    ("0 0 * * 1;rm", "the day-of-week field '1;rm' is not valid"),
+])
+def test_a_bad_cron_expression_is_refused_saying_which_field(expression, message):
+    with pytest.raises(ApplicationError, match=message):
+        routines.cron_parse(expression)
+
+
+@pytest.mark.parametrize(("expression", "parsed"), [
+    ("*/15 9-17 * * mon-fri", "*/15 9-17 * * mon-fri"),
+    ("@hourly", "0 * * * *"),
+    ("  0 0 1 jan *  ", "0 0 1 jan *"),
+])
+def test_good_cron_expressions_parse(expression, parsed):
+    assert str(routines.cron_parse(expression)) == parsed
+
+
+def test_a_bad_schedule_in_a_draft_is_refused_naming_the_payload_field(workspace):
+    with pytest.raises(ApplicationError, match=r"payload.schedule: schedule '0 25 \* \* \*': the hour field"):
+        proposal_draft(workspace=workspace, tool="routines", title="x", producer="t",
+                       payload=routine_payload(schedule="0 25 * * *"))
+
+
+def test_approval_creates_a_periodic_task_whose_crontab_matches(workspace):
+    routine = approve_routine(workspace, schedule="30 7 * * mon-fri", timezone="Europe/Paris")
+
+    task = PeriodicTask.objects.select_related("crontab").get(pk=routine.periodic_task_id)
+    assert task.task == "fires.routine_run" and task.queue == "fires" and task.enabled
+    assert json.loads(task.kwargs) == {"routine_id": routine.pk}
+    cron = task.crontab
+    assert (cron.minute, cron.hour, cron.day_of_month, cron.month_of_year, cron.day_of_week) == \
+        ("30", "7", "*", "*", "mon-fri")
+    assert str(cron.timezone) == "Europe/Paris"
+    assert task.expire_seconds and task.name == f"routine:{workspace.slug}:morning-review"
+    assert (routine.prompt, routine.route) == ("Review yesterday's deltas.", "feed")
+
+
+def test_a_routine_name_is_taken_once_per_workspace(workspace, other_workspace):
+    approve_routine(workspace)
+    approve_routine(other_workspace)  # the same name elsewhere is fine
+
+    with pytest.raises(ApplicationError, match="a routine named 'morning-review' exists already"):
+        proposal_draft(workspace=workspace, tool="routines", title="x", producer="t", payload=routine_payload())
+
+
+def test_a_tick_records_one_run_even_when_delivered_twice(workspace):
+    routine = approve_routine(workspace)
+
+    first = routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
+    again = routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
+
+    assert first.pk == again.pk and RoutineRun.objects.count() == 1
+    assert (first.status, first.prompt, first.route) == ("recorded", routine.prompt, "feed")
+
+
+def test_an_installed_fire_starter_starts_a_fire_with_the_prompt(workspace):
+    routine = approve_routine(workspace)
+    started = []
+
+    def start_fire(*, routine, run):
+        started.append((routine.workspace_id, run.prompt, run.route))
+        return "fire:f42"
+
+    routines.fire_starter_install(start_fire)
+    try:
+        run = routines.routine_run_start(routine_id=routine.pk, task_id="task-2")
+    finally:
+        routines.fire_starter_install(None)
+
+    assert started == [(workspace.pk, "Review yesterday's deltas.", "feed")]
+    assert (run.status, run.fire_ref) == ("started", "fire:f42")
+
+
+@pytest.mark.worker
+def test_the_periodic_task_run_by_a_worker_records_the_run(transactional_db, celery_worker, workspace):
+    routine = approve_routine(workspace)
+    task = PeriodicTask.objects.get(pk=routine.periodic_task_id)
+
+    # What beat does on a tick: send the entry's task with its kwargs to its queue.
+    app.send_task(task.task, kwargs=json.loads(task.kwargs), queue=task.queue)
+
+    deadline = time.monotonic() + 30
+    while not RoutineRun.objects.filter(routine=routine).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    run = RoutineRun.objects.get(routine=routine)
+    assert run.prompt == routine.prompt and run.task_id and run.status == "recorded"
