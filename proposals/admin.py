@@ -16,7 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from fathom.errors import ApplicationError
 from fathom.models import Membership, Role
-from proposals import dispatch, selectors, services
+from proposals import dispatch, routines, selectors, services
 from proposals.handlers import get_handler
 from proposals.models import (
     Decision,
@@ -299,6 +299,13 @@ class RoutineAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # routines are minted by approving a `routines` proposal
+
+    def delete_model(self, request, obj):
+        routines.routine_delete(routine=obj)
+
+    def delete_queryset(self, request, queryset):
+        for routine in queryset:
+            routines.routine_delete(routine=routine)
 
     @admin.display(boolean=True)
     def enabled(self, routine):

@@ -127,6 +127,14 @@ def routine_create(*, workspace, name: str, schedule: str, prompt: str, route: s
     return routine
 
 
+@transaction.atomic
+def routine_delete(*, routine: Routine) -> None:
+    """Delete the routine and its beat entry (its runs go with it)."""
+    if routine.periodic_task_id:
+        PeriodicTask.objects.filter(pk=routine.periodic_task_id).delete()
+    routine.delete()
+
+
 # --- Running -------------------------------------------------------------------------------------
 
 # fire_starter(*, routine, run) -> a reference to the fire it started ("fire:<id>").

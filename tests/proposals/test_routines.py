@@ -115,3 +115,15 @@ def test_the_periodic_task_run_by_a_worker_records_the_run(transactional_db, cel
         time.sleep(0.1)
     run = RoutineRun.objects.get(routine=routine)
     assert run.prompt == routine.prompt and run.task_id and run.status == "recorded"
+
+
+def test_deleting_a_routine_in_admin_removes_its_beat_entry(admin_client, workspace):
+    from django.urls import reverse
+
+    routine = approve_routine(workspace)
+    url = reverse("admin:proposals_routine_delete", args=[routine.pk])
+
+    response = admin_client.post(url, {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not Routine.objects.exists() and not PeriodicTask.objects.filter(task="fires.routine_run").exists()
