@@ -126,6 +126,10 @@ def executor_register(executor: HelperExecutor) -> HelperExecutor:
     return executor
 
 
+def executor_unregister(name: str) -> None:
+    _EXECUTORS.pop(name, None)
+
+
 executor_register(LocalExecutor())
 
 
@@ -210,7 +214,13 @@ def helper_job_run(*, job_id: int) -> HelperJob | None:
         helper_job_publish(job=job)
         return job
 
-    result = executor.run(host=host, task=job.task, job_id=job.pk)
+    try:
+        result = executor.run(host=host, task=job.task, job_id=job.pk)
+    except Exception as exc:  # an executor's bug must not leave the job "running" forever
+        logger.exception("helper job %s: executor %s failed", job.pk, host.executor)
+        _finish(job, status=HelperJobStatus.FAILED, error=f"the {host.executor} executor failed: {exc}")
+        helper_job_publish(job=job)
+        return job
     succeeded = result.exit_code == 0 and not result.timed_out
     error = ""
     if result.timed_out:

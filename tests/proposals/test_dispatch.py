@@ -187,6 +187,32 @@ def test_a_job_left_running_past_its_timeout_is_marked_lost_not_rerun(workspace,
     assert job.status == HelperJobStatus.LOST and not marker.exists()
 
 
+def test_a_pluggable_executor_runs_jobs_of_its_hosts_and_a_broken_one_fails_the_job(workspace):
+    class Recording(dispatch.HelperExecutor):
+        name = "recording"
+        tasks = []
+
+        def run(self, *, host, task, job_id):
+            if task == "break":
+                raise RuntimeError("boom")
+            self.tasks.append((host.name, task))
+            return dispatch.ExecutionResult(0, "remote output", "", False, 5)
+
+    dispatch.executor_register(Recording())
+    try:
+        dispatch_host(workspace, "remote", ["unused"], executor="recording")
+        ok = HelperJob.objects.create(workspace=workspace, host="remote", task="do it")
+        broken = HelperJob.objects.create(workspace=workspace, host="remote", task="break")
+
+        ok, broken = dispatch.helper_job_run(job_id=ok.pk), dispatch.helper_job_run(job_id=broken.pk)
+    finally:
+        dispatch.executor_unregister("recording")
+
+    assert Recording.tasks == [("remote", "do it")]
+    assert (ok.status, ok.stdout) == (HelperJobStatus.SUCCEEDED, "remote output")
+    assert broken.status == HelperJobStatus.FAILED and "boom" in broken.error
+
+
 @pytest.mark.worker
 def test_an_approved_dispatch_runs_once_on_a_worker_even_when_redelivered(transactional_db, celery_worker,
                                                                           workspace, tmp_path):
