@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from harness.runtime import claims
+from harness.runtime import claims, services
 from harness.runtime.models import HarnessSettings, Session, SessionEvent, Trigger, Turn
 from harness.runtime.profiles import agent_profile_create, profile_update, user_profile_create
 from harness.runtime.services import (
@@ -154,7 +154,10 @@ def test_the_same_idempotency_key_queues_a_message_once(session):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_only_one_turn_runs_per_session_while_others_tick_it(workspace):
+def test_only_one_turn_runs_per_session_while_others_tick_it(workspace, monkeypatch):
+    # The two runners here are this test's threads: keep the real worker that other tests started
+    # in this session from ticking the session on commit and taking the turn first.
+    monkeypatch.setattr(services, "session_tick_enqueue", lambda **kwargs: None)
     # given a turn in progress on one thread (its own database connection)
     session = session_create(workspace=workspace)
     message_send(session=session, content="slow one")
