@@ -219,3 +219,24 @@ FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.
 FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 # The longest a helper job may run (a host's timeout may not exceed it); the task's time limit follows.
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
+
+# --- The lake (deltas, embeddings, search) -------------------------------------------------------------
+# The width of every vector column. Fixed when the lake's tables are created: changing it later needs
+# a migration of the columns and `fathom lake reembed`. pgvector's HNSW indexes take up to 2,000.
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=2, maximum=2000)
+# Who turns text into vectors: "openai" (any OpenAI-compatible /v1/embeddings, e.g. Ollama's, with
+# FATHOM_EMBEDDING_BASE_URL), "sentence-transformers" (local model; the optional extra), "hashing"
+# (deterministic, no dependency; the default when no key is set).
+EMBEDDING_API_KEY = env_str("FATHOM_EMBEDDING_API_KEY") or OPENAI_API_KEY
+EMBEDDING_BASE_URL = env_url("FATHOM_EMBEDDING_BASE_URL", ("http", "https"))
+EMBEDDER = env_str("FATHOM_EMBEDDER", "openai" if EMBEDDING_API_KEY else "hashing")
+_DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2",
+                             "hashing": "hashing-v1"}
+if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
+    raise ImproperlyConfigured(f"FATHOM_EMBEDDER must be one of {', '.join(_DEFAULT_EMBEDDING_MODELS)}, "
+                               f"got {EMBEDDER!r}")
+EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
+EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
+# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
+LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)

@@ -1,3 +1,12 @@
 """REST endpoints of lake, mounted under /v1/."""
 
-urlpatterns = []
+from django.urls import path
+
+from lake import api
+
+urlpatterns = [
+    path("deltas", api.DeltaListCreateView.as_view(), name="deltas"),
+    path("deltas/<str:id_or_prefix>", api.DeltaDetailView.as_view(), name="delta-detail"),
+    path("search", api.SearchView.as_view(), name="search"),
+    path("lake/stats", api.StatsView.as_view(), name="lake-stats"),
+]

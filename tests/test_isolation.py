@@ -54,7 +54,23 @@ def proposals_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case, proposals_case]
+def deltas_case(owner) -> IsolationCase:
+    from lake.models import Delta
+
+    created = owner.post("/v1/deltas", [{"content": "a's moment", "tags": ["kind:note"]},
+                                        {"content": "a's other moment"}], format="json").json()
+    ids = [row["id"] for row in created]
+    before = list(Delta.objects.filter(pk__in=ids).order_by("id").values_list("id", "content", "tags"))
+    return IsolationCase(
+        list_path="/v1/deltas",
+        ids=ids,
+        probes=[Probe("GET", f"/v1/deltas/{ids[0]}"), Probe("GET", f"/v1/deltas/{ids[1][:8]}")],
+        intact=lambda: list(Delta.objects.filter(pk__in=ids).order_by("id").values_list("id", "content", "tags"))
+        == before,
+    )
+
+
+CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

@@ -10,6 +10,8 @@ _kept = os.environ.get("FATHOM_TEST_DATA_DIR")
 _data_dir = Path(_kept) if _kept else Path(tempfile.mkdtemp(prefix="fathom-test-"))
 _data_dir.mkdir(parents=True, exist_ok=True)
 os.environ["FATHOM_DATA_DIR"] = str(_data_dir)
+# Tests (and the workers they start) embed with the deterministic embedder, never a paid provider.
+os.environ["FATHOM_EMBEDDER"] = "hashing"
 
 
 def pytest_unconfigure(config):

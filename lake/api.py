@@ -1,0 +1,181 @@
+"""REST for the lake: write deltas (one or a batch), list and read them, search, statistics.
+Thin: validate, call a service or selector, serialise."""
+
+from django.db.models import BooleanField, ExpressionWrapper, Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fathom.models import Role
+from lake.models import Delta
+from lake.search import DEPTHS, MAX_LIMIT
+from lake.selectors import (
+    delta_get,
+    deltas_list,
+    deltas_search,
+    lake_stats,
+    provenance_children,
+    provenance_parents,
+)
+from lake.services import MAX_BATCH, deltas_create
+
+
+class DeltaIn(serializers.Serializer):
+    content = serializers.CharField(allow_blank=True, default="", trim_whitespace=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=200), default=list, max_length=200)
+    source = serializers.CharField(max_length=200, allow_blank=True, default="")
+    created_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                           help_text="the moment it happened; now when absent (set it on import)")
+    media_hash = serializers.CharField(max_length=128, allow_blank=True, default="")
+
+
+class DeltaOut(serializers.ModelSerializer):
+    kinds = serializers.ListField(child=serializers.CharField(), read_only=True)
+    level = serializers.IntegerField(read_only=True, allow_null=True)
+    embedded = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Delta
+        fields = ["id", "created_at", "source", "tags", "content", "media_hash", "kinds", "level", "embedded",
+                  "embedding_model"]
+
+    def get_embedded(self, delta) -> bool:
+        if hasattr(delta, "has_embedding"):
+            return delta.has_embedding
+        return delta.embedding is not None
+
+
+class DeltaRef(serializers.Serializer):
+    """A neighbour in the provenance graph, in short."""
+
+    id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    source = serializers.CharField()
+    title = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    level = serializers.IntegerField(allow_null=True)
+
+
+class DeltaDetailOut(DeltaOut):
+    parents = serializers.SerializerMethodField()
+    children = serializers.SerializerMethodField()
+
+    class Meta(DeltaOut.Meta):
+        fields = DeltaOut.Meta.fields + ["parents", "children"]
+
+    def get_parents(self, delta) -> list[dict]:
+        return DeltaRef(self.context["parents"], many=True).data
+
+    def get_children(self, delta) -> list[dict]:
+        return DeltaRef(self.context["children"], many=True).data
+
+
+class DeltaListCreateView(generics.ListAPIView):
+    """`GET`: this workspace's deltas, newest first, by cursor. `POST`: write one delta (an object)
+    or up to 1,000 (a list) in one transaction; send `Idempotency-Key` to make a retry safe."""
+
+    serializer_class = DeltaOut
+
+    class Params(serializers.Serializer):
+        tags = serializers.CharField(required=False, default="", help_text="comma-separated; all must be present")
+        kind = serializers.CharField(required=False, default="")
+        source = serializers.CharField(required=False, default="")
+        since = serializers.DateTimeField(required=False, default=None)
+        until = serializers.DateTimeField(required=False, default=None)
+
+    def get_queryset(self):
+        params = self.Params(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        tags = [tag.strip() for tag in data["tags"].split(",") if tag.strip()]
+        return deltas_list(workspace=self.request.workspace, tags=tags, kind=data["kind"], source=data["source"],
+                           since=data["since"], until=data["until"]).annotate(
+            has_embedding=ExpressionWrapper(Q(embedding__isnull=False), output_field=BooleanField()))
+
+    @extend_schema(parameters=[OpenApiParameter(name, str, description=help_) for name, help_ in (
+        ("tags", "comma-separated tags, all required"), ("kind", "kind:<kind> tag"), ("source", "exact source"),
+        ("since", "created_at >= (ISO 8601)"), ("until", "created_at < (ISO 8601)"))])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    @extend_schema(request=DeltaIn, responses={201: DeltaOut, 200: DeltaOut},
+                   parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
+                                                description="a retry with the same key and body writes nothing")],
+                   summary="Write one delta, or a list of up to 1,000")
+    def post(self, request):
+        many = isinstance(request.data, list)
+        if many:
+            if len(request.data) > MAX_BATCH:
+                raise serializers.ValidationError({"items": [f"at most {MAX_BATCH} deltas per request, "
+                                                             f"got {len(request.data)}"]})
+            data = DeltaIn(data=request.data, many=True)
+            if not data.is_valid():
+                errors = data.errors  # per item; DRF may key them by index
+                if isinstance(errors, dict):
+                    errors = [errors.get(index, errors.get(str(index), {})) for index in range(len(request.data))]
+                raise serializers.ValidationError({"items": errors})
+            items = data.validated_data
+        else:
+            data = DeltaIn(data=request.data)
+            data.is_valid(raise_exception=True)
+            items = [data.validated_data]
+        key = request.headers.get("Idempotency-Key", "").strip()
+        if len(key) > 255:
+            raise serializers.ValidationError({"Idempotency-Key": ["at most 255 characters"]})
+        written = deltas_create(workspace=request.workspace, items=items, idempotency_key=key)
+        body = DeltaOut(written.deltas, many=True).data if many else DeltaOut(written.deltas[0]).data
+        headers = {"Idempotent-Replayed": "true"} if written.replayed else {}
+        return Response(body, status=status.HTTP_200_OK if written.replayed else status.HTTP_201_CREATED,
+                        headers=headers)
+
+
+class DeltaDetailView(APIView):
+    @extend_schema(responses=DeltaDetailOut, summary="One delta by id or unique prefix (8+ hex), with its "
+                                                     "provenance parents and children")
+    def get(self, request, id_or_prefix: str):
+        delta = delta_get(workspace=request.workspace, id_or_prefix=id_or_prefix)
+        parents = [ancestor.delta for ancestor in
+                   provenance_parents(workspace=request.workspace, delta_ids=[delta.id], max_levels=1)]
+        children = provenance_children(workspace=request.workspace, delta=delta)
+        context = {"parents": parents, "children": children}
+        return Response(DeltaDetailOut(delta, context=context).data)
+
+
+class SearchView(APIView):
+    """Recall: seed 000's retrieval stack. Any role may search."""
+
+    write_role = Role.VIEWER
+
+    class Filters(serializers.Serializer):
+        tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        kind = serializers.CharField(required=False, default="")
+        source = serializers.CharField(required=False, default="")
+        since = serializers.DateTimeField(required=False, default=None)
+        until = serializers.DateTimeField(required=False, default=None)
+
+    class Input(serializers.Serializer):
+        query = serializers.CharField(max_length=4000)
+        depth = serializers.ChoiceField(choices=list(DEPTHS), default="normal")
+        limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
+        filters = serializers.JSONField(required=False, default=dict)
+
+        def validate_filters(self, value):
+            filters = SearchView.Filters(data=value or {})
+            filters.is_valid(raise_exception=True)
+            return filters.validated_data
+
+    @extend_schema(request=Input, responses=dict, summary="Search: rendered recall text and structured rows")
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = deltas_search(workspace=request.workspace, query=data.validated_data["query"],
+                               depth=data.validated_data["depth"], filters=data.validated_data["filters"],
+                               limit=data.validated_data["limit"])
+        return Response(result.as_dict())
+
+
+class StatsView(APIView):
+    @extend_schema(responses=dict, summary="Counts of this workspace's lake")
+    def get(self, request):
+        return Response(lake_stats(workspace=request.workspace))

@@ -1,0 +1,149 @@
+"""Embedders turn texts into vectors of `settings.EMBEDDING_DIMENSIONS` floats. One is chosen by
+settings (FATHOM_EMBEDDER); every write and every search of the lake uses the same one.
+
+- `hashing`: deterministic feature hashing of words and word pairs. No dependency, no network: the
+  default with no key, and what the tests use. Texts that share words land near each other.
+- `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
+  or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
+- `sentence-transformers`: a local model by name or path (the optional extra
+  `pip install 'fathom[sentence-transformers]'`).
+
+A provider that is down, slow or rate-limiting raises `EmbeddingUnavailable`, which the embedding
+task retries with backoff; any other provider error is permanent and raises `EmbeddingFailed`."""
+
+import hashlib
+import math
+import re
+from functools import lru_cache
+from typing import Protocol
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+
+class EmbeddingUnavailable(Exception):
+    """Transient: the provider may answer if asked again later."""
+
+
+class EmbeddingFailed(Exception):
+    """Permanent: asking again will not help (bad key, bad model, bad input)."""
+
+
+class Embedder(Protocol):
+    name: str  # "<embedder>:<model>", stored on each delta it embeds
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+def embedder_name() -> str:
+    """The configured embedder's name as stored on the deltas it embeds, without loading it."""
+    return f"{settings.EMBEDDER}:{settings.EMBEDDING_MODEL}"
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder (one per process and configuration)."""
+    return _build(settings.EMBEDDER, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIMENSIONS,
+                  settings.EMBEDDING_API_KEY, settings.EMBEDDING_BASE_URL, settings.EMBEDDING_TIMEOUT_SECONDS)
+
+
+@lru_cache(maxsize=4)
+def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
+    if kind == "hashing":
+        return HashingEmbedder(dimensions, model=model)
+    if kind == "openai":
+        return OpenAIEmbedder(model=model, dimensions=dimensions, api_key=api_key, base_url=base_url, timeout=timeout)
+    if kind == "sentence-transformers":
+        return SentenceTransformersEmbedder(model=model, dimensions=dimensions)
+    raise ImproperlyConfigured(f"unknown embedder {kind!r}")
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+class HashingEmbedder:
+    """Signed feature hashing of lowercased words (weight 1) and adjacent word pairs (weight 0.5),
+    with sublinear term frequency, L2-normalised. blake2b keeps it identical across processes."""
+
+    def __init__(self, dimensions: int, *, model: str = "hashing-v1"):
+        self.dimensions = dimensions
+        self.name = f"hashing:{model}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed_one(text) for text in texts]
+
+    def _embed_one(self, text: str) -> list[float]:
+        words = _WORD.findall(text.lower())
+        counts: dict[str, float] = {}
+        for word in words:
+            counts[word] = counts.get(word, 0.0) + 1.0
+        for first, second in zip(words, words[1:], strict=False):
+            pair = f"{first} {second}"
+            counts[pair] = counts.get(pair, 0.0) + 0.5
+        if not counts:
+            counts[""] = 1.0  # an empty text still gets a unit vector, so distances stay defined
+        vector = [0.0] * self.dimensions
+        for feature, count in counts.items():
+            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dimensions
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vector[bucket] += sign * (1.0 + math.log(count)) if count >= 1 else sign * count
+        norm = math.sqrt(sum(value * value for value in vector)) or 1.0
+        return [value / norm for value in vector]
+
+
+class OpenAIEmbedder:
+    """text-embedding-3-* through the official SDK. The SDK does not retry (max_retries=0): the
+    embedding task owns retries, with backoff, so a long outage parks work instead of a worker."""
+
+    def __init__(self, *, model: str, dimensions: int, api_key: str, base_url: str = "", timeout: float = 30):
+        import openai
+
+        self._openai = openai
+        self.dimensions = dimensions
+        self.model = model
+        self.name = f"openai:{model}"
+        self._client = openai.OpenAI(api_key=api_key or "unset", base_url=base_url or None, timeout=timeout,
+                                     max_retries=0)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        openai = self._openai
+        # The API refuses empty strings; a single space embeds to the same "nothing here" vector.
+        inputs = [text if text.strip() else " " for text in texts]
+        try:
+            response = self._client.embeddings.create(model=self.model, input=inputs, dimensions=self.dimensions,
+                                                      encoding_format="float")
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+            raise EmbeddingUnavailable(f"{self.name}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code in (408, 409, 425, 429) or exc.status_code >= 500:
+                raise EmbeddingUnavailable(f"{self.name}: {exc}") from exc
+            raise EmbeddingFailed(f"{self.name}: {exc}") from exc
+        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        if len(vectors) != len(texts) or any(len(vector) != self.dimensions for vector in vectors):
+            raise EmbeddingFailed(f"{self.name} answered {len(vectors)} vectors of "
+                                  f"{len(vectors[0]) if vectors else 0} dimensions for {len(texts)} texts; "
+                                  f"expected {self.dimensions} dimensions (EMBEDDING_DIMENSIONS)")
+        return vectors
+
+
+class SentenceTransformersEmbedder:
+    """A local sentence-transformers model (name or path), loaded once per process."""
+
+    def __init__(self, *, model: str, dimensions: int):
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise ImproperlyConfigured("FATHOM_EMBEDDER=sentence-transformers needs the optional extra: "
+                                       "pip install 'fathom[sentence-transformers]'") from None
+        self._model = SentenceTransformer(model)
+        size = self._model.get_sentence_embedding_dimension()
+        if size != dimensions:
+            raise ImproperlyConfigured(f"the sentence-transformers model {model!r} makes {size}-dimension vectors; "
+                                       f"set EMBEDDING_DIMENSIONS={size} (it is {dimensions})")
+        self.dimensions = dimensions
+        self.name = f"sentence-transformers:{model}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        return [vector.tolist() for vector in vectors]

@@ -1,0 +1,121 @@
+"""The lake: deltas, one moment each, and the record that makes a retried batch write nothing twice.
+
+Structure lives in the lake as tagged deltas (seed 000: "the graph IS the data"): a provenance is a
+`kind:provenance` delta whose `from:<id>` tags point at its constituents, so the child -> parent
+index is the GIN index over `tags`, correct in every process that reads the database."""
+
+import secrets
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from fathom.models import WorkspaceScoped
+
+ID_LENGTH = 16  # hex characters of a new delta id (64 random bits)
+MIN_PREFIX_LENGTH = 8  # the shortest prefix the API and the tools resolve
+TEXT_SEARCH_CONFIG = "english"
+
+KIND_PREFIX = "kind:"
+FROM_PREFIX = "from:"
+LEVEL_PREFIX = "provenance-level:"
+PROVENANCE_TAG = "kind:provenance"
+SEDIMENT_TAG = "kind:sediment"
+QA_MARKER_TAG = "kind:qa-marker"
+
+
+def new_delta_id() -> str:
+    return secrets.token_hex(ID_LENGTH // 2)
+
+
+class Delta(WorkspaceScoped):
+    """One moment. Immutable except for its embeddings: a correction is a new delta (a trigger in
+    the database refuses any other change)."""
+
+    # Django adds a varchar_pattern_ops index to this key: it serves `id LIKE 'prefix%'` lookups.
+    id = models.CharField(primary_key=True, max_length=32, default=new_delta_id, editable=False)
+    # The moment it happened; an import sets it (the inherited auto_now_add could not be set).
+    created_at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(max_length=200, blank=True)
+    tags = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    content = models.TextField(blank=True)
+    media_hash = models.CharField(max_length=128, blank=True)
+    # The content's vector, filled by the embedding task after commit (NULL until then).
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # For a provenance only: the centroid of its constituents' embeddings, set at write time.
+    provenance_embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    # Which embedder computed `embedding` ("hashing:hashing-v1", "openai:text-embedding-3-small").
+    embedding_model = models.CharField(max_length=200, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config=TEXT_SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["workspace", "created_at", "id"], name="lake_delta_ws_time"),
+            GinIndex(fields=["tags"], name="lake_delta_tags"),
+            GinIndex(fields=["search_vector"], name="lake_delta_fts"),
+            HnswIndex(fields=["embedding"], name="lake_delta_embedding_hnsw", m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            HnswIndex(fields=["provenance_embedding"], name="lake_delta_centroid_hnsw", m=16, ef_construction=64,
+                      opclasses=["vector_cosine_ops"]),
+            # The embedding task's and `reembed --missing`'s queue: small, only rows still waiting.
+            models.Index(fields=["workspace", "id"], name="lake_delta_unembedded", condition=Q(embedding__isnull=True)),
+        ]
+
+    def __str__(self):
+        return f"{self.id} {self.title[:60]}"
+
+    @property
+    def kinds(self) -> list[str]:
+        return [tag.removeprefix(KIND_PREFIX) for tag in self.tags if tag.startswith(KIND_PREFIX)]
+
+    @property
+    def from_ids(self) -> list[str]:
+        return [tag.removeprefix(FROM_PREFIX) for tag in self.tags if tag.startswith(FROM_PREFIX)]
+
+    @property
+    def is_provenance(self) -> bool:
+        return PROVENANCE_TAG in self.tags
+
+    @property
+    def level(self) -> int | None:
+        """The provenance level (0 Q/A marker, 1 episode, 2 topic, 3 era, ...); None for a moment."""
+        return level_of(self.tags)
+
+    @property
+    def title(self) -> str:
+        return self.content.strip().split("\n", 1)[0].strip()
+
+
+def level_of(tags) -> int | None:
+    for tag in tags:
+        if tag.startswith(LEVEL_PREFIX):
+            try:
+                return int(tag.removeprefix(LEVEL_PREFIX))
+            except ValueError:
+                return None
+    return None
+
+
+class IdempotentWrite(WorkspaceScoped):
+    """A batch written under an `Idempotency-Key`: a retry with the same key and body replays the
+    ids written the first time instead of writing again."""
+
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    delta_ids = ArrayField(models.CharField(max_length=32), default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "key"], name="lake_idempotent_write_unique_key")]
+
+    def __str__(self):
+        return f"{self.key} ({len(self.delta_ids)} deltas)"

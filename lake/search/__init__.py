@@ -1,0 +1,234 @@
+"""Search of the lake, seed 000's retrieval stack made hybrid:
+
+1. plan (`plan.py`): 1 to 4 steps; the planner model composes them, or one hybrid step by default;
+2. execution (`execute.py`): per step, vector (summary and centroid) and full-text candidates;
+3. timeline strips and 4. provenance expansion down and up (`expand.py`);
+5. valence rerank and reciprocal rank fusion (`rank.py`);
+6. provenance rows match on LEAST(summary distance, centroid distance), both reported;
+7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips.
+
+`deltas_search` returns the rendered text and the structured rows; every row says how it got
+there (`role`, `found_by`) and carries its numbers (`scores`)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+
+from fathom.errors import ApplicationError
+from fathom.models import Workspace
+from lake.models import level_of
+from lake.search.execute import Candidate, configure_scans, fetch_rows, run_step
+from lake.search.expand import ancestors, strips
+from lake.search.plan import MAX_STEPS, Filters, Plan, Step, default_plan, with_filters
+from lake.search.rank import Ranked, fuse, rerank_factor
+from lake.search.render import is_named_stretch, render
+
+__all__ = ["DEPTHS", "Filters", "Plan", "SearchResult", "SearchRow", "Step", "deltas_search"]
+
+MAX_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class Depth:
+    strip_width: int  # neighbours on each side of a moment hit
+    expand: bool  # provenance expansion down and up
+    pool_factor: int  # candidates per ranking = max(limit x factor, min_pool)
+    min_pool: int
+
+
+DEPTHS = {
+    "shallow": Depth(strip_width=0, expand=False, pool_factor=2, min_pool=20),
+    "normal": Depth(strip_width=2, expand=True, pool_factor=3, min_pool=30),
+    "deep": Depth(strip_width=4, expand=True, pool_factor=5, min_pool=60),
+}
+ROLE_ORDER = {"hit": 0, "child": 1, "neighbour": 2, "container": 3}
+
+
+@dataclass
+class SearchRow:
+    id: str
+    created_at: datetime
+    source: str
+    tags: list[str]
+    content: str
+    media_hash: str
+    role: str  # hit | child (of a provenance hit) | neighbour (on a hit's strip) | container (holds surfaced deltas)
+    scores: dict
+    rank: int | None = None  # hits: 1 is best
+    anchor_id: str | None = None  # child / neighbour: the hit it hangs from
+    contains: list[str] = field(default_factory=list)  # container: the surfaced deltas or containers it holds
+    depth: int | None = None  # container: hops above a surfaced delta
+
+    @property
+    def level(self) -> int | None:
+        return level_of(self.tags)
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.id, "role": self.role, "rank": self.rank, "anchor_id": self.anchor_id,
+            "contains": self.contains, "depth": self.depth, "level": self.level,
+            "created_at": self.created_at.isoformat(), "source": self.source, "tags": self.tags,
+            "content": self.content, "media_hash": self.media_hash, "scores": self.scores,
+        }
+
+
+@dataclass
+class SearchResult:
+    query: str
+    depth: str
+    plan: Plan
+    rows: list[SearchRow]
+    rendered: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def hits(self) -> list[SearchRow]:
+        return [row for row in self.rows if row.role == "hit"]
+
+    def as_dict(self) -> dict:
+        return {"query": self.query, "depth": self.depth, "plan": self.plan.as_dict(), "warnings": self.warnings,
+                "rendered": self.rendered, "rows": [row.as_dict() for row in self.rows]}
+
+
+def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", filters: Filters | Mapping | None = None,
+                  limit: int = 10, plan: Plan | None = None) -> SearchResult:
+    """Recall from this workspace's lake: the best `limit` hits for `query`, with their timeline
+    strips, the constituents of provenance hits and the provenance containing what surfaced.
+    `filters` (tags, kind, source, since, until) narrow every step's hits; `plan` overrides the
+    planner. Costs a constant number of queries: one per step plus four."""
+    query = " ".join(str(query).split())
+    if not query:
+        raise ApplicationError("a search needs a query", details={"field": "query"})
+    if depth not in DEPTHS:
+        raise ApplicationError(f"depth must be one of {', '.join(DEPTHS)}, not {depth!r}", details={"field": "depth"})
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ApplicationError(f"limit must be between 1 and {MAX_LIMIT}", details={"field": "limit"})
+    if isinstance(filters, Mapping):
+        filters = Filters(**{key: tuple(value) if key == "tags" else value for key, value in filters.items()})
+    config = DEPTHS[depth]
+    plan = with_filters(plan or plan_for(workspace=workspace, query=query), filters or Filters())
+    if not 1 <= len(plan.steps) <= MAX_STEPS:
+        raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")
+    warnings: list[str] = []
+
+    vectors = _query_vectors(plan, warnings)
+    pool = max(limit * config.pool_factor, config.min_pool)
+    if any(vector is not None for vector in vectors.values()):
+        configure_scans(ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
+    candidates: dict[str, Candidate] = {}
+    for index, step in enumerate(plan.steps):
+        run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
+                 pool=pool, candidates=candidates)
+    hits = fuse(list(candidates.values()), len(plan.steps))[:limit]
+    main_vector = vectors.get(plan.steps[0].query)
+
+    # Stage 3: strips around moment hits.
+    moment_hits = [hit.candidate for hit in hits if not is_named_stretch(hit.candidate)]
+    strip_rows = strips(workspace_id=workspace.pk, anchors=[(c.id, c.created_at) for c in moment_hits],
+                        width=config.strip_width, query_vector=main_vector)
+    # Stage 4: down (ids from the hits' own tags) and up (one recursive query).
+    children_of = {}
+    if config.expand:
+        children_of = {hit.candidate.id: _from_ids(hit.candidate.tags) for hit in hits
+                       if "kind:provenance" in hit.candidate.tags or "kind:sediment" in hit.candidate.tags}
+    surfaced = [hit.candidate.id for hit in hits] + [row.id for rows in strip_rows.values() for row in rows]
+    surfaced += [child for children in children_of.values() for child in children]
+    lineage = ancestors(workspace_id=workspace.pk, delta_ids=list(dict.fromkeys(surfaced))) if config.expand else []
+    known = {c.id: c for c in candidates.values()} | {row.id: row for rows in strip_rows.values() for row in rows}
+    wanted = {child for children in children_of.values() for child in children} | {row[0] for row in lineage}
+    known |= fetch_rows(workspace_id=workspace.pk, ids=sorted(wanted - known.keys()), query_vector=main_vector)
+
+    rows = _rows(hits, strip_rows, children_of, lineage, known)
+    strip_of = {anchor: [row.id for row in rows_] for anchor, rows_ in strip_rows.items()}
+    rendered = render(query=query, depth=depth, plan_source=plan.source, steps=len(plan.steps), rows=rows,
+                      strip_of=strip_of, children_of=children_of, warnings=warnings)
+    return SearchResult(query=query, depth=depth, plan=plan, rows=rows, rendered=rendered, warnings=warnings)
+
+
+def plan_for(*, workspace: Workspace, query: str) -> Plan:
+    """The plan for a query: the planner model's when one is configured, else the default plan."""
+    return default_plan(query)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _query_vectors(plan: Plan, warnings: list[str]) -> dict[str, str | None]:
+    """The embedding of each step's query, as pgvector text; with the embedder down, the search
+    runs on full text alone and says so."""
+    from lake.embedders import EmbeddingFailed, EmbeddingUnavailable, get_embedder
+
+    texts = list(dict.fromkeys(step.query for step in plan.steps if step.mode in ("hybrid", "vector")))
+    if not texts:
+        return {}
+    try:
+        vectors = get_embedder().embed(texts)
+    except (EmbeddingUnavailable, EmbeddingFailed) as exc:
+        warnings.append(f"vector search unavailable ({exc}); these results come from full text only")
+        return {}
+    return {text: "[" + ",".join(repr(float(v)) for v in vector) + "]" for text, vector in zip(texts, vectors, strict=True)}
+
+
+def _from_ids(tags) -> list[str]:
+    return [tag.removeprefix("from:") for tag in tags if tag.startswith("from:")]
+
+
+def _rows(hits: list[Ranked], strip_rows, children_of, lineage, known) -> list[SearchRow]:
+    """Every surfaced delta once, with its best role: hit, then child, neighbour, container."""
+    rows: dict[str, SearchRow] = {}
+
+    def add(candidate: Candidate, role: str, scores: dict, **extra) -> None:
+        current = rows.get(candidate.id)
+        if current is None or ROLE_ORDER[role] < ROLE_ORDER[current.role]:
+            rows[candidate.id] = SearchRow(
+                id=candidate.id, created_at=candidate.created_at, source=candidate.source, tags=candidate.tags,
+                content=candidate.content, media_hash=candidate.media_hash, role=role, scores=scores, **extra)
+
+    for rank, hit in enumerate(hits, start=1):
+        add(hit.candidate, "hit", _hit_scores(hit), rank=rank)
+    for anchor, children in children_of.items():
+        for child in children:
+            if child in known:
+                add(known[child], "child", _plain_scores(known[child], "expand-down"), anchor_id=anchor)
+    for anchor, neighbours in strip_rows.items():
+        for neighbour in neighbours:
+            add(neighbour, "neighbour", _plain_scores(neighbour, "strip"), anchor_id=anchor)
+    contains: dict[str, list[str]] = {}
+    depth: dict[str, int] = {}
+    for parent_id, child_id, hops in lineage:
+        contains.setdefault(parent_id, []).append(child_id)
+        depth[parent_id] = min(depth.get(parent_id, hops), hops)
+    for parent_id, children in contains.items():
+        if parent_id in known:
+            add(known[parent_id], "container", _plain_scores(known[parent_id], "expand-up"), contains=children,
+                depth=depth[parent_id])
+    ordered = sorted(rows.values(), key=lambda row: (ROLE_ORDER[row.role], row.rank or 0, row.created_at, row.id))
+    return ordered
+
+
+def _hit_scores(hit: Ranked) -> dict:
+    candidate = hit.candidate
+    return {
+        "found_by": hit.found_by, "summary_distance": _round(candidate.summary_distance),
+        "centroid_distance": _round(candidate.centroid_distance), "distance": _round(candidate.distance),
+        "matched_on": candidate.matched_on, "text_rank": _round(candidate.text_rank),
+        "vector_position": hit.vector_position, "text_position": hit.text_position, "rrf": _round(hit.rrf),
+        "rerank_factor": hit.rerank_factor, "reranked_distance": _round(hit.reranked_distance),
+    }
+
+
+def _plain_scores(candidate: Candidate, found_by: str) -> dict:
+    factor = rerank_factor(candidate.tags)
+    distance = candidate.distance
+    return {
+        "found_by": [found_by], "summary_distance": _round(candidate.summary_distance),
+        "centroid_distance": _round(candidate.centroid_distance), "distance": _round(distance),
+        "matched_on": candidate.matched_on, "text_rank": None, "vector_position": None, "text_position": None,
+        "rrf": None, "rerank_factor": factor, "reranked_distance": _round(None if distance is None else distance * factor),
+    }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)

@@ -1,0 +1,157 @@
+"""Stage 2: execution. Each step is one SQL statement that takes the nearest deltas by their
+embedding (HNSW), the nearest provenances by their centroid (HNSW over `provenance_embedding`,
+which only provenance rows fill) and the best full-text matches (GIN over the generated tsvector),
+and returns every candidate with all of its metrics. Fusion happens in `lake.search.rank`.
+
+Filtered vector scans use pgvector 0.8's iterative index scans (`hnsw.iterative_scan`), so a
+selective filter still yields the full number of candidates."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+
+from lake.models import KIND_PREFIX, TEXT_SEARCH_CONFIG
+from lake.search.plan import Filters, Step
+
+# Stands in for "no centroid" in LEAST(summary distance, centroid distance), as in seed 000.
+NO_DISTANCE = 999.0
+COLUMNS = "d.id, d.created_at, d.source, d.tags, d.content, d.media_hash"
+
+
+@dataclass
+class Candidate:
+    id: str
+    created_at: datetime
+    source: str
+    tags: list[str]
+    content: str
+    media_hash: str
+    summary_distance: float | None = None  # embedding <=> query
+    centroid_distance: float | None = None  # provenance_embedding <=> query (provenance only)
+    text_rank: float | None = None  # ts_rank_cd when the full text matched
+    # Per step: was it among the vector (summary or centroid) candidates / the text candidates.
+    vector_steps: set[int] = field(default_factory=set)
+    text_steps: set[int] = field(default_factory=set)
+    step_distances: dict[int, float] = field(default_factory=dict)
+    step_text_ranks: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def distance(self) -> float | None:
+        """LEAST(summary distance, centroid distance): a provenance gets the better of the two."""
+        known = [d for d in (self.summary_distance, self.centroid_distance) if d is not None]
+        return min(known) if known else None
+
+    @property
+    def matched_on(self) -> str | None:
+        if self.centroid_distance is not None and (self.summary_distance is None
+                                                   or self.centroid_distance < self.summary_distance):
+            return "centroid"
+        return "summary" if self.summary_distance is not None else None
+
+
+def configure_scans(*, ef_search: int) -> None:
+    """Session settings for this connection's vector scans (one query)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            [str(ef_search)],
+        )
+
+
+def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | None, pool: int,
+             candidates: dict[str, Candidate]) -> None:
+    """Run one step and merge what it finds into `candidates` (by id)."""
+    where, params = _filter_sql(step.filters)
+    use_vector = query_vector is not None and step.mode in ("hybrid", "vector")
+    use_text = step.mode in ("hybrid", "text") and step.query.strip()
+    tsquery = (f"replace(plainto_tsquery('{TEXT_SEARCH_CONFIG}', %(text)s)::text, ' & ', ' | ')::tsquery"
+               if use_text else "NULL::tsquery")
+    vector = "%(vector)s::vector" if use_vector else "NULL::vector"
+    sql = f"""
+        WITH vec AS MATERIALIZED (
+            SELECT d.id FROM lake_delta AS d
+            WHERE {"true" if use_vector else "false"} AND d.workspace_id = %(ws)s AND d.embedding IS NOT NULL {where}
+            ORDER BY d.embedding <=> {vector} LIMIT %(pool)s
+        ), cen AS MATERIALIZED (
+            SELECT d.id FROM lake_delta AS d
+            WHERE {"true" if use_vector else "false"} AND d.workspace_id = %(ws)s
+                AND d.provenance_embedding IS NOT NULL {where}
+            ORDER BY d.provenance_embedding <=> {vector} LIMIT %(pool)s
+        ), q AS (SELECT {tsquery} AS query
+        ), txt AS MATERIALIZED (
+            SELECT d.id, ts_rank_cd(d.search_vector, q.query) AS text_rank FROM lake_delta AS d, q
+            WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ q.query {where}
+            ORDER BY text_rank DESC, d.id LIMIT %(pool)s
+        ), found AS (
+            SELECT id, true AS by_vector, NULL::real AS text_rank FROM vec
+            UNION ALL SELECT id, true, NULL FROM cen
+            UNION ALL SELECT id, false, text_rank FROM txt
+        ), pool AS (
+            SELECT id, bool_or(by_vector) AS by_vector, max(text_rank) AS text_rank FROM found GROUP BY id
+        )
+        SELECT {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector}, pool.by_vector, pool.text_rank
+        FROM pool JOIN lake_delta AS d ON d.id = pool.id
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ws": workspace_id, "vector": query_vector, "text": step.query, "pool": pool, **params})
+        rows = cursor.fetchall()
+    for row in rows:
+        candidate = candidates.get(row[0]) or candidate_from_row(row)
+        candidates[candidate.id] = candidate
+        summary, centroid, by_vector, text_rank = row[6:10]
+        if summary is not None:
+            candidate.summary_distance = _better(candidate.summary_distance, summary)
+        if centroid is not None:
+            candidate.centroid_distance = _better(candidate.centroid_distance, centroid)
+        if by_vector:
+            candidate.vector_steps.add(index)
+            candidate.step_distances[index] = min(d for d in (summary, centroid) if d is not None)
+        if text_rank is not None:
+            candidate.text_steps.add(index)
+            candidate.step_text_ranks[index] = text_rank
+            candidate.text_rank = max(candidate.text_rank or 0.0, text_rank)
+
+
+def fetch_rows(*, workspace_id: int, ids: list[str], query_vector: str | None) -> dict[str, Candidate]:
+    """Rows by id with their distances to the query (for rows that expansion brought in)."""
+    if not ids:
+        return {}
+    vector = "%(vector)s::vector" if query_vector else "NULL::vector"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector} "
+            "FROM lake_delta AS d WHERE d.workspace_id = %(ws)s AND d.id = ANY(%(ids)s)",
+            {"ws": workspace_id, "ids": ids, "vector": query_vector},
+        )
+        return {row[0]: candidate_from_row(row, with_distances=True) for row in cursor.fetchall()}
+
+
+def candidate_from_row(row, *, with_distances: bool = False) -> Candidate:
+    candidate = Candidate(id=row[0], created_at=row[1], source=row[2], tags=list(row[3]), content=row[4],
+                          media_hash=row[5])
+    if with_distances:
+        candidate.summary_distance, candidate.centroid_distance = row[6], row[7]
+    return candidate
+
+
+def _filter_sql(filters: Filters) -> tuple[str, dict]:
+    parts, params = [], {}
+    tags = list(filters.tags) + ([f"{KIND_PREFIX}{filters.kind.removeprefix(KIND_PREFIX)}"] if filters.kind else [])
+    if tags:
+        parts.append("d.tags @> %(f_tags)s::varchar[]")
+        params["f_tags"] = tags
+    if filters.source:
+        parts.append("d.source = %(f_source)s")
+        params["f_source"] = filters.source
+    if filters.since:
+        parts.append("d.created_at >= %(f_since)s")
+        params["f_since"] = filters.since
+    if filters.until:
+        parts.append("d.created_at < %(f_until)s")
+        params["f_until"] = filters.until
+    return "".join(f" AND {part}" for part in parts), params
+
+
+def _better(current: float | None, new: float) -> float:
+    return new if current is None else min(current, new)

@@ -1,0 +1,101 @@
+"""Stage 7: rendering a recall as text a model reads.
+
+The containers-active block comes first: every provenance that the surfaced deltas sit in, so the
+model sees the named stretches up front and extends or skips them instead of naming them again.
+Then the hits, best first: a provenance (or Q/A marker) as `prov · [L<n> · <count> deltas · <id>]
+<title>` with its summary and its constituents below it, a moment inside its timeline strip. Every
+delta line carries its id in `[<id>]` form, so the model cites real ids; `▸` marks the hits."""
+
+from collections.abc import Sequence
+
+from lake.models import level_of
+
+TIME_FORMAT = "%Y-%m-%d %H:%M"
+
+
+def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequence, strip_of: dict,
+           children_of: dict, warnings: Sequence[str]) -> str:
+    """`rows` hold each delta once (with its best role); `strip_of` maps a moment hit to the ids of
+    its strip, `children_of` a provenance hit to the ids of its constituents."""
+    by_id = {row.id: row for row in rows}
+    hits = [row for row in rows if row.role == "hit"]
+    containers = [row for row in rows if row.role == "container"]
+
+    lines = [f'recall for "{query}" · depth {depth} · plan {plan_source} ({steps} step{"s" * (steps != 1)}) · '
+             f'{len(hits)} hit{"s" * (len(hits) != 1)}']
+    lines += [f"note: {warning}" for warning in warnings]
+    if containers:
+        lines += ["", "containers active in this recall:"]
+        for row in sorted(containers, key=lambda r: (-(r.level or 0), r.id)):
+            holds = ", ".join(f"[{child}]" for child in row.contains)
+            lines.append(f"  {provenance_label(row)} — holds {holds}")
+    if not hits:
+        lines += ["", "no deltas matched."]
+        return "\n".join(lines)
+
+    groups = _strip_groups([hit for hit in hits if not is_named_stretch(hit)], strip_of)
+    group_of = {hit_id: group for group in groups for hit_id in group}
+    rendered_groups: set[int] = set()
+    for hit in hits:
+        if is_named_stretch(hit):
+            lines += ["", f"▸ {provenance_label(hit)}"]
+            lines += [f"    {line}" for line in _summary(hit)]
+            for child_id in children_of.get(hit.id, []):
+                if child_id in by_id:
+                    lines += _delta_lines(by_id[child_id], prefix="    ↳ ")
+            continue
+        group = group_of[hit.id]
+        if id(group) in rendered_groups:
+            continue  # on the strip of a better hit, marked there
+        rendered_groups.add(id(group))
+        strip = sorted((by_id[i] for i in group if i in by_id), key=lambda row: (row.created_at, row.id))
+        lines += ["", f"── {strip[0].created_at.strftime(TIME_FORMAT)} → {strip[-1].created_at.strftime(TIME_FORMAT)} ──"]
+        for row in strip:
+            lines += _delta_lines(row, prefix="▸ " if row.role == "hit" else "  ")
+    return "\n".join(lines)
+
+
+def _strip_groups(moment_hits, strip_of) -> list[set[str]]:
+    """The hits' strips, with strips that share a delta merged into one."""
+    groups: list[set[str]] = []
+    for hit in moment_hits:
+        members = {hit.id, *strip_of.get(hit.id, [])}
+        overlapping = [group for group in groups if group & members]
+        for group in overlapping:
+            members |= group
+            groups.remove(group)
+        groups.append(members)
+    return groups
+
+
+def provenance_label(row) -> str:
+    count = sum(1 for tag in row.tags if tag.startswith("from:"))
+    level = level_of(row.tags)
+    return f"prov · [L{level if level is not None else '?'} · {count} deltas · {row.id}] {_title(row.content)}"
+
+
+def is_named_stretch(row) -> bool:
+    return "kind:provenance" in row.tags or "kind:qa-marker" in row.tags
+
+
+def _delta_lines(row, *, prefix: str) -> list[str]:
+    if is_named_stretch(row):
+        return [f"{prefix}{provenance_label(row)}"]
+    kinds = [tag.removeprefix("kind:") for tag in row.tags if tag.startswith("kind:")]
+    head = f"{prefix}[{row.id}] {row.created_at.strftime(TIME_FORMAT)} · {row.source or '-'}"
+    if kinds:
+        head += f" · {','.join(kinds)}"
+    text_lines = row.content.strip().splitlines() or [""]
+    if row.media_hash:
+        text_lines[-1] = f"{text_lines[-1]} [image {row.media_hash}]".strip()
+    continuation = " " * len(prefix) + "    "
+    return [f"{head} · {text_lines[0]}"] + [f"{continuation}{line}" for line in text_lines[1:]]
+
+
+def _title(content: str) -> str:
+    return content.strip().split("\n", 1)[0].strip()
+
+
+def _summary(row) -> list[str]:
+    parts = row.content.strip().split("\n", 1)
+    return parts[1].strip().splitlines() if len(parts) > 1 else []

@@ -1,0 +1,192 @@
+"""Reads of the lake: a delta by id or prefix, filtered lists, the provenance graph (children down,
+containing provenance up), statistics, and search (see `lake.search`).
+
+The harness's tools call these: `semantic` -> `deltas_search`, `expand` -> `provenance_children`,
+`ascend` -> `provenance_parents`, and any id the model cites -> `delta_get`."""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from fathom.errors import ApplicationError, NotFoundError
+from fathom.models import Workspace
+from lake.models import (
+    ID_LENGTH,
+    KIND_PREFIX,
+    LEVEL_PREFIX,
+    MIN_PREFIX_LENGTH,
+    PROVENANCE_TAG,
+    Delta,
+)
+from lake.search import SearchResult, deltas_search  # noqa: F401  (re-exported: the search selector)
+from lake.search.expand import ancestors
+
+_HEX = re.compile(r"^[0-9a-f]+$")
+MAX_ANCESTOR_LEVELS = 3
+
+
+class AmbiguousIdError(ApplicationError):
+    code = "ambiguous_id"
+
+
+def delta_get(*, workspace: Workspace, id_or_prefix: str) -> Delta:
+    """The delta of this workspace whose id is `id_or_prefix` or starts with it (8 or more hex
+    characters). NotFoundError when none does; AmbiguousIdError, listing candidates, when several do."""
+    wanted = normalize_id(id_or_prefix)
+    if len(wanted) >= ID_LENGTH:
+        delta = Delta.objects.filter(workspace=workspace, pk=wanted).first()
+    else:
+        matches = list(Delta.objects.filter(workspace=workspace, id__startswith=wanted).order_by("id")[:6])
+        if len(matches) > 1:
+            shown = [match.id for match in matches[:5]]
+            raise AmbiguousIdError(
+                f"the prefix {wanted!r} matches more than one delta ({', '.join(shown)}"
+                f"{', ...' if len(matches) > 5 else ''}); give more characters",
+                details={"prefix": wanted, "candidates": shown})
+        delta = matches[0] if matches else None
+    if delta is None:
+        raise NotFoundError(f"no delta {wanted!r} in this workspace", details={"id": wanted})
+    return delta
+
+
+def deltas_resolve(*, workspace: Workspace, ids_or_prefixes: Sequence[str]) -> list[Delta]:
+    """The deltas for these ids or unique prefixes, in the order given. Full ids cost one query in
+    all; each prefix costs one more. Any unknown or ambiguous one raises (see `delta_get`)."""
+    wanted = [normalize_id(value) for value in ids_or_prefixes]
+    full = [value for value in wanted if len(value) >= ID_LENGTH]
+    found = Delta.objects.filter(workspace=workspace, pk__in=full).in_bulk() if full else {}
+    missing = [value for value in full if value not in found]
+    if missing:
+        raise NotFoundError(f"no delta {missing[0]!r} in this workspace", details={"ids": missing})
+    for value in wanted:
+        if value not in found:
+            found[value] = delta_get(workspace=workspace, id_or_prefix=value)
+    return [found[value] for value in wanted]
+
+
+def normalize_id(value: str) -> str:
+    """'[1A2B3C4D]' -> '1a2b3c4d': ids are cited in brackets and case does not matter."""
+    cleaned = str(value).strip().strip("[]").strip().lower()
+    if not _HEX.match(cleaned):
+        raise ApplicationError(f"{value!r} is not a delta id (hex characters)", code="invalid_id",
+                               details={"id": str(value)})
+    if len(cleaned) < MIN_PREFIX_LENGTH:
+        raise ApplicationError(f"give at least {MIN_PREFIX_LENGTH} characters of a delta id, not {len(cleaned)}",
+                               code="invalid_id", details={"id": cleaned})
+    return cleaned
+
+
+def deltas_filter(queryset: QuerySet, *, tags: Sequence[str] = (), kind: str = "", source: str = "",
+                  since: datetime | None = None, until: datetime | None = None) -> QuerySet:
+    """Narrow deltas: all of `tags`, a kind (`kind:<kind>`), a source, created_at in [since, until)."""
+    wanted = list(tags) + ([f"{KIND_PREFIX}{kind.removeprefix(KIND_PREFIX)}"] if kind else [])
+    if wanted:
+        queryset = queryset.filter(tags__contains=wanted)
+    if source:
+        queryset = queryset.filter(source=source)
+    if since is not None:
+        queryset = queryset.filter(created_at__gte=since)
+    if until is not None:
+        queryset = queryset.filter(created_at__lt=until)
+    return queryset
+
+
+def deltas_list(*, workspace: Workspace, tags: Sequence[str] = (), kind: str = "", source: str = "",
+                since: datetime | None = None, until: datetime | None = None) -> QuerySet:
+    """This workspace's deltas, newest first, without their vectors (the list never shows them)."""
+    queryset = Delta.objects.filter(workspace=workspace).defer("embedding", "provenance_embedding", "search_vector")
+    return deltas_filter(queryset, tags=tags, kind=kind, source=source, since=since, until=until)
+
+
+def provenance_children(*, workspace: Workspace, delta: Delta) -> list[Delta]:
+    """The constituents a provenance (or sediment) points at with `from:` tags, oldest first."""
+    ids = delta.from_ids
+    if not ids:
+        return []
+    return list(Delta.objects.filter(workspace=workspace, pk__in=ids)
+                .defer("embedding", "provenance_embedding", "search_vector").order_by("created_at", "id"))
+
+
+@dataclass(frozen=True)
+class Ancestor:
+    delta: Delta
+    child_id: str  # the delta it contains on the way up
+    depth: int  # 1 = directly contains one of the starting deltas
+
+
+def provenance_parents(*, workspace: Workspace, delta_ids: Sequence[str],
+                       max_levels: int = MAX_ANCESTOR_LEVELS) -> list[Ancestor]:
+    """The provenance containing these deltas, and the provenance containing that, up to
+    `max_levels` hops (base -> L1 episode -> L2 topic -> L3 era), in one query. The child ->
+    parent index is the GIN index over `tags` (`from:<id>`), so it is right in every process."""
+    if not delta_ids:
+        return []
+    rows = ancestors(workspace_id=workspace.pk, delta_ids=list(delta_ids), max_levels=max_levels)
+    by_id = Delta.objects.filter(pk__in={row[0] for row in rows}).defer(
+        "embedding", "provenance_embedding", "search_vector").in_bulk()
+    return [Ancestor(delta=by_id[parent_id], child_id=child_id, depth=depth) for parent_id, child_id, depth in rows]
+
+
+def lake_stats(*, workspace: Workspace) -> dict:
+    """Counts for an operator: deltas, embedded and waiting, provenance per level, kinds, sources,
+    the time span, and the embedder in use. Four queries whatever the size of the lake."""
+    from django.conf import settings
+
+    from lake.embedders import embedder_name
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT count(*), count(embedding), count(*) FILTER (WHERE tags @> ARRAY[%s]::varchar[]),
+                   count(provenance_embedding), min(created_at), max(created_at)
+            FROM lake_delta WHERE workspace_id = %s
+            """,
+            [PROVENANCE_TAG, workspace.pk],
+        )
+        total, embedded, provenance, centroids, oldest, newest = cursor.fetchone()
+        cursor.execute(
+            """
+            SELECT tag, count(*) FROM lake_delta CROSS JOIN LATERAL unnest(tags) AS tag
+            WHERE workspace_id = %s AND (tag LIKE %s OR tag LIKE %s) GROUP BY tag
+            """,
+            [workspace.pk, f"{KIND_PREFIX}%", f"{LEVEL_PREFIX}%"],
+        )
+        tag_counts = cursor.fetchall()
+        cursor.execute(
+            "SELECT source, count(*) FROM lake_delta WHERE workspace_id = %s GROUP BY source ORDER BY 2 DESC LIMIT 20",
+            [workspace.pk],
+        )
+        sources = cursor.fetchall()
+        cursor.execute(
+            "SELECT embedding_model, count(*) FROM lake_delta WHERE workspace_id = %s AND embedding IS NOT NULL "
+            "GROUP BY embedding_model ORDER BY 2 DESC",
+            [workspace.pk],
+        )
+        models = cursor.fetchall()
+    kinds = sorted(((tag.removeprefix(KIND_PREFIX), n) for tag, n in tag_counts if tag.startswith(KIND_PREFIX)),
+                   key=lambda item: (-item[1], item[0]))
+    levels = sorted((tag.removeprefix(LEVEL_PREFIX), n) for tag, n in tag_counts if tag.startswith(LEVEL_PREFIX))
+    return {
+        "deltas": total,
+        "embedded": embedded,
+        "awaiting_embedding": total - embedded,
+        "provenance": provenance,
+        "provenance_with_centroid": centroids,
+        "provenance_by_level": {level: n for level, n in levels},
+        "kinds": {kind: n for kind, n in kinds},
+        "sources": {source or "": n for source, n in sources},
+        "embedding_models": {model or "": n for model, n in models},
+        "oldest": oldest,
+        "newest": newest,
+        "embedder": {"name": embedder_name(), "dimensions": settings.EMBEDDING_DIMENSIONS},
+    }
+
+
+def deltas_by_ids(*, workspace: Workspace, ids: Sequence[str]) -> list[Delta]:
+    """This workspace's deltas with these exact ids, in the order given; unknown ids are left out."""
+    found = Delta.objects.filter(workspace=workspace, pk__in=list(ids)).in_bulk()
+    return [found[i] for i in dict.fromkeys(ids) if i in found]
