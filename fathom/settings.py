@@ -207,6 +207,8 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
 # Classes with before(request) / after(request, completion), run around every model call in order
 # (see fathom.llm.middleware). Apps add theirs here.
 FATHOM_MODEL_MIDDLEWARE: list[str] = []
+# "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
+FATHOM_MEDIA_RESOLVER = ""  # set by the app that stores media (the lake)
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
