@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,
@@ -69,3 +70,42 @@ class SessionEventAdmin(admin.ModelAdmin):
 @admin.register(HarnessSettings)
 class HarnessSettingsAdmin(admin.ModelAdmin):
     list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds"]
+
+
+class FireToolCallInline(admin.TabularInline):
+    model = FireToolCall
+    extra = 0
+    can_delete = False
+    fields = ["turn", "position", "name", "plan_step", "ok", "arguments", "result", "latency_ms"]
+    readonly_fields = fields
+
+
+class FireTurnInline(admin.TabularInline):
+    model = FireTurn
+    extra = 0
+    can_delete = False
+    fields = ["number", "phase", "text", "tool_calls", "forced", "model", "input_tokens", "output_tokens", "cost",
+              "latency_ms"]
+    readonly_fields = fields
+
+
+@admin.register(Fire)
+class FireAdmin(admin.ModelAdmin):
+    """Fires with their journal: every model turn and every tool call with its whole result."""
+
+    list_display = ["id", "mode", "status", "stop_reason", "session", "depth", "model_calls", "cost", "created_at"]
+    list_filter = ["mode", "status", "stop_reason", "workspace"]
+    search_fields = ["id", "question", "trace_id"]
+    readonly_fields = [f.name for f in Fire._meta.fields]
+    inlines = [FireTurnInline, FireToolCallInline]
+    actions = ["cancel"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Cancel the selected fires")
+    def cancel(self, request, queryset):
+        from harness.fires.services import fire_cancel
+
+        for fire in queryset:
+            fire_cancel(fire=fire)

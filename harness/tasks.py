@@ -17,3 +17,12 @@ def session_tick(self, session_id: str) -> str:
 def harness_sweep() -> int:
     """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers)."""
     return len(runtime.sessions_sweep())
+
+
+@shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def fire_run(self, fire_id: str) -> str:
+    """Run or resume a fire not bound to a session turn (an asynchronous introspection). Guarded by
+    the fire's claim; a redelivered task resumes from the fire's journal."""
+    from harness.fires.services import fire_run as run
+
+    return run(fire_id=fire_id).status

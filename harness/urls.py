@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from harness.fires import api as fires
 from harness.runtime import api as runtime
 
 urlpatterns = [
@@ -11,6 +12,11 @@ urlpatterns = [
     path("sessions/<str:session_id>/refresh-profile", runtime.SessionRefreshProfileView.as_view(),
          name="session-refresh-profile"),
     path("sessions/<str:session_id>/events", runtime.SessionEventsView.as_view(), name="session-events"),
+    path("sessions/<str:session_id>/sit", fires.SitView.as_view(), name="session-sit"),
+    path("fires", fires.FireListView.as_view(), name="fires"),
+    path("fires/<str:fire_id>", fires.FireDetailView.as_view(), name="fire"),
+    path("fires/<str:fire_id>/cancel", fires.FireCancelView.as_view(), name="fire-cancel"),
+    path("introspect", fires.IntrospectView.as_view(), name="introspect"),
     path("profiles/agents", runtime.AgentProfileListCreateView.as_view(), name="agent-profiles"),
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
     path("profiles/users", runtime.UserProfileListCreateView.as_view(), name="user-profiles"),

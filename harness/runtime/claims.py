@@ -28,7 +28,7 @@ def runner_id() -> str:
 def claim(model, pk, *, stale_after: int) -> bool:
     """Claim row `pk` of `model` (a `Claimable`) for this thread; False when someone else holds it."""
     me, now = runner_id(), timezone.now()
-    free = Q(runner="") | Q(runner_heartbeat_at__lt=now - timedelta(seconds=stale_after))
+    free = Q(runner="") | Q(runner_heartbeat_at__isnull=True) | Q(runner_heartbeat_at__lt=now - timedelta(seconds=stale_after))
     if model.objects.filter(free, pk=pk).update(runner=me, runner_heartbeat_at=now):
         return True
     holder = model.objects.filter(pk=pk).values_list("runner", flat=True).first()

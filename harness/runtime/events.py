@@ -5,7 +5,7 @@ import logging
 from django.db import connection, transaction
 
 from fathom.redis_client import get_redis
-from harness.runtime.models import SessionEvent
+from harness.runtime.models import Session, SessionEvent
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +23,10 @@ def event_emit(*, session_id, workspace_id, kind: str, data: dict | None = None,
             "UPDATE harness_session SET last_event_seq = last_event_seq + 1 WHERE id = %s RETURNING last_event_seq",
             [session_id],
         )
-        (seq,) = cursor.fetchone()
+        row = cursor.fetchone()
+    if row is None:
+        raise Session.DoesNotExist(f"no session {session_id}")
+    (seq,) = row
     event = SessionEvent.objects.create(
         workspace_id=workspace_id, session_id=session_id, seq=seq, kind=kind, data=data or {}, turn=turn
     )

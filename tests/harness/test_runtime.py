@@ -159,8 +159,11 @@ def test_only_one_turn_runs_per_session_while_others_tick_it(workspace, monkeypa
     # in this session from ticking the session on commit and taking the turn first.
     monkeypatch.setattr(services, "session_tick_enqueue", lambda **kwargs: None)
     # given a turn in progress on one thread (its own database connection)
+    # (triggers queued with the ORM: no tick reaches the broker, where a test worker could take it)
     session = session_create(workspace=workspace)
-    message_send(session=session, content="slow one")
+    queue = lambda text: Trigger.objects.create(workspace=workspace, session=session, kind="user_message",  # noqa: E731
+                                                content=text)
+    queue("slow one")
     started, release = threading.Event(), threading.Event()
     outcome = {}
 
@@ -179,7 +182,7 @@ def test_only_one_turn_runs_per_session_while_others_tick_it(workspace, monkeypa
     thread.start()
     assert started.wait(10)
     # when another runner ticks the same session, even with a new message queued
-    message_send(session=session, content="meanwhile")
+    queue("meanwhile")
     outcome["b"] = session_tick(session_id=session.pk, work=address_all)
     release.set()
     thread.join(10)

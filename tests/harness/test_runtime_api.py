@@ -102,20 +102,22 @@ def test_a_worker_runs_the_turn_for_a_sent_message(celery_worker, api, session):
     response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "hello worker"}, format="json")
     trigger_id = response.json()["trigger_id"]
     wait_for(lambda: SessionEvent.objects.filter(session=session, kind="TurnEnded").exists())
-    assert list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True)) == [
-        "TriggerAccepted", "TurnStarted", "AssistantOutput", "TurnEnded"]
+    kinds = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True))
+    assert kinds[:2] == ["TriggerAccepted", "TurnStarted"] and kinds[-1] == "TurnEnded"
+    output = SessionEvent.objects.get(session=session, kind="AssistantOutput")
+    assert output.data["body"].startswith("[offline]")  # no model configured: the offline model answered
     trigger = Trigger.objects.get(pk=trigger_id)
     assert trigger.state == Trigger.State.CONSUMED and trigger.addressed
     assert not Session.objects.get(pk=session.pk).runner
 
 
-def read_sse(response, count: int) -> list[dict]:
+def read_sse(response, count: int = 0, until: str = "") -> list[dict]:
     events, current = [], {}
     for line in response.iter_lines():
         if line == "":
             if "data" in current:
                 events.append(current)
-                if len(events) == count:
+                if len(events) == count or current.get("event") == until:
                     return events
             current = {}
         elif not line.startswith(":"):
@@ -140,16 +142,18 @@ def test_the_event_stream_is_served_as_sse_and_resumes_after_last_event_id(
             sent = client.post(f"{live_server_url}/v1/sessions/{session.pk}/messages", json={"content": "hi"})
             assert sent.status_code == 202
             # then the events arrive in order, numbered, as they happen
-            events = read_sse(stream, 4)
-        assert [e["event"] for e in events] == ["TriggerAccepted", "TurnStarted", "AssistantOutput", "TurnEnded"]
-        assert [e["id"] for e in events] == ["1", "2", "3", "4"]
+            events = read_sse(stream, until="TurnEnded")
+        kinds = [e["event"] for e in events]
+        assert kinds[:2] == ["TriggerAccepted", "TurnStarted"] and "AssistantOutput" in kinds
+        assert [int(e["id"]) for e in events] == list(range(1, len(events) + 1))
         assert json.loads(events[0]["data"])["data"]["trigger_id"] == sent.json()["trigger_id"]
 
         # and a reconnect with Last-Event-ID gets only what followed
+        last = events[-1]["id"]
         client.post(f"{live_server_url}/v1/sessions/{session.pk}/messages", json={"content": "again"})
-        with client.stream("GET", url, headers={"Accept": "text/event-stream", "Last-Event-ID": "4"}) as stream:
+        with client.stream("GET", url, headers={"Accept": "text/event-stream", "Last-Event-ID": last}) as stream:
             resumed = read_sse(stream, 1)
-        assert resumed[0]["id"] == "5" and resumed[0]["event"] == "TriggerAccepted"
+        assert int(resumed[0]["id"]) == int(last) + 1 and resumed[0]["event"] == "TriggerAccepted"
 
         # and another workspace's key cannot follow it
         other = client.get(url, headers={"Accept": "text/event-stream", "Authorization": "Bearer nope"})

@@ -1,0 +1,126 @@
+"""REST for fires: read one (turns, tool calls, stop reason, trace, counts, cost), list, cancel;
+start a Sit; introspect."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from harness.fires import services
+from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.runtime import selectors as runtime_selectors
+from harness.runtime.services import harness_settings_get, message_send
+
+
+class ToolCallOutput(serializers.ModelSerializer):
+    class Meta:
+        model = FireToolCall
+        fields = ["call_id", "name", "arguments", "plan_step", "ok", "result", "latency_ms", "created_at"]
+
+
+class FireTurnOutput(serializers.ModelSerializer):
+    calls = ToolCallOutput(many=True, read_only=True)
+
+    class Meta:
+        model = FireTurn
+        fields = ["number", "phase", "text", "tool_calls", "forced", "stop_reason", "model", "provider",
+                  "input_tokens", "output_tokens", "cost", "latency_ms", "call_id", "calls", "created_at"]
+
+
+class FireSummaryOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Fire
+        fields = ["id", "mode", "status", "phase", "stop_reason", "session", "turn", "parent", "depth", "question",
+                  "model_calls", "input_tokens", "output_tokens", "cost", "trace_id", "created_at", "started_at",
+                  "finished_at"]
+
+
+class FireOutput(FireSummaryOutput):
+    turns = FireTurnOutput(many=True, read_only=True)
+    children = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta(FireSummaryOutput.Meta):
+        fields = FireSummaryOutput.Meta.fields + [
+            "work_set", "disabled_tools", "plan", "response", "review", "writes", "error", "cancel_requested_at",
+            "children", "turns"]
+
+
+def fire_detail(fire: Fire) -> dict:
+    fire = (Fire.objects.prefetch_related("turns__calls", "children").get(pk=fire.pk))
+    return FireOutput(fire).data
+
+
+class FireListView(generics.ListAPIView):
+    serializer_class = FireSummaryOutput
+
+    def get_queryset(self):
+        fires = Fire.objects.filter(workspace=self.request.workspace)
+        if session_id := self.request.query_params.get("session"):
+            fires = fires.filter(session=runtime_selectors.session_get(workspace=self.request.workspace,
+                                                                        session_id=session_id))
+        return fires
+
+
+class FireDetailView(APIView):
+    @extend_schema(responses=FireOutput, summary="A fire: turns, tool calls, stop reason, trace id, counts, cost")
+    def get(self, request, fire_id):
+        return Response(fire_detail(services.fire_get(workspace=request.workspace, fire_id=fire_id)))
+
+
+class FireCancelView(APIView):
+    @extend_schema(request=None, responses=FireSummaryOutput,
+                   summary="Cancel a fire (it stops before its next model call)")
+    def post(self, request, fire_id):
+        fire = services.fire_cancel(fire=services.fire_get(workspace=request.workspace, fire_id=fire_id))
+        return Response(FireSummaryOutput(fire).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SitView(APIView):
+    """Self-directing mode: the prompt opens round 1; each round's respond.next_prompt seeds the
+    next, until a round omits it or the round cap is reached."""
+
+    class Input(serializers.Serializer):
+        prompt = serializers.CharField(max_length=20_000)
+        rounds = serializers.IntegerField(required=False, min_value=1, max_value=50,
+                                          help_text="round cap (the workspace's sit_round_cap by default)")
+
+    @extend_schema(request=Input, responses={202: dict}, summary="Start a Sit in this session")
+    def post(self, request, session_id):
+        session = runtime_selectors.session_get(workspace=request.workspace, session_id=session_id)
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        cap = data.validated_data.get("rounds") or harness_settings_get(workspace_id=session.workspace_id).sit_round_cap
+        trigger = message_send(session=session, content=data.validated_data["prompt"], author="self", source="sit",
+                               payload={"sit": {"round": 1, "cap": cap}})
+        return Response({"trigger_id": str(trigger.pk), "rounds": cap}, status=status.HTTP_202_ACCEPTED)
+
+
+class IntrospectView(APIView):
+    """Fathom calls Fathom: a scoped introspective fire. Returns its card, or 202 and the fire id
+    with `"async": true`."""
+
+    class Input(serializers.Serializer):
+        question = serializers.CharField(max_length=20_000)
+        disabled_tools = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+        run_async = serializers.BooleanField(required=False, default=False)
+
+        def to_internal_value(self, data):
+            if "async" in data and "run_async" not in data:
+                data = {**data, "run_async": data["async"]}
+            return super().to_internal_value(data)
+
+    @extend_schema(request=Input, responses={200: FireOutput, 202: FireSummaryOutput}, summary="Introspect")
+    def post(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        fire = services.fire_create(workspace=request.workspace, mode=Fire.Mode.INTROSPECTIVE,
+                                    question=data.validated_data["question"],
+                                    disabled_tools=data.validated_data["disabled_tools"])
+        if data.validated_data["run_async"]:
+            services.fire_enqueue(fire=fire)
+            return Response(FireSummaryOutput(fire).data, status=status.HTTP_202_ACCEPTED)
+        fire = services.fire_run(fire_id=fire.pk)
+        body = fire_detail(fire)
+        return Response({"fire_id": str(fire.pk), "card_id": fire.writes.get("card"),
+                         "body": fire.response.get("body", ""), "cited_ids": fire.response.get("cited_ids", []),
+                         "fire": body})

@@ -1,0 +1,316 @@
+"""run_threaded_fire: the one entry point of every fire (reactive, self-directing, introspective).
+
+    main loop   model <-> tools, each model response and each tool result committed before the
+                next model call; ends on respond (or, at the turn cap, a forced final respond)
+    writes      the per-fire writes and the session's output, once (harness.fires.writes)
+    review      one model call whose only outcomes are propose_provenance or skip
+    done
+
+The fire's phase and journal are its whole state: calling this again on a fire whose worker died
+continues where the journal ends."""
+
+import json
+import logging
+import time
+
+import jsonschema
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from harness.fires import writes
+from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.fires.prompt import render_messages
+from harness.runtime import claims
+from harness.runtime.events import event_emit
+from harness.runtime.models import HarnessSettings, Session, SessionEvent
+from harness.runtime.services import harness_settings_get
+from harness.tools import ToolContext, ToolError, tool_specs, tools_for
+from harness.tools import plan as plan_tool
+from harness.tools import respond as respond_tool
+from harness.tools.base import MAIN, REVIEW
+
+logger = logging.getLogger(__name__)
+RESULT_PREVIEW_CHARS = 500
+
+
+class FireCancelled(Exception):
+    pass
+
+
+def run_threaded_fire(fire: Fire) -> Fire:
+    """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
+    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
+    from fathom.tracing import span
+
+    limits = harness_settings_get(workspace_id=fire.workspace_id)
+    with span("trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
+              mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
+        if fire.status == Fire.Status.ACCEPTED:
+            fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
+            fire.save(update_fields=["status", "started_at", "trace_id"])
+        try:
+            if fire.phase == Fire.Phase.MAIN:
+                _main_loop(fire, limits)
+            if fire.phase == Fire.Phase.WRITES:
+                writes.fire_writes(fire)
+            if fire.phase == Fire.Phase.REVIEW:
+                _review_pass(fire, limits)
+        except FireCancelled:
+            _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
+        except claims.ClaimLost:
+            raise
+        except Exception as exc:
+            _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            _end(fire, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
+        root.set(status=fire.status, stop_reason=fire.stop_reason, model_calls=fire.model_calls)
+    return fire
+
+
+# --- main loop ------------------------------------------------------------------------------------------
+
+def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
+    tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
+    by_name = {t.name: t for t in tools}
+    while True:
+        turns = _journal(fire, MAIN)
+        last = turns[-1] if turns else None
+        if last is not None:
+            response = _run_pending_calls(fire, last, by_name)
+            if response is not None:
+                _respond(fire, response, forced=last.forced)
+                return
+            turns = _journal(fire, MAIN)  # with the results just recorded
+        _check_cancel(fire)
+        forced = len(turns) >= limits.max_turns_per_fire
+        if forced and last is not None and last.forced:
+            # The forced turn answered without calling respond: its text is the answer.
+            _respond(fire, respond_tool.validate({"body": last.text or "(no answer within the turn cap)"}), forced=True)
+            return
+        offered = [by_name["respond"]] if forced else tools
+        messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
+                                   max_turns=limits.max_turns_per_fire)
+        _model_turn(fire, len(turns) + 1, MAIN, messages, offered, forced=forced)
+
+
+def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None:
+    """Run the turn's calls that have no recorded result (all of them, or the rest after a crash);
+    return the response if the turn responded validly."""
+    done = {c.call_id: c for c in turn.calls.all()}
+    respond_calls = [c for c in turn.tool_calls if c["name"] == "respond"]
+    for position, call in enumerate(turn.tool_calls):
+        if call["id"] in done or call["name"] == "respond":
+            continue
+        _run_call(fire, turn, position, call, by_name)
+    if not turn.tool_calls:
+        if turn.text.strip():  # a lean reply: plain text is a respond with that body
+            return respond_tool.validate({"body": turn.text})
+        return None
+    if respond_calls:
+        call = respond_calls[0]
+        recorded = done.get(call["id"])
+        if recorded is not None:
+            return respond_tool.validate(recorded.arguments) if recorded.ok else None
+        try:
+            response = respond_tool.validate(_arguments(call))
+        except ToolError as exc:
+            _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
+            return None
+        _record(fire, turn, turn.tool_calls.index(call), call, "responded", ok=True)
+        return response
+    return None
+
+
+def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> None:
+    from fathom.tracing import span
+
+    name, args = call["name"], _arguments(call)
+    plan_step = args.pop("plan_step", None) if isinstance(args, dict) else None
+    tool = by_name.get(name)
+    ctx = ToolContext(fire=fire, turn_number=turn.number, call_id=call["id"],
+                      plan_step=plan_step if isinstance(plan_step, int) else None)
+    started = time.perf_counter()
+    with span("worker.tool", workspace=fire.workspace_id, call_id=call["id"], tool=name, arguments=args,
+              plan_step=plan_step) as traced:
+        problem = _problem(tool, name, args, by_name)
+        if problem:
+            _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
+            traced.set(ok=False, error=problem)
+            return
+        if tool.transactional:
+            with transaction.atomic():
+                result, ok = _invoke(tool, ctx, args)
+                _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
+                        latency_ms=(time.perf_counter() - started) * 1000)
+        else:
+            result, ok = _invoke(tool, ctx, args)
+            _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
+                    latency_ms=(time.perf_counter() - started) * 1000)
+        traced.set(ok=ok, result_chars=len(result))
+
+
+def _problem(tool, name: str, args, by_name: dict) -> str:
+    if tool is None:
+        return f"unknown tool {name!r}; the tools of this fire are: {', '.join(sorted(by_name))}"
+    if not isinstance(args, dict):
+        return f"arguments must be a JSON object, got {args!r:.200}"
+    try:
+        jsonschema.validate(args, tool.parameters)
+    except jsonschema.ValidationError as exc:
+        where = ".".join(str(p) for p in exc.absolute_path)
+        return f"malformed arguments for {name}{f' at {where}' if where else ''}: {exc.message}"
+    return ""
+
+
+def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
+    try:
+        with transaction.atomic():  # a savepoint: a tool that raises leaves no half-writes
+            value = tool.run(ctx, args)
+    except ToolError as exc:
+        return f"error: {exc}", False
+    except claims.ClaimLost:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the model reads any tool failure as its result
+        logger.warning("tool %s raised in fire %s", tool.name, ctx.fire.pk, exc_info=True)
+        return f"error: the tool raised {type(exc).__name__}: {exc}", False
+    if isinstance(value, str):
+        return value, True
+    return json.dumps(value, ensure_ascii=False, default=str), True
+
+
+def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None, latency_ms: float = 0) -> None:
+    with transaction.atomic():
+        FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
+                                    position=position, name=call["name"],
+                                    arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
+                                    plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+        if plan_step and plan_tool.advance(fire.plan, plan_step):
+            fire.save(update_fields=["plan"])
+        _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
+            "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
+            "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
+        _heartbeat(fire)
+
+
+def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
+    plan_tool.finish(fire.plan)
+    fire.response = response
+    fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
+    fire.phase = Fire.Phase.WRITES
+    fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
+
+
+# --- review pass -----------------------------------------------------------------------------------------
+
+REVIEW_PROMPT = """\
+You are the post-response review pass of a fire that has answered. Your one job: decide whether what this \
+fire surfaced should be consolidated into provenance (a named episode, topic or era wrapping the ids below). \
+Only two outcomes: call propose_provenance (level above its constituents, a title, a summary, from_ids, a \
+rationale, test questions), or call skip. Most fires skip; consolidate only a real, nameable stretch that \
+the containers already active do not cover."""
+
+
+def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
+    from fathom.llm import LLMError, Message
+
+    tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
+    by_name = {t.name: t for t in tools}
+    turns = _journal(fire, REVIEW)
+    try:
+        if not turns:
+            _check_cancel(fire)
+            messages = [Message.system(REVIEW_PROMPT), Message.user(_review_brief(fire))]
+            _model_turn(fire, _next_number(fire), REVIEW, messages, tools, forced=False)
+            turns = _journal(fire, REVIEW)
+        turn = turns[-1]
+        _run_pending_calls(fire, turn, by_name)
+        calls = list(turn.calls.all())
+        proposed = [c for c in calls if c.name == "propose_provenance" and c.ok]
+        outcome = {"outcome": "proposed", "results": [c.result for c in proposed]} if proposed else {
+            "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), turn.text[:500])}
+    except LLMError as exc:  # the answer stands; a review that could not run is reported, not fatal
+        outcome = {"outcome": "error", "error": str(exc)}
+    fire.review = outcome
+    fire.phase = Fire.Phase.DONE
+    fire.save(update_fields=["review", "phase"])
+
+
+def _review_brief(fire: Fire) -> str:
+    cited = fire.response.get("cited_ids", [])
+    results = [f"- {c.name}: {c.result[:1500]}" for c in
+               FireToolCall.objects.filter(fire=fire, turn__phase=MAIN, ok=True).exclude(name="respond")]
+    return "\n\n".join([
+        f"Question: {fire.question}", f"Answer: {fire.response.get('body', '')}",
+        f"Cited ids: {', '.join(cited) or 'none'}", "Working set (tool results):\n" + ("\n".join(results) or "none"),
+    ])
+
+
+# --- model calls and the journal ---------------------------------------------------------------------------
+
+def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list, *, forced: bool) -> FireTurn:
+    """One model call, committed as a FireTurn before anything else happens."""
+    from fathom.llm import complete
+    from fathom.llm.offline import SearchThenRespond
+
+    completion = complete(
+        workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
+        offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
+                                         citations_argument="cited_ids"),
+    )
+    usage = completion.usage
+    with transaction.atomic():
+        turn = FireTurn.objects.create(
+            workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
+            tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
+            stop_reason=str(completion.stop_reason), model=completion.model, provider=completion.provider,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
+            latency_ms=completion.latency_ms, call_id=completion.call_id or "",
+        )
+        Fire.objects.filter(pk=fire.pk).update(
+            model_calls=F("model_calls") + 1, input_tokens=F("input_tokens") + usage.input_tokens,
+            output_tokens=F("output_tokens") + usage.output_tokens, cost=F("cost") + completion.cost)
+        _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
+            "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
+            "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
+        _heartbeat(fire)
+    return turn
+
+
+def _journal(fire: Fire, phase: str) -> list[FireTurn]:
+    return list(FireTurn.objects.filter(fire=fire, phase=phase).order_by("number").prefetch_related("calls"))
+
+
+def _next_number(fire: Fire) -> int:
+    last = FireTurn.objects.filter(fire=fire).order_by("-number").values_list("number", flat=True).first()
+    return (last or 0) + 1
+
+
+def _arguments(call: dict):
+    args = call.get("arguments")
+    return dict(args) if isinstance(args, dict) else args
+
+
+def _check_cancel(fire: Fire) -> None:
+    if Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
+        raise FireCancelled
+
+
+def _heartbeat(fire: Fire) -> None:
+    claims.heartbeat(Fire, fire.pk)
+    if fire.session_id and fire.depth == 0:
+        claims.heartbeat(Session, fire.session_id)
+
+
+def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
+    fire.status, fire.stop_reason, fire.error, fire.finished_at = status, stop_reason, error[:4000], timezone.now()
+    if status != Fire.Status.FINISHED:
+        fire.phase = Fire.Phase.DONE
+    fire.save(update_fields=["status", "stop_reason", "error", "finished_at", "phase"])
+    fire.refresh_from_db(fields=["model_calls", "input_tokens", "output_tokens", "cost"])
+
+
+def _session_event(fire: Fire, kind: str, data: dict) -> None:
+    if fire.session_id and fire.depth == 0:
+        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn)

@@ -1,0 +1,136 @@
+"""What the model reads: the system message (seed 000's "How the harness is told to work"), the
+river's earlier conversation (older parts compacted), the fire's messages, and its journal, with
+the active plan at the end. Tool results are stored whole; only rendering compacts old ones."""
+
+import json
+
+from harness.fires.models import Fire, FireTurn
+from harness.tools.plan import render as render_plan
+
+RECENT_TURNS_WHOLE = 6  # the last turns' tool results are always shown in full
+COMPACT_RESULT_CHARS = 600
+COMPACTED_HISTORY_ENTRIES = 40
+
+GUIDANCE = """\
+How you work:
+- You answer through tools. Each turn, call one or more tools or `respond`. The loop continues until you respond.
+- Visible-everything: you see the full standpoint, the full conversation and full tool results. Nothing is \
+silently truncated; if a part was compacted it says so.
+- The tools are peers: `semantic` recalls by meaning; `expand` walks down from a provenance to its constituents; \
+`ascend` walks up to what contains a delta; the lenses `state`, `pattern`, `time` and `relate` take \
+action="help" to list what they can do; `deliberate` hears several voices; `introspect` asks yourself a scoped \
+question with a full child fire.
+- Synthesis guard: for comparison, connection or synthesis questions ("X and Y", "compare", "connections \
+between") call `plan(question)` on turn 1, then work through the steps, declaring plan_step:<n> on each call.
+- Provenance is NOT in this loop: consolidation (naming episodes, topics, eras) happens in a separate review pass \
+after you respond. Here, only answer.
+- Cite what you use: ids appear as [<id>] in results; put the ones you relied on in `cited_ids`, and the ones you \
+judged wrong or irrelevant in `dropped_ids`. Never invent an id.
+- Image discipline: never describe an image without having called `see_image` on it in this fire.
+- Capture preferences: when the user expresses a preference about feed content, record it with `engage_feed`; \
+do not only acknowledge it in prose.
+- Messages: tick each user message off with `mark_addressed` once dealt with; anything left unaddressed fires \
+again. A single message is addressed by your respond.
+- Self-continuation: set `next_prompt` on respond only when one layer has been surfaced and another wants \
+attention; most fires omit it.
+- Lean reply: for a simple chat message, just `respond` with a `body`."""
+
+MODE_NOTES = {
+    Fire.Mode.REACTIVE: "Mode: reactive. Answer the user's message(s).",
+    Fire.Mode.SELF_DIRECTING: "Mode: self-directing (a Sit). The prompt is your own previous utterance: respond "
+                              "to it. If a directive crystallizes, name it.",
+    Fire.Mode.INTROSPECTIVE: "Mode: introspective. Answer the scoped question with a full fire; your answer "
+                             "returns to the caller and is written as your card.",
+}
+
+
+def system_message(fire: Fire) -> str:
+    agent = (fire.session.agent_profile_copy if fire.session_id else {}) or _default_agent(fire)
+    user = fire.session.user_profile_copy if fire.session_id else {}
+    parts = []
+    for title, key in (("IDENTITY.md", "identity_md"), ("SOUL.md", "soul_md"), ("AGENTS.md", "agents_md"),
+                       ("Long-term memory", "memory")):
+        if agent.get(key):
+            parts.append(f"# {title}\n{agent[key].strip()}")
+    if user:
+        for title, key in (("USER.md", "user_md"), ("What you remember about the user", "memory")):
+            if user.get(key):
+                parts.append(f"# {title}\n{user[key].strip()}")
+        if user.get("preferences"):
+            parts.append(f"# User preferences\n{json.dumps(user['preferences'], ensure_ascii=False)}")
+    parts.append(GUIDANCE)
+    parts.append(MODE_NOTES[Fire.Mode(fire.mode)])
+    if fire.session_id:
+        parts.append(f"This conversation is the river `{fire.session.tag}`: its earlier messages are above yours.")
+    pending = [m for m in fire.work_set.get("messages", []) if m.get("id")]
+    if pending:
+        lines = "\n".join(f"- [{m['id']}] {m.get('author') or 'user'}: {_one_line(m['content'], 120)}" for m in pending)
+        parts.append(f"Unaddressed messages of this fire (ids for mark_addressed):\n{lines}")
+    if fire.disabled_tools:
+        parts.append(f"Not available in this fire: {', '.join(fire.disabled_tools)}.")
+    return "\n\n".join(parts)
+
+
+def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, forced: bool, max_turns: int) -> list:
+    from fathom.llm import Message, ToolCall
+
+    messages = [Message.system(system_message(fire))]
+    messages += _history(fire, history_limit)
+    for entry in fire.work_set.get("messages", []):
+        messages.append(Message.user(entry["content"]))
+    for index, turn in enumerate(turns):
+        whole = index >= len(turns) - RECENT_TURNS_WHOLE
+        calls = {c.call_id: c for c in turn.calls.all()}
+        messages.append(Message.assistant(turn.text, tool_calls=[
+            ToolCall(c["id"], c["name"], c["arguments"] if isinstance(c["arguments"], dict) else {})
+            for c in turn.tool_calls]))
+        for call in turn.tool_calls:
+            recorded = calls.get(call["id"])
+            result = recorded.result if recorded else "(no result recorded)"
+            if not whole and len(result) > COMPACT_RESULT_CHARS:
+                result = (f"{result[:COMPACT_RESULT_CHARS]}\n[compacted for the prompt budget: {len(result)} chars "
+                          f"in all; the full result is in the fire's journal]")
+            messages.append(Message.tool(call["id"], result, name=call["name"]))
+    if fire.plan:
+        messages.append(Message.user(f"[harness] active plan:\n{render_plan(fire.plan)}"))
+    if forced:
+        messages.append(Message.user(f"[harness] the turn cap ({max_turns}) is reached: call respond now with what "
+                                     "you have, saying what is left open."))
+    return messages
+
+
+def _history(fire: Fire, limit: int) -> list:
+    """The river before this fire: user messages and the agent's answers, the last `limit` whole,
+    the ones before compacted into one note."""
+    from fathom.llm import Message
+
+    if not fire.session_id or limit <= 0:
+        return []
+    earlier = (Fire.objects.filter(session_id=fire.session_id, created_at__lt=fire.created_at, depth=0,
+                                   status=Fire.Status.FINISHED)
+               .order_by("-created_at").values_list("work_set", "response")[: limit + COMPACTED_HISTORY_ENTRIES])
+    entries = []
+    for work_set, response in reversed(earlier):
+        entries += [("user", m["content"]) for m in work_set.get("messages", [])]
+        if response.get("body"):
+            entries.append(("assistant", response["body"]))
+    older, recent = entries[:-limit], entries[-limit:]
+    rendered = []
+    if older:
+        lines = "\n".join(f"- {role}: {_one_line(text, 160)}" for role, text in older[-COMPACTED_HISTORY_ENTRIES:])
+        rendered.append(Message.user(f"[harness] earlier in this conversation (compacted, {len(older)} "
+                                     f"messages):\n{lines}"))
+    for role, text in recent:
+        rendered.append(Message.user(text) if role == "user" else Message.assistant(text))
+    return rendered
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _default_agent(fire: Fire) -> dict:
+    from harness.runtime.profiles import agent_profile_default, profile_copy
+
+    return profile_copy(agent_profile_default(workspace=fire.workspace))

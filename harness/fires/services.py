@@ -1,0 +1,125 @@
+"""State changes of fires: create (recorded as accepted before any model call), run under a claim,
+cancel; and the turn work that makes a session turn a fire."""
+
+import logging
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from fathom.errors import ApplicationError, NotFoundError
+from harness.fires.loop import run_threaded_fire
+from harness.fires.models import Fire
+from harness.runtime import claims
+from harness.runtime.models import Trigger
+from harness.runtime.services import harness_settings_get
+
+logger = logging.getLogger(__name__)
+
+
+def fire_create(*, workspace, mode: str, question: str = "", messages: list[dict] | None = None, session=None,
+                turn=None, parent=None, disabled_tools=(), spawned_by: str = "") -> Fire:
+    """Record a fire as accepted. `messages` is its work set ({id?, content, author?, source?});
+    a question alone becomes one message. A fire spawned by a tool call (`spawned_by` = its
+    idempotency key) is created once: the same key returns the same fire."""
+    if mode not in Fire.Mode.values:
+        raise ApplicationError(f"mode must be one of {', '.join(Fire.Mode.values)}")
+    messages = messages or [{"id": None, "content": question}]
+    if not any(m.get("content", "").strip() for m in messages):
+        raise ApplicationError("a fire needs a question")
+    if spawned_by:
+        existing = Fire.objects.filter(spawned_by=spawned_by).first()
+        if existing is not None:
+            return existing
+    try:
+        with transaction.atomic():
+            return Fire.objects.create(
+                workspace=workspace, mode=mode, session=session, turn=turn, parent=parent,
+                depth=parent.depth + 1 if parent else 0, spawned_by=spawned_by,
+                question=question or "\n\n".join(m["content"] for m in messages),
+                work_set={"messages": messages}, disabled_tools=sorted(set(disabled_tools)),
+            )
+    except IntegrityError:
+        if spawned_by:
+            return Fire.objects.get(spawned_by=spawned_by)
+        raise
+
+
+def fire_run(*, fire_id) -> Fire:
+    """Run or resume the fire if nobody else does; returns it as it stands afterwards."""
+    fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
+    if fire.is_terminal:
+        return fire
+    limits = harness_settings_get(workspace_id=fire.workspace_id)
+    if not claims.claim(Fire, fire.pk, stale_after=limits.stale_after_seconds):
+        return fire
+    try:
+        run_threaded_fire(fire)
+    except claims.ClaimLost:
+        raise
+    except Exception:  # noqa: BLE001 - recorded on the fire (failed, with its error); callers read that
+        logger.exception("fire %s failed", fire.pk)
+    finally:
+        claims.release(Fire, fire.pk)
+    return fire
+
+
+def fire_enqueue(*, fire: Fire) -> None:
+    """Run the fire on a worker (fires queue) once the current transaction commits."""
+    from harness.tasks import fire_run as task
+
+    transaction.on_commit(lambda: task.delay(str(fire.pk)))
+
+
+def fire_cancel(*, fire: Fire) -> Fire:
+    """Ask a fire to stop before its next model call; a fire not started yet is cancelled at once."""
+    if fire.is_terminal:
+        return fire
+    now = timezone.now()
+    Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=True).update(cancel_requested_at=now)
+    Fire.objects.filter(pk=fire.pk, status=Fire.Status.ACCEPTED, runner="").update(
+        status=Fire.Status.CANCELLED, stop_reason=Fire.StopReason.CANCELLED, phase=Fire.Phase.DONE, finished_at=now)
+    fire.refresh_from_db()
+    return fire
+
+
+def fire_get(*, workspace, fire_id) -> Fire:
+    try:
+        pk = uuid.UUID(str(fire_id))
+    except ValueError:
+        pk = None
+    fire = Fire.objects.filter(workspace=workspace, pk=pk).first() if pk else None
+    if fire is None:
+        raise NotFoundError(f"no fire {fire_id} in this workspace")
+    return fire
+
+
+def fire_turn_work(snapshot) -> None:
+    """A session turn's work: one fire over the turn's messages (created once per turn), run inline
+    on the tick's worker. A turn of triggers without messages (a heartbeat, a cron, a task done)
+    fires over a note of what happened."""
+    turn = snapshot.turn
+    fire = Fire.objects.filter(turn=turn).first()
+    if fire is None:
+        messages = [_message(t) for t in snapshot.messages]
+        others = [t for t in snapshot.triggers if not t.is_user_message and t.kind != Trigger.Kind.REFRESH_PROFILE]
+        if not messages:
+            messages = [{"id": None, "content": _note(t), "source": t.kind} for t in others]
+        mode = Fire.Mode.SELF_DIRECTING if any(m.get("source") == "sit" for m in messages) else Fire.Mode.REACTIVE
+        fire = fire_create(workspace=snapshot.session.workspace, mode=mode, messages=messages,
+                           session=snapshot.session, turn=turn)
+    fire = fire_run(fire_id=fire.pk)
+    if fire.status == Fire.Status.FAILED:
+        raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
+
+
+def _message(trigger: Trigger) -> dict:
+    message = {"id": str(trigger.pk), "content": trigger.content, "author": trigger.author, "source": trigger.source}
+    if trigger.payload.get("sit"):
+        message["sit"] = trigger.payload["sit"]
+    return message
+
+
+def _note(trigger: Trigger) -> str:
+    detail = trigger.content or ", ".join(f"{k}={v}" for k, v in trigger.payload.items())
+    return f"[{trigger.get_kind_display()}] {detail}".strip()

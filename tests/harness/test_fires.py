@@ -1,0 +1,322 @@
+"""Fires through the loop with the scripted model: the journal, the tools, the turn cap, errors as
+tool results, cancellation, resume, introspection, Sit, offline."""
+
+import pytest
+
+from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.fires.services import fire_cancel, fire_create, fire_run
+from harness.runtime import claims
+from harness.runtime.models import SessionEvent, Trigger
+from harness.runtime.services import harness_settings_get, message_send, session_tick
+from harness.tools.base import REGISTRY, Tool, ToolError, register
+
+
+def respond(body="the answer", **extra):
+    return {"name": "respond", "arguments": {"body": body, **extra}}
+
+
+def tool_results(script_request) -> dict:
+    return {m.tool_call_id: m.content for m in script_request.messages if m.role == "tool"}
+
+
+@pytest.fixture
+def scratch_tool():
+    """Register tools for one test (the registry is open to new tools), removed afterwards."""
+    added = []
+
+    def add(name, run, **options):
+        added.append(name)
+        return register(Tool(name=name, description=f"test tool {name}", run=run,
+                             parameters={"type": "object", "properties": {}}, **options))
+
+    yield add
+    for name in added:
+        REGISTRY.pop(name, None)
+
+
+def test_a_message_becomes_a_fire_that_plans_responds_and_reviews(scripted_llm, session):
+    # given a message and a model that plans, then responds, then skips the review
+    message = message_send(session=session, content="compare the rover and the lake")
+    scripted_llm.call_tool("plan", {"question": "compare", "steps": ["rover", "lake"]}, id="c1")
+    scripted_llm.reply(tool_calls=[respond("they differ", cited_ids=["abc123"], attestation="I compare well.")])
+    scripted_llm.call_tool("skip", {"reason": "nothing to name"})
+    # when the session ticks
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the fire answered, in order: main loop, then the review pass
+    fire = Fire.objects.get(session=session)
+    assert (fire.status, fire.stop_reason, fire.mode) == ("finished", "responded", "reactive")
+    assert list(FireTurn.objects.filter(fire=fire).values_list("number", "phase")) == [
+        (1, "main"), (2, "main"), (3, "review")]
+    assert fire.response["body"] == "they differ" and fire.response["cited_ids"] == ["abc123"]
+    assert fire.review["outcome"] == "skip" and fire.model_calls == 3
+    assert [s["status"] for s in fire.plan] == ["pending", "pending"]
+    # the second call saw the plan with its markers; the review saw only its two tools
+    assert "active plan" in scripted_llm.sent[1].messages[-1].content
+    assert "○ 1. rover" in scripted_llm.sent[1].messages[-1].content
+    assert sorted(t["name"] for t in scripted_llm.sent[2].tools) == ["skip"]
+    assert "respond" in [t["name"] for t in scripted_llm.sent[0].tools]
+    assert "skip" not in [t["name"] for t in scripted_llm.sent[0].tools]
+    # the session saw it all, and the lone message is addressed by the respond
+    kinds = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True))
+    assert kinds[:2] == ["TriggerAccepted", "TurnStarted"] and kinds[-1] == "TurnEnded"
+    # the answer is out before the review pass streams
+    assert kinds[-4:-1] == ["AssistantOutput", "AgentStream", "AgentStream"]
+    assert kinds.count("AssistantOutput") == 1
+    message.refresh_from_db()
+    assert message.addressed and message.addressed_note == "answered by respond"
+
+
+def test_plan_step_moves_the_plan_markers(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="x and y")
+    scripted_llm.call_tool("plan", {"question": "x and y", "steps": ["x", "y"]})
+    scripted_llm.call_tool("plan", {"question": "x and y", "steps": ["x", "y"], "plan_step": 2})
+    scripted_llm.reply(tool_calls=[respond()])
+    scripted_llm.call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    # the second plan call reset the plan, then plan_step 2 marked step 1 done and 2 in flight
+    assert "✓ 1. x" in scripted_llm.sent[2].messages[-1].content
+    assert "⟳ 2. y" in scripted_llm.sent[2].messages[-1].content
+    assert FireToolCall.objects.filter(fire=fire, name="plan").last().plan_step == 2
+
+
+def test_the_turn_cap_ends_with_a_forced_respond(scripted_llm, workspace):
+    limits = harness_settings_get(workspace_id=workspace.pk)
+    limits.max_turns_per_fire = 2
+    limits.save()
+    fire = fire_create(workspace=workspace, mode="introspective", question="loop forever")
+    scripted_llm.call_tool("plan", {"question": "a", "steps": ["a"]})
+    scripted_llm.call_tool("plan", {"question": "b", "steps": ["b"]})
+    scripted_llm.reply(tool_calls=[respond("what I have")])
+    scripted_llm.call_tool("skip")
+    fire = fire_run(fire_id=fire.pk)
+    assert (fire.status, fire.stop_reason) == ("finished", "max_turns")
+    assert fire.response["body"] == "what I have"
+    forced = scripted_llm.sent[2]
+    assert [t["name"] for t in forced.tools] == ["respond"]
+    assert "turn cap (2)" in forced.messages[-1].content
+    assert FireTurn.objects.get(fire=fire, number=3).forced
+
+
+def test_a_forced_turn_that_answers_in_text_still_responds(scripted_llm, workspace):
+    limits = harness_settings_get(workspace_id=workspace.pk)
+    limits.max_turns_per_fire = 1
+    limits.save()
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("plan", {"question": "a", "steps": ["a"]})
+    scripted_llm.reply("plain words")  # a text answer is a lean respond
+    scripted_llm.call_tool("skip")
+    fire = fire_run(fire_id=fire.pk)
+    assert (fire.stop_reason, fire.response["body"]) == ("max_turns", "plain words")
+
+
+def test_malformed_arguments_unknown_tools_and_raising_tools_come_back_as_results(
+        scripted_llm, workspace, scratch_tool):
+    def explode(ctx, args):
+        raise RuntimeError("disk on fire")
+
+    scratch_tool("explode", explode)
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.reply(tool_calls=[
+        {"id": "bad", "name": "plan", "arguments": {"question": 42}},
+        {"id": "unknown", "name": "teleport", "arguments": {}},
+        {"id": "boom", "name": "explode", "arguments": {}},
+    ])
+    scripted_llm.reply(tool_calls=[{"id": "r1", "name": "respond", "arguments": {}}])  # neither body nor cards
+    scripted_llm.reply(tool_calls=[respond("recovered")])
+    scripted_llm.call_tool("skip")
+    fire = fire_run(fire_id=fire.pk)
+
+    assert fire.status == "finished" and fire.response["body"] == "recovered"
+    results = tool_results(scripted_llm.sent[1])
+    assert results["bad"].startswith("error: malformed arguments for plan at question")
+    assert "unknown tool 'teleport'" in results["unknown"] and "respond" in results["unknown"]
+    assert results["boom"] == "error: the tool raised RuntimeError: disk on fire"
+    assert tool_results(scripted_llm.sent[2])["r1"] == "error: respond needs a body or at least one card"
+    assert not FireToolCall.objects.get(fire=fire, call_id="boom").ok
+
+
+def test_a_raising_tool_leaves_no_half_writes(scripted_llm, session, scratch_tool):
+    def half_then_raise(ctx, args):
+        message_send(session=session, content="written by the tool")
+        raise RuntimeError("after writing")
+
+    scratch_tool("half", half_then_raise)
+    fire = fire_create(workspace=session.workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("half").reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    assert not Trigger.objects.filter(content="written by the tool").exists()
+
+
+def test_a_fire_cancelled_during_a_turn_stops_before_the_next_model_call(scripted_llm, workspace, scratch_tool):
+    scratch_tool("cancel_me", lambda ctx, args: fire_cancel(fire=Fire.objects.get(pk=ctx.fire.pk)) and "ok")
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("cancel_me").reply(tool_calls=[respond()])
+    fire = fire_run(fire_id=fire.pk)
+    assert (fire.status, fire.stop_reason, fire.model_calls) == ("cancelled", "cancelled", 1)
+    assert scripted_llm.pending == 1
+
+
+def test_a_fire_not_started_is_cancelled_at_once(workspace):
+    fire = fire_cancel(fire=fire_create(workspace=workspace, mode="introspective", question="q"))
+    assert (fire.status, fire.stop_reason) == ("cancelled", "cancelled")
+
+
+def test_a_fire_resumes_from_its_journal_without_asking_the_model_again(scripted_llm, workspace, scratch_tool):
+    # given a fire whose process died while running the first turn's second tool
+    crashes = []
+
+    def crash_once(ctx, args):
+        if not crashes:
+            crashes.append(1)
+            raise SystemExit("killed")  # not an Exception: like the process vanishing, nothing is recorded
+        return "survived"
+
+    scratch_tool("fragile", crash_once)
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.reply(tool_calls=[{"id": "p", "name": "plan", "arguments": {"question": "q", "steps": ["s"]}},
+                                   {"id": "f", "name": "fragile", "arguments": {}}])
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    with pytest.raises(SystemExit):
+        fire_run(fire_id=fire.pk)
+    Fire.objects.filter(pk=fire.pk).update(runner="gone:1:1", runner_heartbeat_at=None)  # its runner is dead
+    assert FireToolCall.objects.filter(fire=fire).count() == 1 and len(scripted_llm.sent) == 1
+    # when it is run again
+    fire = fire_run(fire_id=fire.pk)
+    # then the committed turn was not asked again; only the missing tool result was made
+    assert fire.status == "finished" and fire.model_calls == 3 and len(scripted_llm.sent) == 3
+    assert list(FireToolCall.objects.filter(fire=fire, turn__number=1).values_list("call_id", "result")) == [
+        ("p", FireToolCall.objects.get(fire=fire, call_id="p").result), ("f", "survived")]
+
+
+def test_a_claimed_fire_is_not_run_twice(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    Fire.objects.filter(pk=fire.pk).update(runner="elsewhere:1:1", runner_heartbeat_at=claims.timezone.now())
+    assert fire_run(fire_id=fire.pk).status == "accepted"
+    assert scripted_llm.sent == []
+
+
+def test_introspect_runs_a_child_fire_inline_with_recursion_and_side_effects_disabled(scripted_llm, workspace):
+    parent = fire_create(workspace=workspace, mode="reactive", question="who am I?")
+    scripted_llm.call_tool("introspect", {"question": "what do I value?"}, id="i1")
+    scripted_llm.reply(tool_calls=[respond("I value care", cited_ids=["def456"])])  # the child answers
+    scripted_llm.call_tool("skip")  # the child's review
+    scripted_llm.reply(tool_calls=[respond("you value care")])
+    scripted_llm.call_tool("skip")
+    parent = fire_run(fire_id=parent.pk)
+
+    child = Fire.objects.get(parent=parent)
+    assert (child.mode, child.depth, child.status) == ("introspective", 1, "finished")
+    assert child.disabled_tools == ["dispatch_helper", "introspect", "mint_routine"]
+    child_tools = {t["name"] for t in scripted_llm.sent[1].tools}
+    assert "introspect" not in child_tools and "respond" in child_tools
+    assert '"body": "I value care"' in tool_results(scripted_llm.sent[3])["i1"]
+    assert parent.response["body"] == "you value care"
+    assert child.spawned_by == f"{parent.pk}:1:i1"
+
+
+def test_introspection_is_capped_at_depth_one(scripted_llm, workspace):
+    parent = fire_create(workspace=workspace, mode="reactive", question="q")
+    child = fire_create(workspace=workspace, mode="introspective", question="deeper", parent=parent)
+    scripted_llm.call_tool("introspect", {"question": "deeper still"}, id="i2")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=child.pk)
+    assert tool_results(scripted_llm.sent[1])["i2"] == "error: introspection is capped at depth 1"
+    assert not Fire.objects.filter(parent=child).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deliberate_hears_the_voices_in_parallel(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="should I?")
+    scripted_llm.call_tool("deliberate", {"question": "should I?", "voices": ["skeptic", "advocate"]}, id="d")
+    scripted_llm.reply("voice one").reply("voice two")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    result = FireToolCall.objects.get(fire_id=fire.pk, call_id="d").result
+    assert "## skeptic" in result and "## advocate" in result
+    assert {"voice one", "voice two"} <= {line for line in result.splitlines()}
+    voices = [r for r in scripted_llm.sent if r.messages[0].content.startswith(("You are the skeptic",
+                                                                                  "You are the advocate"))]
+    assert len(voices) == 2
+
+
+def test_a_sit_continues_with_next_prompt_until_the_round_cap(scripted_llm, api, session):
+    response = api.post(f"/v1/sessions/{session.pk}/sit", {"prompt": "what is on my mind?", "rounds": 2},
+                        format="json")
+    assert response.status_code == 202
+    scripted_llm.reply(tool_calls=[respond("rivers", next_prompt="why rivers?")]).call_tool("skip")
+    scripted_llm.reply(tool_calls=[respond("because they move", next_prompt="and then?")]).call_tool("skip")
+    assert session_tick(session_id=session.pk) == "ended"
+    assert session_tick(session_id=session.pk) == "ended"
+    assert session_tick(session_id=session.pk) == "idle"  # round 2 was the cap: its next_prompt is not sent
+    fires = list(Fire.objects.filter(session=session).order_by("created_at"))
+    assert [f.mode for f in fires] == ["self_directing", "self_directing"]
+    assert [f.work_set["messages"][0]["content"] for f in fires] == ["what is on my mind?", "why rivers?"]
+    assert all(t.addressed for t in Trigger.objects.filter(session=session))
+
+
+def test_a_sit_stops_when_a_round_omits_next_prompt(scripted_llm, api, session):
+    api.post(f"/v1/sessions/{session.pk}/sit", {"prompt": "sit"}, format="json")
+    scripted_llm.reply(tool_calls=[respond("settled")]).call_tool("skip")
+    session_tick(session_id=session.pk)
+    assert session_tick(session_id=session.pk) == "idle"
+    assert Fire.objects.filter(session=session).count() == 1
+
+
+def test_a_later_fire_sees_the_river_before_it(scripted_llm, session):
+    message_send(session=session, content="my cat is called Io")
+    scripted_llm.reply(tool_calls=[respond("noted: Io")]).call_tool("skip")
+    session_tick(session_id=session.pk)
+    message_send(session=session, content="what is my cat called?")
+    scripted_llm.reply(tool_calls=[respond("Io")]).call_tool("skip")
+    session_tick(session_id=session.pk)
+    seen = [(m.role, m.content) for m in scripted_llm.sent[2].messages[1:]]
+    assert seen == [("user", "my cat is called Io"), ("assistant", "noted: Io"), ("user", "what is my cat called?")]
+
+
+def test_with_no_model_configured_the_offline_model_answers(session):
+    message_send(session=session, content="hello there")
+    assert session_tick(session_id=session.pk) == "ended"
+    fire = Fire.objects.get(session=session)
+    assert fire.status == "finished" and fire.response["body"].startswith("[offline]")
+    assert fire.turns.first().provider == "offline"
+
+
+def test_a_failing_model_fails_the_fire_and_the_turn(scripted_llm, session):
+    message_send(session=session, content="hi")
+    scripted_llm.fail("bad_request", "no such thing")
+    assert session_tick(session_id=session.pk) == "failed"
+    fire = Fire.objects.get(session=session)
+    assert (fire.status, fire.stop_reason) == ("failed", "error") and "no such thing" in fire.error
+    assert SessionEvent.objects.filter(session=session, kind="TurnFailure").exists()
+
+
+def test_the_fire_api_shows_turns_calls_counts_and_cancels(scripted_llm, api, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("plan", {"question": "q", "steps": ["s"]}, id="p1")
+    scripted_llm.reply(tool_calls=[respond("done")]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    body = api.get(f"/v1/fires/{fire.pk}").json()
+    assert body["status"] == "finished" and body["model_calls"] == 3
+    assert body["turns"][0]["calls"][0]["call_id"] == "p1" and body["trace_id"]
+    assert body["input_tokens"] > 0
+    assert api.post(f"/v1/fires/{fire.pk}/cancel").json()["status"] == "finished"
+    assert [f["id"] for f in api.get("/v1/fires").json()["results"]] == [str(fire.pk)]
+
+
+def test_introspect_over_rest_returns_the_answer(scripted_llm, api):
+    scripted_llm.reply(tool_calls=[respond("within")]).call_tool("skip")
+    response = api.post("/v1/introspect", {"question": "what now?"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["body"] == "within"
+    assert Fire.objects.get(pk=response.json()["fire_id"]).mode == "introspective"
+
+
+def test_an_unknown_tool_error_names_the_fires_tools_only(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="q", disabled_tools=["deliberate"])
+    scripted_llm.call_tool("deliberate", {"question": "q"}, id="x")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    assert "unknown tool 'deliberate'" in tool_results(scripted_llm.sent[1])["x"]
+    assert "deliberate" not in {t["name"] for t in scripted_llm.sent[0].tools}
+    with pytest.raises(ToolError):
+        raise ToolError("sanity")
