@@ -81,8 +81,8 @@ class DecisionInline(admin.TabularInline):
 
 @admin.register(Proposal)
 class ProposalAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
-    list_display = ["id", "title", "tool", "level", "status_badge", "producer", "created_at", "latest_decision",
-                    "decide_buttons"]
+    list_display = ["id", "title", "tool", "level", "status_badge", "workspace", "producer", "created_at",
+                    "latest_decision", "decide_buttons"]
     list_display_links = ["id", "title"]
     list_filter = ["status", "tool", "level", "workspace"]
     search_fields = ["title", "rationale", "producer"]

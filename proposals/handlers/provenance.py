@@ -9,7 +9,8 @@ from proposals.handlers import ProposalHandler, register
 
 
 class ProvenancePayload(serializers.Serializer):
-    level = serializers.IntegerField(min_value=1, max_value=32)
+    level = serializers.IntegerField(min_value=1, max_value=32, required=False, allow_null=True,
+                                     help_text="omitted: one above the highest constituent")
     from_ids = serializers.ListField(child=serializers.CharField(max_length=64), min_length=1, max_length=1000)
     summary = serializers.CharField(allow_blank=True, default="", trim_whitespace=True)
     title = serializers.CharField(max_length=300, required=False, help_text="overrides the proposal's title")
@@ -26,6 +27,16 @@ class ProvenanceHandler(ProposalHandler):
     has_level = True
     auto_approve_by_level = True
 
+    def clean(self, *, workspace, payload, check=True):
+        """Constituents resolve to full ids (prefixes allowed, unknown ones refused); a missing level
+        becomes the lowest the constituents allow."""
+        cleaned = super().clean(workspace=workspace, payload=payload, check=check)
+        children = lake_io.constituents_resolve(workspace=workspace, ids=cleaned["from_ids"])
+        cleaned["from_ids"] = list(dict.fromkeys(child.id for child in children))
+        if cleaned.get("level") is None:
+            cleaned["level"] = lake_io.minimum_level(children)
+        return cleaned
+
     def execute(self, *, proposal, payload, decided_by):
         tags = [*payload["tags"], f"approved-from-proposal:{proposal.pk}", f"decided-by:{decided_by}"]
         return lake_io.provenance_write(
@@ -34,14 +45,14 @@ class ProvenanceHandler(ProposalHandler):
         )
 
     def render_html(self, *, proposal, payload):
-        found = {c.id: c for c in lake_io.constituents(workspace=proposal.workspace, ids=payload["from_ids"])}
+        found = lake_io.constituents(workspace=proposal.workspace, ids=payload["from_ids"])
         rows = format_html_join(
-            "", "<li><code>{}</code> <small>{}</small><div class='constituent'>{}</div></li>",
+            "", "<li><code>{}</code> <small>{}</small><pre class='constituent'>{}</pre></li>",
             ((cid, " ".join(found[cid].tags) if cid in found else "(not in the lake)",
               found[cid].content if cid in found else "") for cid in payload["from_ids"]),
         )
         return format_html(
-            "<p><strong>Level {}</strong> wrapping {} constituent(s)</p><p>{}</p><ol class='constituents'>{}</ol>",
+            "<p><strong>Level {}</strong> over {} constituent(s)</p><p>{}</p><ol class='constituents'>{}</ol>",
             payload["level"], len(payload["from_ids"]), payload.get("summary", ""), rows,
         )
 

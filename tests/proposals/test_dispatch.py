@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from fathom.celery import app
 from fathom.errors import ApplicationError
+from lake.models import Delta
 from proposals import dispatch
 from proposals.models import HelperHost, HelperJob, HelperJobStatus, Proposal, ProposalStatus
 from proposals.services import proposal_approve, proposal_draft
@@ -143,6 +144,7 @@ def test_a_host_removed_after_approval_never_runs_the_job(workspace, tmp_path, d
 
     assert job.status == HelperJobStatus.FAILED and "nothing ran" in job.error
     assert not marker.exists()
+    assert "helper-status:failed" in Delta.objects.get(pk=job.delta_id).tags  # the lake knows it did not run
 
 
 # --- running once ------------------------------------------------------------------------------------
@@ -173,7 +175,15 @@ def test_running_a_job_twice_runs_the_helper_once(workspace, tmp_path, django_ca
 
     assert marker.read_text() == "ran\n"
     assert first.status == second.status == HelperJobStatus.SUCCEEDED
-    assert "done: summarise the repo" in HelperJob.objects.get(pk=job_id).stdout
+    job = HelperJob.objects.get(pk=job_id)
+    assert "done: summarise the repo" in job.stdout
+    # its output landed in the lake, once
+    outputs = Delta.objects.filter(workspace=workspace, tags__contains=["kind:helper-output"])
+    assert [delta.id for delta in outputs] == [job.delta_id]
+    delta = outputs[0]
+    assert {f"helper-job:{job_id}", "helper-host:sandbox", f"approved-from-proposal:{proposal.pk}",
+            "helper-status:succeeded", "exit-code:0"} <= set(delta.tags)
+    assert "done: summarise the repo" in delta.content and delta.source == "helper:sandbox"
 
 
 def test_a_job_left_running_past_its_timeout_is_marked_lost_not_rerun(workspace, tmp_path):
@@ -230,6 +240,8 @@ def test_an_approved_dispatch_runs_once_on_a_worker_even_when_redelivered(transa
 
     assert job.status == HelperJobStatus.SUCCEEDED, job.error
     assert marker.read_text() == "ran\n"
+    output = Delta.objects.get(workspace=workspace, tags__contains=[f"helper-job:{job_id}"])
+    assert "done: summarise the repo" in output.content and HelperJob.objects.get(pk=job_id).delta_id == output.id
 
 
 def _wait_for_job(job_id, statuses, timeout=30):
