@@ -26,3 +26,12 @@ def fire_run(self, fire_id: str) -> str:
     from harness.fires.services import fire_run as run
 
     return run(fire_id=fire_id).status
+
+
+@shared_task(name="quality.fire_judge_axes", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             soft_time_limit=120, time_limit=180)
+def fire_judge_axes(fire_id: str):
+    """Judge a finished fire on five axes and write kind:judge-axes (once: guarded by the delta)."""
+    from harness.fires.judge import fire_judge_axes as judge
+
+    return judge(fire_id=fire_id)

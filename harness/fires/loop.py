@@ -226,7 +226,7 @@ def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
             turns = _journal(fire, REVIEW)
         turn = turns[-1]
         _run_pending_calls(fire, turn, by_name)
-        calls = list(turn.calls.all())
+        calls = list(FireToolCall.objects.filter(turn=turn).order_by("position"))
         proposed = [c for c in calls if c.name == "propose_provenance" and c.ok]
         outcome = {"outcome": "proposed", "results": [c.result for c in proposed]} if proposed else {
             "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), turn.text[:500])}

@@ -28,9 +28,64 @@ def fire_writes(fire: Fire) -> None:
 
 
 def lake_writes(fire: Fire) -> dict:
-    """The card, attestation, mood shift, engagement attests, Q/A marker; judge axes in the
-    background. Returns the ids written, by kind. (Written once the lake is installed.)"""
-    return {}
+    """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, one
+    kind:engagement-attest per cited (affirms) and dropped (refutes) id that exists, the Q/A marker
+    (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the
+    background. Returns the ids written, by kind."""
+    from lake.models import QA_MARKER_TAG, Delta
+    from lake.services import deltas_create, provenance_create
+
+    response = fire.response
+    common = [f"fire:{fire.pk}", f"mode:{fire.mode}"] + ([fire.session.tag] if fire.session_id else [])
+    source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
+    addressed = [f"addressed:{m['id']}" for m in fire.work_set.get("messages", []) if m.get("id")]
+    card_tags = ["kind:card", *common, *addressed] + (["introspect-self"] if fire.mode == Fire.Mode.INTROSPECTIVE else [])
+    items = [{"content": response["body"], "tags": card_tags, "source": source}]
+    kinds = ["card"]
+    if response.get("attestation"):
+        items.append({"content": response["attestation"], "tags": ["kind:standpoint-attestation", *common],
+                      "source": source})
+        kinds.append("attestation")
+    if mood := response.get("mood_shift"):
+        items.append({"content": f"{mood['direction']}{mood['magnitude']} {mood['axis']}: {mood.get('reason', '')}",
+                      "tags": ["kind:mood-shift", f"axis:{mood['axis']}", f"direction:{mood['direction']}", *common],
+                      "source": source})
+        kinds.append("mood_shift")
+    wanted = set(response.get("cited_ids", [])) | set(response.get("dropped_ids", []))
+    existing = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=wanted).in_bulk()
+    for verb, key in (("affirms", "cited_ids"), ("refutes", "dropped_ids")):
+        for delta_id in response.get(key, []):
+            if delta_id in existing:
+                items.append({"content": f"{verb} {delta_id}", "source": source,
+                              "tags": ["kind:engagement-attest", f"{verb}:{delta_id}", *common]})
+                kinds.append(verb)
+    deltas = deltas_create(workspace=fire.workspace, items=items, idempotency_key=f"fire-writes:{fire.pk}").deltas
+    written: dict = {"affirms": [], "refutes": []}
+    for kind, delta in zip(kinds, deltas, strict=True):
+        if kind in ("affirms", "refutes"):
+            written[kind].append(delta.pk)
+        else:
+            written[kind] = delta.pk
+    moments = [i for i in response.get("cited_ids", []) if i in existing and not existing[i].is_provenance]
+    if moments:
+        marker = provenance_create(
+            workspace=fire.workspace, title=_one_line(fire.question, 200), child_ids=moments, level=0,
+            content=f"Q: {fire.question}\n\nA: {response['body']}", tags=[QA_MARKER_TAG, *common], source=source)
+        written["qa_marker"] = marker.pk
+    _judge_axes_enqueue(fire)
+    written["judge_axes"] = "queued"
+    return written
+
+
+def _judge_axes_enqueue(fire: Fire) -> None:
+    from harness.tasks import fire_judge_axes
+
+    transaction.on_commit(lambda: fire_judge_axes.delay(str(fire.pk)))
+
+
+def _one_line(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _session_output(fire: Fire, written: dict) -> None:

@@ -53,7 +53,7 @@ def test_a_message_becomes_a_fire_that_plans_responds_and_reviews(scripted_llm, 
     # the second call saw the plan with its markers; the review saw only its two tools
     assert "active plan" in scripted_llm.sent[1].messages[-1].content
     assert "○ 1. rover" in scripted_llm.sent[1].messages[-1].content
-    assert sorted(t["name"] for t in scripted_llm.sent[2].tools) == ["skip"]
+    assert sorted(t["name"] for t in scripted_llm.sent[2].tools) == ["propose_provenance", "skip"]
     assert "respond" in [t["name"] for t in scripted_llm.sent[0].tools]
     assert "skip" not in [t["name"] for t in scripted_llm.sent[0].tools]
     # the session saw it all, and the lone message is addressed by the respond

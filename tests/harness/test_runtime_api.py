@@ -109,6 +109,22 @@ def test_a_worker_runs_the_turn_for_a_sent_message(celery_worker, api, session):
     trigger = Trigger.objects.get(pk=trigger_id)
     assert trigger.state == Trigger.State.CONSUMED and trigger.addressed
     assert not Session.objects.get(pk=session.pk).runner
+    wait_for_background_work(session)
+
+
+def wait_for_background_work(session):
+    """The fires' background writes (judge axes, embeddings) are done, so nothing still writes when
+    the test's tables are flushed."""
+    from lake.models import Delta
+
+    def settled():
+        fires = list(session.fires.values_list("pk", flat=True))
+        judged = Delta.objects.filter(tags__overlap=[f"fire:{pk}" for pk in fires],
+                                      tags__contains=["kind:judge-axes"]).count()
+        return judged == len(fires) and not Delta.objects.filter(workspace=session.workspace,
+                                                                 embedding__isnull=True).exists()
+
+    wait_for(settled)
 
 
 def read_sse(response, count: int = 0, until: str = "") -> list[dict]:
@@ -154,6 +170,8 @@ def test_the_event_stream_is_served_as_sse_and_resumes_after_last_event_id(
         with client.stream("GET", url, headers={"Accept": "text/event-stream", "Last-Event-ID": last}) as stream:
             resumed = read_sse(stream, 1)
         assert int(resumed[0]["id"]) == int(last) + 1 and resumed[0]["event"] == "TriggerAccepted"
+        wait_for(lambda: session.fires.filter(status="finished").count() == 2)
+        wait_for_background_work(session)
 
         # and another workspace's key cannot follow it
         other = client.get(url, headers={"Accept": "text/event-stream", "Authorization": "Bearer nope"})

@@ -1,0 +1,95 @@
+"""The lake tools through a fire, the per-fire writes (each exactly once), the review pass's
+proposal, and the offline model answering from the lake."""
+
+from harness.fires.models import Fire, FireToolCall
+from harness.fires.services import fire_create, fire_run
+from harness.fires.writes import fire_writes
+from harness.runtime.services import message_send, session_tick
+from lake.models import Delta
+from lake.services import delta_create, provenance_create
+from proposals.models import Proposal
+
+
+def respond(**arguments):
+    return {"name": "respond", "arguments": arguments}
+
+
+def test_semantic_expand_and_ascend_read_the_lake_through_a_fire(scripted_llm, workspace):
+    rover = delta_create(workspace=workspace, content="the rover crossed the dune at dawn", source="log")
+    episode = provenance_create(workspace=workspace, title="rover spike", child_ids=[rover.pk])
+    fire = fire_create(workspace=workspace, mode="introspective", question="rover?")
+    scripted_llm.reply(tool_calls=[
+        {"id": "s", "name": "semantic", "arguments": {"query": "rover dune"}},
+        {"id": "e", "name": "expand", "arguments": {"delta_id": episode.pk}},
+        {"id": "a", "name": "ascend", "arguments": {"delta_id": rover.pk}},
+        {"id": "x", "name": "expand", "arguments": {"delta_id": "ffffffffffff"}},
+    ])
+    scripted_llm.reply(tool_calls=[respond(body="it crossed", cited_ids=[rover.pk])]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    results = dict(FireToolCall.objects.filter(fire=fire).values_list("call_id", "result"))
+    assert f"[{rover.pk}]" in results["s"]
+    assert f"[{rover.pk}]" in results["e"] and "crossed the dune" in results["e"]
+    assert f"[{episode.pk}]" in results["a"] and "rover spike" in results["a"]
+    assert results["x"].startswith("error: no delta")
+
+
+def test_a_fire_writes_its_card_attestation_mood_engagement_and_qa_marker_once(scripted_llm, session):
+    # given a lake with two moments and a fire answering a message, citing one and dropping the other
+    kept = delta_create(workspace=session.workspace, content="Io is a cat")
+    wrong = delta_create(workspace=session.workspace, content="Io is a moon")
+    message = message_send(session=session, content="who is Io?")
+    scripted_llm.reply(tool_calls=[respond(
+        body="Io is your cat.", attestation="I keep pets apart from moons.",
+        mood_shift={"direction": "+", "axis": "warmth", "magnitude": 0.1, "reason": "a cat"},
+        cited_ids=[kept.pk, "000000000000"], dropped_ids=[wrong.pk])])
+    scripted_llm.call_tool("skip")
+    # when the session ticks
+    session_tick(session_id=session.pk)
+    fire = Fire.objects.get(session=session)
+    tag = f"fire:{fire.pk}"
+    written = Delta.objects.filter(workspace=session.workspace, tags__contains=[tag])
+    kinds = sorted(t for d in written for t in d.tags if t.startswith("kind:"))
+    # then each write is there once (the made-up cited id gets no attest)
+    assert kinds == ["kind:card", "kind:engagement-attest", "kind:engagement-attest", "kind:mood-shift",
+                     "kind:provenance", "kind:qa-marker", "kind:standpoint-attestation"]
+    card = written.get(tags__contains=["kind:card"])
+    assert card.content == "Io is your cat." and f"addressed:{message.pk}" in card.tags and session.tag in card.tags
+    assert written.filter(tags__contains=[f"affirms:{kept.pk}"]).count() == 1
+    assert written.filter(tags__contains=[f"refutes:{wrong.pk}"]).count() == 1
+    marker = written.get(tags__contains=["kind:qa-marker"])
+    assert "provenance-level:0" in marker.tags and f"from:{kept.pk}" in marker.tags
+    assert fire.writes["card"] == card.pk and fire.writes["qa_marker"] == marker.pk
+
+    # and a replay of the writes phase (a redelivered fire) writes nothing more
+    before = Delta.objects.filter(workspace=session.workspace).count()
+    fire.phase = Fire.Phase.WRITES
+    fire_writes(fire)
+    assert Delta.objects.filter(workspace=session.workspace).count() == before
+
+
+def test_the_review_pass_proposes_provenance_through_the_proposals_gate(scripted_llm, workspace):
+    a = delta_create(workspace=workspace, content="day one of the spike")
+    b = delta_create(workspace=workspace, content="day two of the spike")
+    fire = fire_create(workspace=workspace, mode="introspective", question="the spike?")
+    scripted_llm.reply(tool_calls=[respond(body="two days", cited_ids=[a.pk, b.pk])])
+    scripted_llm.call_tool("propose_provenance", {"level": 1, "title": "the spike", "from_ids": [a.pk, b.pk],
+                                                  "summary": "two days of work"})
+    fire = fire_run(fire_id=fire.pk)
+    proposal = Proposal.objects.get(workspace=workspace)
+    assert fire.review["outcome"] == "proposed"
+    assert proposal.tool == "provenance" and proposal.level == 1 and proposal.status == "approved"
+    assert proposal.producer == f"harness:fire:{fire.pk}"
+    # the review pass offered only its two outcomes
+    assert sorted(t["name"] for t in scripted_llm.sent[1].tools) == ["propose_provenance", "skip"]
+
+
+def test_offline_the_fire_searches_the_lake_and_cites_what_it_found(session):
+    found = delta_create(workspace=session.workspace, content="the lighthouse keeper logs the storms")
+    message_send(session=session, content="lighthouse storms")
+    session_tick(session_id=session.pk)
+    fire = Fire.objects.get(session=session)
+    assert fire.status == "finished"
+    assert [c.name for c in fire.tool_calls.order_by("created_at")][:1] == ["semantic"]
+    assert fire.response["cited_ids"] == [found.pk] and fire.response["body"].startswith("[offline]")
+    assert Delta.objects.filter(tags__contains=["kind:card", f"fire:{fire.pk}"]).exists()
+
