@@ -221,6 +221,8 @@ FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.
 FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 # The longest a helper job may run (a host's timeout may not exceed it); the task's time limit follows.
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
+# "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
+FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
 
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs

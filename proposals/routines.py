@@ -1,8 +1,8 @@
 """Routines: scheduled prompts minted from approved `routines` proposals.
 
 Approval creates a `Routine` and its django-celery-beat `PeriodicTask` + `CrontabSchedule`; beat
-sends `fires.routine_run` on the schedule, which records a `RoutineRun` and asks the installed fire
-starter (the harness installs one) to start a fire with the routine's prompt.
+sends `fires.routine_run` on the schedule, which records a `RoutineRun` and asks the fire starter
+(settings.FATHOM_ROUTINE_FIRE_STARTER, provided by the harness) to start a fire with the prompt.
 """
 
 import json
@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from celery.schedules import crontab_parser
+from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from fathom.errors import ApplicationError
@@ -137,16 +139,12 @@ def routine_delete(*, routine: Routine) -> None:
 
 # --- Running -------------------------------------------------------------------------------------
 
-# fire_starter(*, routine, run) -> a reference to the fire it started ("fire:<id>").
-FireStarter = Callable[..., str]
-_fire_starter: FireStarter | None = None
-
-
-def fire_starter_install(starter: FireStarter | None) -> None:
-    """The harness installs the function that starts a fire for a routine run (proposals cannot
-    import the harness). Without one, runs are recorded only."""
-    global _fire_starter
-    _fire_starter = starter
+def _fire_starter() -> Callable[..., str] | None:
+    """settings.FATHOM_ROUTINE_FIRE_STARTER: "module.function(*, routine, run)" starting the fire of a
+    routine run and returning a reference to what it started (proposals cannot import the harness,
+    which provides it). Blank: runs are recorded only."""
+    path = settings.FATHOM_ROUTINE_FIRE_STARTER
+    return import_string(path) if path else None
 
 
 def routine_run_start(*, routine_id: int, task_id: str | None = None) -> RoutineRun | None:
@@ -168,11 +166,12 @@ def routine_run_start(*, routine_id: int, task_id: str | None = None) -> Routine
         else:
             run = RoutineRun.objects.create(workspace=routine.workspace, routine=routine, prompt=routine.prompt,
                                             route=routine.route)
-        if _fire_starter is None:
+        starter = _fire_starter()
+        if starter is None:
             return run
         try:
             with transaction.atomic():
-                run.fire_ref = _fire_starter(routine=routine, run=run) or ""
+                run.fire_ref = starter(routine=routine, run=run) or ""
             run.status = RoutineRunStatus.STARTED
         except Exception as exc:  # the run row says why; the next tick tries again
             logger.exception("routine %s: starting its fire failed", routine.pk)

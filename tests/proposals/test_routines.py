@@ -74,7 +74,8 @@ def test_a_routine_name_is_taken_once_per_workspace(workspace, other_workspace):
         proposal_draft(workspace=workspace, tool="routines", title="x", producer="t", payload=routine_payload())
 
 
-def test_a_tick_records_one_run_even_when_delivered_twice(workspace):
+def test_a_tick_records_one_run_even_when_delivered_twice(workspace, settings):
+    settings.FATHOM_ROUTINE_FIRE_STARTER = ""  # no harness: the run is only recorded
     routine = approve_routine(workspace)
 
     first = routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
@@ -84,37 +85,47 @@ def test_a_tick_records_one_run_even_when_delivered_twice(workspace):
     assert (first.status, first.prompt, first.route) == ("recorded", routine.prompt, "feed")
 
 
-def test_an_installed_fire_starter_starts_a_fire_with_the_prompt(workspace):
+STARTED = []
+
+
+def record_start(*, routine, run):
+    STARTED.append((routine.workspace_id, run.prompt, run.route))
+    return "fire:f42"
+
+
+def test_the_configured_fire_starter_starts_a_fire_with_the_prompt(workspace, settings):
+    settings.FATHOM_ROUTINE_FIRE_STARTER = f"{__name__}.record_start"
+    STARTED.clear()
     routine = approve_routine(workspace)
-    started = []
 
-    def start_fire(*, routine, run):
-        started.append((routine.workspace_id, run.prompt, run.route))
-        return "fire:f42"
+    run = routines.routine_run_start(routine_id=routine.pk, task_id="task-2")
 
-    routines.fire_starter_install(start_fire)
-    try:
-        run = routines.routine_run_start(routine_id=routine.pk, task_id="task-2")
-    finally:
-        routines.fire_starter_install(None)
-
-    assert started == [(workspace.pk, "Review yesterday's deltas.", "feed")]
+    assert STARTED == [(workspace.pk, "Review yesterday's deltas.", "feed")]
     assert (run.status, run.fire_ref) == ("started", "fire:f42")
 
 
 @pytest.mark.worker
-def test_the_periodic_task_run_by_a_worker_records_the_run(transactional_db, celery_worker, workspace):
+def test_a_beat_tick_run_by_a_worker_fires_the_prompt_in_the_routes_session(transactional_db, celery_worker,
+                                                                           workspace):
+    from harness.fires.models import Fire
+    from harness.runtime.models import Trigger
+
     routine = approve_routine(workspace)
     task = PeriodicTask.objects.get(pk=routine.periodic_task_id)
 
     # What beat does on a tick: send the entry's task with its kwargs to its queue.
     app.send_task(task.task, kwargs=json.loads(task.kwargs), queue=task.queue)
 
-    deadline = time.monotonic() + 30
-    while not RoutineRun.objects.filter(routine=routine).exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    deadline = time.monotonic() + 60
+    while not Fire.objects.filter(workspace=workspace, status__in=Fire.TERMINAL).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
     run = RoutineRun.objects.get(routine=routine)
-    assert run.prompt == routine.prompt and run.task_id and run.status == "recorded"
+    trigger = Trigger.objects.get(pk=run.fire_ref.removeprefix("trigger:"))
+    fire = Fire.objects.get(workspace=workspace)
+    assert run.task_id and run.status == "started"
+    assert (trigger.kind, trigger.content, trigger.session.tag) == ("cron", routine.prompt, "feed")
+    assert fire.session_id == trigger.session_id and routine.prompt in fire.question
+    assert fire.status == "finished" and fire.stop_reason == "responded"
 
 
 def test_deleting_a_routine_in_admin_removes_its_beat_entry(admin_client, workspace):
