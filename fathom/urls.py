@@ -2,13 +2,16 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from fathom.api import views
+from fathom.api import traces, views
 
 v1 = [
     path("health", views.HealthView.as_view(), name="health"),
     path("workspace", views.WorkspaceView.as_view(), name="workspace"),
     path("apikeys", views.ApiKeyListCreateView.as_view(), name="apikeys"),
     path("apikeys/<int:key_id>/revoke", views.ApiKeyRevokeView.as_view(), name="apikey-revoke"),
+    path("traces", traces.TraceListView.as_view(), name="traces"),
+    path("traces/<str:trace_id>", traces.TraceDetailView.as_view(), name="trace"),
+    path("usage", traces.UsageView.as_view(), name="usage"),
     path("schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
          name="docs"),

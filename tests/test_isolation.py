@@ -70,7 +70,24 @@ def deltas_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case]
+def traces_case(owner) -> IsolationCase:
+    from fathom.llm import Message, complete
+    from fathom.tracing import span
+    from fathom.tracing.models import TraceEvent
+
+    with span("trace.prompt", workspace=owner.workspace, actor_id="a-actor") as root:
+        complete(workspace=owner.workspace, role="main", messages=[Message.user("a's question")])
+    rows = TraceEvent.objects.filter(trace_id=root.trace_id).count()
+    return IsolationCase(
+        list_path="/v1/traces",
+        ids=[root.trace_id],
+        id_field="trace_id",
+        probes=[Probe("GET", f"/v1/traces/{root.trace_id}")],
+        intact=lambda: TraceEvent.objects.filter(trace_id=root.trace_id).count() == rows,
+    )
+
+
+CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case, traces_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

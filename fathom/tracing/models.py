@@ -51,7 +51,32 @@ class TraceEvent(WorkspaceScoped):
             models.Index(fields=["workspace", "trace_id", "at"], name="traceevent_ws_trace_at"),
             models.Index(fields=["workspace", "run_id"], name="traceevent_ws_run",
                          condition=~models.Q(run_id="")),
+            # The list of traces reads root spans; usage reads the end events of model calls.
+            models.Index(fields=["workspace", "-at"], name="traceevent_ws_roots", condition=models.Q(parent_span_id="")),
+            models.Index(fields=["workspace", "at"], name="traceevent_ws_llm_ends",
+                         condition=models.Q(name="llm.call") & ~models.Q(status="")),
         ]
 
     def __str__(self):
         return f"{self.kind} {self.trace_id[:8]}/{self.span_id}"
+
+
+class TraceManager(models.Manager):
+    def get_queryset(self):
+        from fathom.tracing.spans import EVENT_WORDS
+
+        starts = [start for start, _, _ in EVENT_WORDS.values()]
+        return super().get_queryset().filter(parent_span_id="", status="").filter(
+            models.Q(kind__in=starts) | models.Q(kind__endswith=".started"))
+
+
+class Trace(TraceEvent):
+    """A trace, as the admin lists it: the first event of its root span stands for the whole trace."""
+
+    objects = TraceManager()
+
+    class Meta:
+        proxy = True
+
+    def __str__(self):
+        return f"trace {self.trace_id}"
