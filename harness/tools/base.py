@@ -10,8 +10,8 @@ from typing import Any
 MAIN, REVIEW = "main", "review"
 
 # Every tool module, imported once so they register; the order is the order the model sees.
-MODULES = ("plan", "semantic", "expand", "ascend", "deliberate", "introspect", "mark_addressed", "respond",
-           "review")
+MODULES = ("plan", "semantic", "expand", "ascend", "deliberate", "lens_state", "lens_pattern", "lens_time",
+           "lens_relate", "introspect", "mark_addressed", "respond", "review")
 
 
 class ToolError(Exception):
