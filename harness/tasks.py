@@ -1,8 +1,12 @@
 """The harness's Celery tasks: thin, by id, calling services."""
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
+from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from harness.runtime import services as runtime
+
+_TRANSIENT = (OperationalError, InterfaceError, LLMTimeout, LLMConnectionError, LLMRateLimited, LLMServerError)
 
 
 @shared_task(name="fires.session_tick", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -35,3 +39,14 @@ def fire_judge_axes(fire_id: str):
     from harness.fires.judge import fire_judge_axes as judge
 
     return judge(fire_id=fire_id)
+
+
+@shared_task(name="memory.orient_regenerate", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             autoretry_for=_TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=4,
+             soft_time_limit=120, time_limit=180)
+def orient_regenerate(fire_id: str, key: str, reason: str):
+    """Regenerate the orient for the orient_shift call `key` of a fire: one kind:orient delta per key
+    (guarded by its idempotent write, so a redelivery writes nothing twice)."""
+    from harness.tools.orient_shift import orient_regenerate as regenerate
+
+    return regenerate(fire_id=fire_id, key=key, reason=reason)

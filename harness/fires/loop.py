@@ -156,6 +156,8 @@ def _problem(tool, name: str, args, by_name: dict) -> str:
         return f"unknown tool {name!r}; the tools of this fire are: {', '.join(sorted(by_name))}"
     if not isinstance(args, dict):
         return f"arguments must be a JSON object, got {args!r:.200}"
+    if "_unparsed" in args:  # the provider could not parse the model's arguments as a JSON object
+        return f"arguments must be a JSON object, got {str(args['_unparsed'])!r:.200}"
     try:
         jsonschema.validate(args, tool.parameters)
     except jsonschema.ValidationError as exc:

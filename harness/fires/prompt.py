@@ -5,6 +5,7 @@ the active plan at the end. Tool results are stored whole; only rendering compac
 import json
 
 from harness.fires.models import Fire, FireTurn
+from harness.tools.base import MAIN, REGISTRY, tools_for
 from harness.tools.plan import render as render_plan
 
 RECENT_TURNS_WHOLE = 6  # the last turns' tool results are always shown in full
@@ -20,6 +21,9 @@ silently truncated; if a part was compacted it says so.
 `ascend` walks up to what contains a delta; the lenses `state`, `pattern`, `time` and `relate` take \
 action="help" to list what they can do; `deliberate` hears several voices; `introspect` asks yourself a scoped \
 question with a full child fire.
+- Acting: `orient_shift` when the conversation reveals a broader shift in the operator's interests (the orient \
+regenerates in the background); `dispatch_helper` and `mint_routine` only draft proposals that an operator \
+approves before anything runs.
 - Synthesis guard: for comparison, connection or synthesis questions ("X and Y", "compare", "connections \
 between") call `plan(question)` on turn 1, then work through the steps, declaring plan_step:<n> on each call.
 - Provenance is NOT in this loop: consolidation (naming episodes, topics, eras) happens in a separate review pass \
@@ -66,8 +70,12 @@ def system_message(fire: Fire) -> str:
     if pending:
         lines = "\n".join(f"- [{m['id']}] {m.get('author') or 'user'}: {_one_line(m['content'], 120)}" for m in pending)
         parts.append(f"Unaddressed messages of this fire (ids for mark_addressed):\n{lines}")
+    offered = [t.name for t in tools_for(phase=MAIN, disabled=fire.disabled_tools)]
+    parts.append(f"Your tools in this fire: {', '.join(offered)}.")
     if fire.disabled_tools:
         parts.append(f"Not available in this fire: {', '.join(fire.disabled_tools)}.")
+    if "dispatch_helper" in offered:
+        parts.append(_hosts_block(fire))
     return "\n\n".join(parts)
 
 
@@ -84,13 +92,20 @@ def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, fo
         messages.append(Message.assistant(turn.text, tool_calls=[
             ToolCall(c["id"], c["name"], c["arguments"] if isinstance(c["arguments"], dict) else {})
             for c in turn.tool_calls]))
+        opened = []
         for call in turn.tool_calls:
             recorded = calls.get(call["id"])
             result = recorded.result if recorded else "(no result recorded)"
+            tool = REGISTRY.get(call["name"])
+            if whole and recorded and recorded.ok and tool and tool.images:
+                opened += tool.images(result)
             if not whole and len(result) > COMPACT_RESULT_CHARS:
                 result = (f"{result[:COMPACT_RESULT_CHARS]}\n[compacted for the prompt budget: {len(result)} chars "
                           f"in all; the full result is in the fire's journal]")
             messages.append(Message.tool(call["id"], result, name=call["name"]))
+        if opened:  # tool messages carry text only: the opened images follow them as a user part
+            names = ", ".join(image.media_hash for image in opened)
+            messages.append(Message.user(f"[harness] the image(s) you opened with see_image: {names}", images=opened))
     if fire.plan:
         messages.append(Message.user(f"[harness] active plan:\n{render_plan(fire.plan)}"))
     if forced:
@@ -123,6 +138,15 @@ def _history(fire: Fire, limit: int) -> list:
     for role, text in recent:
         rendered.append(Message.user(text) if role == "user" else Message.assistant(text))
     return rendered
+
+
+def _hosts_block(fire: Fire) -> str:
+    from proposals.dispatch import helper_hosts
+
+    hosts = sorted(helper_hosts(workspace=fire.workspace))
+    if not hosts:
+        return "Helper hosts for dispatch_helper: none are configured (a dispatch would be refused)."
+    return f"Helper hosts for dispatch_helper: {', '.join(hosts)}."
 
 
 def _one_line(text: str, limit: int) -> str:

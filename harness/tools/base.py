@@ -11,7 +11,8 @@ MAIN, REVIEW = "main", "review"
 
 # Every tool module, imported once so they register; the order is the order the model sees.
 MODULES = ("plan", "semantic", "expand", "ascend", "deliberate", "lens_state", "lens_pattern", "lens_time",
-           "lens_relate", "introspect", "mark_addressed", "respond", "review")
+           "lens_relate", "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed",
+           "see_image", "engage_feed", "respond", "review")
 
 
 class ToolError(Exception):
@@ -26,6 +27,9 @@ class Tool:
     run: Callable[[ToolContext, dict], Any]
     transactional: bool = True
     phases: tuple[str, ...] = (MAIN,)
+    # For a tool that opens images (see_image): the ImageRefs its successful result puts into the
+    # next model call.
+    images: Callable[[str], list] | None = None
 
     def spec(self):
         from fathom.llm import ToolSpec
