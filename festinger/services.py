@@ -1,0 +1,247 @@
+"""Festinger's state changes: the world's configuration, concepts, and facts placed in the graph
+through the collision check. Views, tasks, admin, the CLI and the write path all call these."""
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django_celery_beat.validators import crontab_validator
+
+from fathom.errors import ApplicationError
+from festinger.bootstrap import bootstrap_workspace, dimension_ensure
+from festinger.models import (
+    TOKEN_MAX_LENGTH,
+    CollisionType,
+    Concept,
+    Conflict,
+    ConflictStatus,
+    Edge,
+    EdgeHistory,
+    Source,
+    WorldConfig,
+)
+
+# --- The workspace's world ----------------------------------------------------------------------
+
+
+def world_ensure(*, workspace) -> WorldConfig:
+    """The workspace's configuration, creating it on first use together with the bootstrap (seed
+    dimensions, dictionary). One query when all exists."""
+    config = WorldConfig.objects.filter(workspace=workspace).first()
+    if config is not None:
+        return config
+    with transaction.atomic():
+        bootstrap_workspace(workspace=workspace)
+        config, _ = WorldConfig.objects.get_or_create(workspace=workspace)
+    return config
+
+
+CONFIG_FIELDS = (
+    "saliency_read_threshold", "saliency_write_threshold", "recollection_confidence_floor",
+    "recollection_recency_days", "recollection_max_concepts", "resolution_schedule", "resolution_enabled",
+    "writer_role", "resolver_role", "writer_max_calls",
+)
+
+
+@transaction.atomic
+def config_update(*, config: WorldConfig, **changes) -> WorldConfig:
+    """Validate and save the configuration."""
+    unknown = set(changes) - set(CONFIG_FIELDS)
+    if unknown:
+        raise ApplicationError(f"unknown configuration fields: {', '.join(sorted(unknown))}", code="invalid_config")
+    for name, value in changes.items():
+        setattr(config, name, value)
+    config_validate(config)
+    config.save()
+    return config
+
+
+_ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")
+
+
+def config_validate(config: WorldConfig) -> None:
+    """ApplicationError naming the first invalid setting."""
+    config.resolution_schedule = " ".join(config.resolution_schedule.split())
+    try:
+        crontab_validator(config.resolution_schedule)
+    except ValidationError:
+        raise ApplicationError(
+            f"resolution_schedule {config.resolution_schedule!r} is not a cron expression: five fields "
+            "'minute hour day-of-month month day-of-week', e.g. '0 2 * * *' for 02:00 UTC every day",
+            code="invalid_config") from None
+    for name in ("saliency_read_threshold", "saliency_write_threshold"):
+        if getattr(config, name) < 0:
+            raise ApplicationError(f"{name} must be 0 or more", code="invalid_config")
+    if config.saliency_write_threshold < config.saliency_read_threshold:
+        raise ApplicationError("saliency_write_threshold must not be below saliency_read_threshold",
+                               code="invalid_config")
+    if not 0.0 <= config.recollection_confidence_floor <= 1.0:
+        raise ApplicationError("recollection_confidence_floor must be between 0 and 1", code="invalid_config")
+    for name in ("writer_role", "resolver_role"):
+        if not _ROLE.match(getattr(config, name) or ""):
+            raise ApplicationError(f"{name} must be a lowercase role name such as 'writer'", code="invalid_config")
+
+
+# --- Concepts (SOAS) ----------------------------------------------------------------------------
+
+_EDGE_PUNCTUATION = " \t\r\n.,;:!?\"'`()[]{}<>"
+
+
+def token_normalise(text: str) -> str:
+    """A token as SOAS stores it: lowercase, surrounding punctuation stripped, inner whitespace
+    joined with underscores ('Glitch University' -> 'glitch_university')."""
+    token = "_".join(str(text).strip(_EDGE_PUNCTUATION).split()).lower()
+    if not token:
+        raise ApplicationError(f"{text!r} is not a token: it is empty once punctuation is stripped",
+                               code="invalid_token")
+    if len(token) > TOKEN_MAX_LENGTH:
+        raise ApplicationError(f"token {token[:40]!r}... is longer than {TOKEN_MAX_LENGTH} characters",
+                               code="invalid_token")
+    return token
+
+
+def concepts_ensure(*, workspace, tokens) -> dict[str, Concept]:
+    """token -> Concept for every (already normalised) token, inserting the new ones. Ids always
+    come from PostgreSQL; concurrent callers inserting the same token get the same row."""
+    tokens = list(dict.fromkeys(tokens))
+    found = {c.token: c for c in Concept.objects.filter(workspace=workspace, token__in=tokens)}
+    missing = [token for token in tokens if token not in found]
+    if missing:
+        Concept.objects.bulk_create([Concept(workspace=workspace, token=token) for token in missing],
+                                    ignore_conflicts=True)
+        found.update((c.token, c) for c in Concept.objects.filter(workspace=workspace, token__in=missing))
+    return found
+
+
+# --- Facts into the graph (URD) -----------------------------------------------------------------
+
+
+def insert_fact(workspace, concept_token: str, parent_token: str, dimension_token: str, *, is_isa: bool,
+                confidence: float, source: str, priority: bool = False) -> Edge | Conflict:
+    """Place "concept IN parent within dimension" (the seed's URD insert flow).
+
+    Returns the new Edge; the existing Edge when the same fact is already held (its last_confirmed
+    moves to now and it keeps the higher confidence); or, when the concept already has another
+    parent in that dimension, the pending Conflict the fact was queued as (classified isa_isa,
+    ispart_ispart or misclassification by both facts' is_isa). The database's unique index is the
+    safety net: a concurrent insert into the same (concept, dimension) becomes a Conflict, never an
+    error. New tokens become concepts; the dimension gets its root edge. `priority` marks a manual
+    fact, reviewed first by the resolution job."""
+    concept_token, parent_token, dimension_token = (
+        token_normalise(t) for t in (concept_token, parent_token, dimension_token))
+    if not 0.0 <= confidence <= 1.0:
+        raise ApplicationError(f"confidence must be between 0 and 1, not {confidence}", code="invalid_fact")
+    if source not in Source.values:
+        raise ApplicationError(f"source must be one of {', '.join(Source.values)}", code="invalid_fact")
+    if concept_token == parent_token:
+        raise ApplicationError(f"{concept_token!r} cannot be its own parent", code="invalid_fact")
+    if concept_token == dimension_token:
+        raise ApplicationError(f"{concept_token!r} cannot be placed in its own dimension", code="invalid_fact")
+    world_ensure(workspace=workspace)
+    with transaction.atomic():
+        concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token])
+        dimension = dimension_ensure(workspace=workspace, token=dimension_token, is_isa=is_isa)
+        result = place(concept=concepts[concept_token], parent=concepts[parent_token], dimension=dimension,
+                       is_isa=is_isa, confidence=confidence, source=source, priority=priority)
+    writes_committed(workspace.pk)
+    return result
+
+
+def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool, confidence: float,
+          source: str, priority: bool = False) -> Edge | Conflict:
+    """`insert_fact` on concepts that exist, inside the caller's transaction (the resolution job
+    places facts with it too)."""
+    # The cache's (concept, dimension) map would answer the collision question without a query;
+    # the database answers it here, and its unique index settles races either way.
+    for _attempt in range(5):
+        existing = Edge.objects.filter(concept=concept, dimension=dimension).first()
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    return Edge.objects.create(
+                        workspace_id=concept.workspace_id, concept=concept, parent=parent, dimension=dimension,
+                        is_isa=is_isa, confidence=confidence, last_confirmed=timezone.now(), source=source)
+            except IntegrityError:
+                continue  # another writer took (concept, dimension) since we looked: look again
+        if existing.parent_id == parent.pk and existing.is_isa == is_isa:
+            existing.last_confirmed = timezone.now()
+            existing.confidence = max(existing.confidence, confidence)
+            existing.save(update_fields=["last_confirmed", "confidence"])
+            return existing
+        return _queue(existing=existing, parent=parent, is_isa=is_isa, confidence=confidence, source=source,
+                      priority=priority)
+    raise RuntimeError(f"could not place {concept} in [{dimension}]: the slot kept changing")
+
+
+def collision_type(*, existing_is_isa: bool, incoming_is_isa: bool) -> str:
+    """The seed's table: ISA+ISA -> dimension too coarse, ISPART+ISPART -> contradiction, else misclassified."""
+    if existing_is_isa and incoming_is_isa:
+        return CollisionType.ISA_ISA
+    if not existing_is_isa and not incoming_is_isa:
+        return CollisionType.ISPART_ISPART
+    return CollisionType.MISCLASSIFICATION
+
+
+def _queue(*, existing: Edge, parent: Concept, is_isa: bool, confidence: float, source: str,
+           priority: bool) -> Conflict:
+    """The rejected fact as a pending Conflict; the same fact already waiting is returned instead
+    (raised to priority when this one is manual)."""
+    key = {"concept_id": existing.concept_id, "dimension_id": existing.dimension_id, "incoming_parent": parent,
+           "incoming_is_isa": is_isa, "status": ConflictStatus.PENDING}
+    try:
+        with transaction.atomic():
+            return Conflict.objects.create(
+                workspace_id=existing.workspace_id, existing_parent_id=existing.parent_id,
+                existing_is_isa=existing.is_isa, incoming_confidence=confidence, incoming_source=source,
+                collision_type=collision_type(existing_is_isa=existing.is_isa, incoming_is_isa=is_isa),
+                priority=priority, **key)
+    except IntegrityError:
+        conflict = Conflict.objects.select_for_update().get(**key)
+    if priority and not conflict.priority:
+        conflict.priority, conflict.incoming_source = True, source
+        conflict.incoming_confidence = max(conflict.incoming_confidence, confidence)
+        conflict.save(update_fields=["priority", "incoming_source", "incoming_confidence"])
+    return conflict
+
+
+def edge_remove(*, edge: Edge, reason: str, actor: str, conflict: Conflict | None = None) -> EdgeHistory:
+    """Remove an edge, keeping it in EdgeHistory. Roots are not removed this way."""
+    if edge.is_root:
+        raise ApplicationError(f"{edge.concept} is a dimension root and cannot be removed", code="edge_is_root")
+    with transaction.atomic():
+        history = _history(edge=edge, action=EdgeHistory.Action.REMOVED, reason=reason, actor=actor,
+                           conflict=conflict)
+        edge.delete()
+    writes_committed(edge.workspace_id)
+    return history
+
+
+def edge_move(*, edge: Edge, dimension: Concept, reason: str, actor: str, conflict: Conflict | None = None) -> Edge:
+    """Move an edge to another dimension (inside the caller's transaction), keeping what it was in
+    EdgeHistory. ApplicationError when the concept already has a parent there."""
+    if Edge.objects.filter(concept_id=edge.concept_id, dimension=dimension).exclude(pk=edge.pk).exists():
+        raise ApplicationError(f"{edge.concept} already has a parent in [{dimension}]", code="dimension_taken")
+    _history(edge=edge, action=EdgeHistory.Action.MOVED, reason=reason, actor=actor, conflict=conflict,
+             moved_to=dimension)
+    edge.dimension = dimension
+    edge.save(update_fields=["dimension"])
+    return edge
+
+
+def _history(*, edge: Edge, action: str, reason: str, actor: str, conflict=None, moved_to=None) -> EdgeHistory:
+    return EdgeHistory.objects.create(
+        workspace_id=edge.workspace_id, concept_id=edge.concept_id, parent_id=edge.parent_id,
+        dimension_id=edge.dimension_id, is_isa=edge.is_isa, confidence=edge.confidence,
+        last_confirmed=edge.last_confirmed, source=edge.source, edge_created_at=edge.created_at, action=action,
+        moved_to=moved_to, reason=reason, conflict=conflict, actor=actor)
+
+
+def writes_committed(workspace_id: int) -> None:
+    """Every change to the graph ends here: once the transaction commits, the caches of every
+    process must reload this workspace (festinger.cache's note_write bumps its version in Redis)."""
+    try:
+        from festinger.cache import note_write
+    except ImportError:  # the cache is not installed yet
+        return
+    transaction.on_commit(lambda: note_write(workspace_id))

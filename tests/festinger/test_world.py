@@ -1,0 +1,96 @@
+"""The world model's tables, bootstrap and configuration (seed 002, T09-T13)."""
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from fathom.errors import ApplicationError
+from festinger.bootstrap import SEED_DIMENSIONS, bootstrap_workspace, english_words
+from festinger.models import Concept, Edge, Source, WorldConfig
+from festinger.services import config_update, world_ensure
+
+
+def test_the_shipped_dictionary_has_at_least_ten_thousand_common_words():
+    words = english_words()
+    assert len(words) >= 10_000
+    assert len(set(words)) == len(words)
+    assert {"please", "update", "instead", "container"} <= set(words)
+    assert "gnommoweb" not in words and "fastapi" not in words
+
+
+def test_bootstrap_seeds_dimensions_with_roots_and_the_dictionary_once(workspace):
+    first = bootstrap_workspace(workspace=workspace)
+    assert first["dimension_roots"] == 6
+    assert first["concepts_added"] == len(english_words()) + 6 - len(
+        set(english_words()) & {t for t, _, _ in SEED_DIMENSIONS})
+    for token, _question, is_isa in SEED_DIMENSIONS:
+        root = Edge.objects.get(workspace=workspace, concept__token=token)
+        assert root.is_root and root.is_isa == is_isa and root.confidence == 1.0
+    please = Concept.objects.get(workspace=workspace, token="please")
+    assert please.is_common and please.saliency == 0 and please.novelty == 0 and please.encounter_count == 0
+
+    again = bootstrap_workspace(workspace=workspace)
+    assert again == {"concepts_added": 0, "dimension_roots": 6}
+    assert Edge.objects.filter(workspace=workspace).count() == 6
+
+
+def test_bootstrap_keeps_counts_of_concepts_seen_before(workspace):
+    Concept.objects.create(workspace=workspace, token="update", encounter_count=7, saliency=0.0)
+    bootstrap_workspace(workspace=workspace)
+    update = Concept.objects.get(workspace=workspace, token="update")
+    assert update.encounter_count == 7 and update.is_common
+
+
+def test_the_bootstrap_command_is_idempotent_and_creates_the_configuration(workspace, other_workspace):
+    call_command("fathom", "festinger", "bootstrap", "--workspace", workspace.slug)
+    assert WorldConfig.objects.filter(workspace=workspace).exists()
+    assert not Concept.objects.filter(workspace=other_workspace).exists()
+    call_command("fathom", "festinger", "bootstrap")
+    call_command("fathom", "festinger", "bootstrap")
+    for ws in (workspace, other_workspace):
+        assert Concept.objects.filter(workspace=ws, is_common=True).count() == len(english_words())
+        assert Edge.objects.filter(workspace=ws).count() == 6
+
+
+def test_the_database_holds_one_parent_per_concept_and_dimension(workspace):
+    bootstrap_workspace(workspace=workspace, dictionary=False)
+    kind = Concept.objects.get(workspace=workspace, token="type")
+    gnommoweb, repo, container = (Concept.objects.create(workspace=workspace, token=t)
+                                  for t in ("gnommoweb", "repo", "container"))
+    fields = {"workspace": workspace, "concept": gnommoweb, "dimension": kind, "is_isa": True, "confidence": 0.9,
+              "last_confirmed": timezone.now(), "source": Source.CLOUD_LLM}
+    Edge.objects.create(parent=repo, **fields)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Edge.objects.create(parent=container, **fields)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Edge.objects.create(parent=gnommoweb, **{**fields, "dimension": repo})  # a self-reference that is no root
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Edge.objects.create(parent=repo, **{**fields, "concept": container, "confidence": 1.5})
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Concept.objects.create(workspace=workspace, token="repo")
+
+
+def test_world_ensure_creates_the_configuration_once(workspace):
+    config = world_ensure(workspace=workspace)
+    assert (config.saliency_read_threshold, config.saliency_write_threshold) == (0.5, 1.2)
+    assert (config.recollection_confidence_floor, config.recollection_recency_days) == (0.6, 90)
+    assert config.resolution_schedule == "0 2 * * *"
+    assert (config.writer_role, config.resolver_role) == ("writer", "resolver")
+    assert world_ensure(workspace=workspace).pk == config.pk
+    assert Concept.objects.filter(workspace=workspace, is_common=True).count() == len(english_words())
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"resolution_schedule": "every night"}, "resolution_schedule"),
+    ({"resolution_schedule": "0 25 * * *"}, "resolution_schedule"),
+    ({"saliency_write_threshold": 0.1}, "saliency_write_threshold"),
+    ({"recollection_confidence_floor": 2}, "recollection_confidence_floor"),
+    ({"resolver_role": "Not A Role"}, "resolver_role"),
+    ({"colour": "blue"}, "unknown"),
+])
+def test_an_invalid_configuration_is_refused_and_the_schedule_stays(workspace, changes, message):
+    config = world_ensure(workspace=workspace)
+    with pytest.raises(ApplicationError, match=message):
+        config_update(config=config, **changes)
+    assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "0 2 * * *"
