@@ -6,6 +6,7 @@ import json
 
 from harness.fires.models import Fire, FireTurn
 from harness.tools.base import MAIN, REGISTRY, tools_for
+from harness.tools.orient_shift import orient_current
 from harness.tools.plan import render as render_plan
 
 RECENT_TURNS_WHOLE = 6  # the last turns' tool results are always shown in full
@@ -62,6 +63,10 @@ def system_message(fire: Fire) -> str:
                 parts.append(f"# {title}\n{user[key].strip()}")
         if user.get("preferences"):
             parts.append(f"# User preferences\n{json.dumps(user['preferences'], ensure_ascii=False)}")
+    if orient := orient_current(workspace=fire.workspace, river=fire.session.tag if fire.session_id else "",
+                                before=fire.created_at):
+        parts.append(f"# Current orient [{orient.id}] (what the operator is oriented toward; orient_shift "
+                     f"regenerates it)\n{orient.content.strip()}")
     parts.append(GUIDANCE)
     parts.append(MODE_NOTES[Fire.Mode(fire.mode)])
     if fire.session_id:

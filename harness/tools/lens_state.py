@@ -28,7 +28,10 @@ def pending_intents(ctx: ToolContext, args: dict) -> str:
         return "no unaddressed messages in this session"
     lines = [f"unaddressed messages of this session ({len(open_messages)}, oldest first):"]
     for message in open_messages:
-        notes = ["in this fire" if str(message.pk) in mine else message.state]
+        if str(message.pk) in mine:
+            notes = ["in this fire"]
+        else:
+            notes = ["waiting for the next turn" if message.state == Trigger.State.QUEUED else "taken up earlier"]
         if message.refires:
             notes.append(f"taken up {message.refires} time(s) before")
         lines.append(f"- [{message.pk}] {message.created_at.strftime(TIME_FORMAT)} {message.author or 'user'} "
@@ -69,9 +72,9 @@ def mood(ctx: ToolContext, args: dict) -> str:
 
 
 def crystal(ctx: ToolContext, args: dict) -> str:
-    river = _river(ctx)
-    orients = deltas(ctx, {"kind": "orient"}).order_by("-created_at", "-id")
-    orient = (orients.filter(tags__contains=[river]).first() if river else None) or orients.first()
+    from harness.tools.orient_shift import orient_current
+
+    orient = orient_current(workspace=ctx.workspace, river=_river(ctx))
     parts = [listing("current orient", [orient] if orient else [], empty="none yet (orient_shift writes one)")]
     attestations = deltas(ctx, {"kind": "standpoint-attestation"}).order_by("-created_at", "-id")
     parts.append(listing("what recent fires attested about me, newest first", attestations[:ATTESTATIONS_SHOWN],

@@ -42,7 +42,7 @@ def orient_regenerate(*, fire_id: str, key: str, reason: str) -> str | None:
     if done is not None:
         return done.delta_ids[0] if done.delta_ids else None
     river = fire.session.tag if fire.session_id else ""
-    previous = _previous(fire.workspace, river)
+    previous = orient_current(workspace=fire.workspace, river=river)
     completion = complete(workspace=fire.workspace, role="writer", messages=[
         Message.system(SYSTEM), Message.user(_brief(fire, river, previous, reason))])
     text = completion.text.strip()
@@ -60,10 +60,12 @@ def orient_regenerate(*, fire_id: str, key: str, reason: str) -> str | None:
     return written.deltas[0].id
 
 
-def _previous(workspace, river: str):
+def orient_current(*, workspace, river: str = "", before=None):
+    """The latest kind:orient of the river (the session's tag), else of the workspace; with
+    `before`, the one that stood at that moment."""
     from lake.selectors import deltas_list
 
-    orients = deltas_list(workspace=workspace, kind="orient").order_by("-created_at", "-id")
+    orients = deltas_list(workspace=workspace, kind="orient", until=before).order_by("-created_at", "-id")
     return (orients.filter(tags__contains=[river]).first() if river else None) or orients.first()
 
 

@@ -248,3 +248,21 @@ def test_an_introspective_child_cannot_dispatch_or_mint(scripted_llm, workspace)
     assert "Helper hosts" not in system
     assert not Proposal.objects.exists()
     assert FireToolCall.objects.filter(name="dispatch_helper", ok=False).count() == 1
+
+
+def test_the_orient_standing_when_a_fire_starts_is_in_its_system_message(scripted_llm, session):
+    workspace = session.workspace
+    delta_create(workspace=workspace, content="Oriented toward the sea.", tags=["kind:orient", session.tag])
+    delta_create(workspace=workspace, content="Oriented toward other things.", tags=["kind:orient", "session:other"])
+    fire = fire_create(workspace=workspace, mode="introspective", question="where to?")
+    later = delta_create(workspace=workspace, content="Oriented toward the mountains.", tags=["kind:orient"])
+    scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "the sea"}}]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    system = scripted_llm.sent[0].messages[0].content
+    assert "# Current orient" in system and "Oriented toward other things." in system  # no river: the latest
+    assert later.content not in system  # written after the fire started
+    message_send(session=session, content="and now?")
+    scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "mountains"}}]).call_tool("skip")
+    session_tick(session_id=session.pk)
+    river_system = scripted_llm.sent[2].messages[0].content
+    assert "Oriented toward the sea." in river_system and "other things" not in river_system  # the river's own

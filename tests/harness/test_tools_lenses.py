@@ -6,6 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from harness.runtime import claims
+from harness.runtime.models import Session
 from harness.runtime.services import message_send, session_tick
 from lake.services import delta_create, deltas_create, provenance_create
 from proposals.services import proposal_draft
@@ -201,3 +203,16 @@ def test_lenses_see_only_their_own_workspace(scripted_llm, workspace, other_work
     assert all("their secret" not in text for text in results.values())
     assert "- note: 1" in results["count"]
     assert results["cited"].startswith("error: no delta")
+
+
+def test_pending_intents_tells_this_fires_messages_from_ones_that_wait(scripted_llm, session):
+    taken = message_send(session=session, content="first question")
+    waiting = message_send(session=session, content="sent while the fire runs")
+    assert claims.claim(Session, session.pk, stale_after=60)  # as the session's turn would hold it
+    _, results = run_tools(scripted_llm, session.workspace, [("i", "state", {"action": "pending_intents"})],
+                           session=session, mode="reactive",
+                           messages=[{"id": str(taken.pk), "content": taken.content}])
+    lines = results["i"].splitlines()
+    assert lines[0] == "unaddressed messages of this session (2, oldest first):"
+    assert f"[{taken.pk}]" in lines[1] and "(in this fire): first question" in lines[1]
+    assert f"[{waiting.pk}]" in lines[2] and "(waiting for the next turn)" in lines[2]
