@@ -1,4 +1,4 @@
-"""`python manage.py fathom festinger ...`: bootstrap."""
+"""`python manage.py fathom festinger ...`: bootstrap, iknowthat, resolve."""
 
 from django.core.management.base import CommandError
 
@@ -13,6 +13,15 @@ def register(subparsers):
         "bootstrap", help="seed dimensions with their roots and the English dictionary (idempotent)")
     bootstrap.add_argument("--workspace", help="slug (default: every workspace)")
     bootstrap.set_defaults(handler=_bootstrap)
+
+    iknowthat = commands.add_parser("iknowthat", help="store a fact: 'X -isa Y in context of Z' or 'X -ispart Y ...'")
+    iknowthat.add_argument("fact")
+    iknowthat.add_argument("--workspace", required=True)
+    iknowthat.set_defaults(handler=_iknowthat)
+
+    resolve = commands.add_parser("resolve", help="run the resolution job now, in this process")
+    resolve.add_argument("--workspace", required=True)
+    resolve.set_defaults(handler=_resolve)
 
 
 def _workspaces(options):
@@ -36,3 +45,28 @@ def _bootstrap(command, options):
         world_ensure(workspace=workspace)
         command.stdout.write(f"{workspace.slug}: {counts['concepts_added']} concepts added, "
                              f"{counts['dimension_roots']} seed dimension roots")
+
+
+def _iknowthat(command, options):
+    from festinger.iknowthat import iknowthat
+    from festinger.models import Conflict
+
+    [workspace] = _workspaces(options)
+    try:
+        result = iknowthat(workspace=workspace, fact=options["fact"])
+    except ApplicationError as exc:
+        raise CommandError(exc.message) from None
+    if isinstance(result, Conflict):
+        command.stdout.write(f"conflict #{result.pk} queued ({result.collision_type}): {result.concept} already has "
+                             f"{result.existing_parent} in [{result.dimension}]")
+    else:
+        command.stdout.write(f"stored: {result}")
+
+
+def _resolve(command, options):
+    from festinger.resolution import resolution_execute, resolution_request
+
+    [workspace] = _workspaces(options)
+    run = resolution_execute(run_id=resolution_request(workspace=workspace, trigger="cli").pk)
+    command.stdout.write(f"run #{run.pk} {run.status}: {run.processed} processed, {run.resolved} resolved, "
+                         f"{run.dismissed} dismissed, {run.failed} failed{': ' + run.error if run.error else ''}")

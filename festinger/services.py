@@ -21,19 +21,22 @@ from festinger.models import (
     Source,
     WorldConfig,
 )
+from festinger.schedules import resolution_schedule_sync
 
 # --- The workspace's world ----------------------------------------------------------------------
 
 
 def world_ensure(*, workspace) -> WorldConfig:
     """The workspace's configuration, creating it on first use together with the bootstrap (seed
-    dimensions, dictionary). One query when all exists."""
+    dimensions, dictionary) and the resolution job's beat entry. One query when all exists."""
     config = WorldConfig.objects.filter(workspace=workspace).first()
     if config is not None:
         return config
     with transaction.atomic():
         bootstrap_workspace(workspace=workspace)
-        config, _ = WorldConfig.objects.get_or_create(workspace=workspace)
+        config, created = WorldConfig.objects.get_or_create(workspace=workspace)
+        if created:
+            resolution_schedule_sync(config=config)
     return config
 
 
@@ -46,7 +49,7 @@ CONFIG_FIELDS = (
 
 @transaction.atomic
 def config_update(*, config: WorldConfig, **changes) -> WorldConfig:
-    """Validate and save the configuration."""
+    """Validate and save the configuration; the resolution job's crontab follows `resolution_schedule`."""
     unknown = set(changes) - set(CONFIG_FIELDS)
     if unknown:
         raise ApplicationError(f"unknown configuration fields: {', '.join(sorted(unknown))}", code="invalid_config")
@@ -54,6 +57,7 @@ def config_update(*, config: WorldConfig, **changes) -> WorldConfig:
         setattr(config, name, value)
     config_validate(config)
     config.save()
+    resolution_schedule_sync(config=config)
     return config
 
 
@@ -104,7 +108,7 @@ def token_normalise(text: str) -> str:
 def concepts_ensure(*, workspace, tokens) -> dict[str, Concept]:
     """token -> Concept for every (already normalised) token, inserting the new ones. Ids always
     come from PostgreSQL; concurrent callers inserting the same token get the same row."""
-    tokens = list(dict.fromkeys(tokens))
+    tokens = sorted(set(tokens))
     found = {c.token: c for c in Concept.objects.filter(workspace=workspace, token__in=tokens)}
     missing = [token for token in tokens if token not in found]
     if missing:
@@ -140,7 +144,8 @@ def insert_fact(workspace, concept_token: str, parent_token: str, dimension_toke
         raise ApplicationError(f"{concept_token!r} cannot be placed in its own dimension", code="invalid_fact")
     world_ensure(workspace=workspace)
     with transaction.atomic():
-        concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token])
+        # All three tokens in one sorted insert: concurrent writers take row locks in the same order.
+        concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token, dimension_token])
         dimension = dimension_ensure(workspace=workspace, token=dimension_token, is_isa=is_isa)
         result = place(concept=concepts[concept_token], parent=concepts[parent_token], dimension=dimension,
                        is_isa=is_isa, confidence=confidence, source=source, priority=priority)

@@ -1,3 +1,17 @@
 """REST endpoints of festinger, mounted under /v1/."""
 
-urlpatterns = []
+from django.urls import path
+
+from festinger import api
+
+urlpatterns = [
+    path("festinger/iknowthat", api.IKnowThatView.as_view(), name="festinger-iknowthat"),
+    path("festinger/conflicts", api.ConflictListView.as_view(), name="festinger-conflicts"),
+    path("festinger/conflicts/<int:conflict_id>", api.ConflictDetailView.as_view(), name="festinger-conflict"),
+    path("festinger/conflicts/<int:conflict_id>/resolve", api.ConflictResolveView.as_view(),
+         name="festinger-conflict-resolve"),
+    path("festinger/conflicts/<int:conflict_id>/dismiss", api.ConflictDismissView.as_view(),
+         name="festinger-conflict-dismiss"),
+    path("festinger/resolve/run", api.ResolutionRunView.as_view(), name="festinger-resolve-run"),
+    path("festinger/resolve/runs/<int:run_id>", api.ResolutionRunDetailView.as_view(), name="festinger-resolve-runs"),
+]

@@ -87,7 +87,28 @@ def traces_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case, traces_case]
+def festinger_case(owner) -> IsolationCase:
+    from festinger.models import Conflict, Edge
+
+    owner.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa repo"}, format="json")
+    conflict = owner.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json").json()
+    conflict_id = conflict["conflict"]["id"]
+    run_id = owner.post("/v1/festinger/resolve/run", {}, format="json").json()["id"]
+    path = f"/v1/festinger/conflicts/{conflict_id}"
+    edges = set(Edge.objects.filter(concept__token="gnommoweb").values_list("id", "parent__token", "dimension_id"))
+    return IsolationCase(
+        list_path="/v1/festinger/conflicts",
+        ids=[conflict_id],
+        probes=[Probe("GET", path), Probe("POST", f"{path}/dismiss", {"reason": "intruder"}),
+                Probe("POST", f"{path}/resolve", {"decision": "update"}),
+                Probe("GET", f"/v1/festinger/resolve/runs/{run_id}")],
+        intact=lambda: Conflict.objects.get(pk=conflict_id).status == "pending"
+        and set(Edge.objects.filter(concept__token="gnommoweb").values_list("id", "parent__token", "dimension_id"))
+        == edges,
+    )
+
+
+CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case, festinger_case, traces_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

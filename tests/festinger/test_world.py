@@ -1,13 +1,17 @@
 """The world model's tables, bootstrap and configuration (seed 002, T09-T13)."""
 
+import json
+
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
 from fathom.errors import ApplicationError
 from festinger.bootstrap import SEED_DIMENSIONS, bootstrap_workspace, english_words
 from festinger.models import Concept, Edge, Source, WorldConfig
+from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, world_ensure
 
 
@@ -71,14 +75,29 @@ def test_the_database_holds_one_parent_per_concept_and_dimension(workspace):
         Concept.objects.create(workspace=workspace, token="repo")
 
 
-def test_world_ensure_creates_the_configuration_once(workspace):
+def test_world_ensure_creates_the_configuration_and_its_beat_entry_once(workspace):
     config = world_ensure(workspace=workspace)
     assert (config.saliency_read_threshold, config.saliency_write_threshold) == (0.5, 1.2)
     assert (config.recollection_confidence_floor, config.recollection_recency_days) == (0.6, 90)
     assert config.resolution_schedule == "0 2 * * *"
     assert (config.writer_role, config.resolver_role) == ("writer", "resolver")
+    task = PeriodicTask.objects.get(name=resolution_task_name(workspace_id=workspace.pk))
+    assert task.task == RESOLUTION_TASK and task.queue == "maintenance" and task.enabled
+    assert json.loads(task.kwargs) == {"workspace_id": workspace.pk}
+    assert (task.crontab.minute, task.crontab.hour, task.crontab.day_of_week) == ("0", "2", "*")
     assert world_ensure(workspace=workspace).pk == config.pk
     assert Concept.objects.filter(workspace=workspace, is_common=True).count() == len(english_words())
+
+
+def test_changing_the_schedule_moves_the_beat_entry(workspace):
+    config = world_ensure(workspace=workspace)
+    config_update(config=config, resolution_schedule="*/15  6-18 * * 1-5", resolution_enabled=False)
+    task = PeriodicTask.objects.get(name=resolution_task_name(workspace_id=workspace.pk))
+    crontab = task.crontab
+    assert (crontab.minute, crontab.hour, crontab.day_of_month, crontab.month_of_year, crontab.day_of_week) == (
+        "*/15", "6-18", "*", "*", "1-5")
+    assert not task.enabled
+    assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "*/15 6-18 * * 1-5"
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -94,3 +113,25 @@ def test_an_invalid_configuration_is_refused_and_the_schedule_stays(workspace, c
     with pytest.raises(ApplicationError, match=message):
         config_update(config=config, **changes)
     assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "0 2 * * *"
+    assert PeriodicTask.objects.get(name=resolution_task_name(workspace_id=workspace.pk)).crontab.hour == "2"
+
+
+def test_the_commands_store_a_fact_and_run_the_job(workspace, scripted_llm):
+    from io import StringIO
+
+    from django.core.management.base import CommandError
+
+    from festinger.models import Conflict
+
+    out = StringIO()
+    call_command("fathom", "festinger", "iknowthat", "gnommoweb -isa repo", "--workspace", workspace.slug, stdout=out)
+    call_command("fathom", "festinger", "iknowthat", "gnommoweb -isa container", "--workspace", workspace.slug,
+                 stdout=out)
+    assert "stored: gnommoweb IN repo [type]" in out.getvalue() and "(isa_isa)" in out.getvalue()
+    with pytest.raises(CommandError, match="-isa <parent>"):
+        call_command("fathom", "festinger", "iknowthat", "gnommoweb is a repo", "--workspace", workspace.slug)
+    scripted_llm.reply('{"decision": "dismiss", "reasoning": "noise"}')
+    out = StringIO()
+    call_command("fathom", "festinger", "resolve", "--workspace", workspace.slug, stdout=out)
+    assert "finished: 1 processed, 0 resolved, 1 dismissed, 0 failed" in out.getvalue()
+    assert Conflict.objects.get(workspace=workspace).status == "dismissed"

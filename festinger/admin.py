@@ -1,0 +1,241 @@
+"""Festinger in Django admin: concepts, edges (removing one keeps it in history), the conflict queue
+with accept / keep / ask-the-model actions, the per-workspace configuration (saving it moves the
+resolution job's schedule), runs and history read-only, and the Festinger page: pending conflicts,
+the last resolution run and "Run resolution now" per workspace.
+
+Superusers see every workspace; other staff see the workspaces they belong to and may act only
+where they are owner or operator."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from fathom.errors import ApplicationError
+from fathom.models import Membership, Role, Workspace
+from festinger import selectors
+from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun, WorldConfig
+from festinger.resolution import conflict_apply, conflict_resolve_with_model, resolution_request
+from festinger.services import config_update, config_validate, edge_remove, world_ensure
+
+_ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
+
+
+def _actor(request) -> str:
+    return f"operator:{request.user.get_username()}"
+
+
+def may_act(request, workspace_id: int) -> bool:
+    """Superusers, and staff who are owner or operator of the workspace."""
+    return request.user.is_superuser or Membership.objects.filter(
+        user=request.user, workspace_id=workspace_id, role__in=_ACTING_ROLES).exists()
+
+
+def visible_workspaces(request):
+    if request.user.is_superuser:
+        return Workspace.objects.all()
+    return Workspace.objects.filter(memberships__user=request.user).distinct()
+
+
+class WorkspaceScopedAdmin(admin.ModelAdmin):
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(workspace__in=visible_workspaces(request))
+
+
+class ReadOnlyAdmin(WorkspaceScopedAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Concept)
+class ConceptAdmin(ReadOnlyAdmin):
+    list_display = ["token", "workspace", "encounter_count", "saliency", "novelty", "is_common", "last_seen"]
+    list_filter = ["is_common", "workspace"]
+    search_fields = ["token"]
+    ordering = ["token"]
+    show_full_result_count = False
+
+
+@admin.register(Edge)
+class EdgeAdmin(WorkspaceScopedAdmin):
+    list_display = ["concept", "relation", "parent", "dimension", "confidence", "source", "last_confirmed", "workspace"]
+    list_filter = ["source", "is_isa", "workspace"]
+    search_fields = ["concept__token", "parent__token", "dimension__token"]
+    list_select_related = ["concept", "parent", "dimension", "workspace"]
+    readonly_fields = ["workspace", "concept", "parent", "dimension", "is_isa", "source", "created_at"]
+    fields = [*readonly_fields, "confidence", "last_confirmed"]
+
+    def has_add_permission(self, request):
+        return False  # facts enter through /iknowthat, the write path and the resolution job
+
+    @admin.display(description="relation", ordering="is_isa")
+    def relation(self, edge):
+        return "root" if edge.is_root else ("ISA" if edge.is_isa else "ISPART")
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+
+    def delete_model(self, request, obj):
+        edge_remove(edge=obj, reason="removed in admin", actor=_actor(request))
+
+    def delete_queryset(self, request, queryset):
+        for edge in queryset.select_related("concept"):
+            if may_act(request, edge.workspace_id) and not edge.is_root:
+                edge_remove(edge=edge, reason="removed in admin", actor=_actor(request))
+
+
+@admin.register(EdgeHistory)
+class EdgeHistoryAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "action", "concept", "parent", "dimension", "moved_to", "actor", "reason", "conflict"]
+    list_filter = ["action", "workspace"]
+    search_fields = ["concept__token", "parent__token", "reason", "actor"]
+    list_select_related = ["concept", "parent", "dimension", "moved_to", "conflict"]
+
+
+@admin.register(Conflict)
+class ConflictAdmin(WorkspaceScopedAdmin):
+    list_display = ["id", "status", "priority", "collision_type", "concept", "dimension", "existing_parent",
+                    "incoming_parent", "incoming_source", "created_at", "resolved_by", "error"]
+    list_display_links = ["id", "concept"]
+    list_filter = ["status", "priority", "collision_type", "workspace"]
+    search_fields = ["concept__token", "existing_parent__token", "incoming_parent__token"]
+    list_select_related = ["concept", "dimension", "existing_parent", "incoming_parent"]
+    ordering = ["-priority", "-created_at", "-id"]
+    actions = ["accept_incoming", "keep_existing", "ask_resolver"]
+    readonly_fields = ["workspace", "concept", "dimension", "existing_parent", "existing_is_isa", "incoming_parent",
+                       "incoming_is_isa", "incoming_confidence", "incoming_source", "collision_type", "status",
+                       "priority", "resolution", "resolved_at", "resolved_by", "error", "attempts", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the queue is the record: dismiss instead
+
+    def get_urls(self):
+        return [path("overview/", self.admin_site.admin_view(self.overview_view), name="festinger_overview"),
+                path("run/<int:workspace_id>/", self.admin_site.admin_view(self.run_view), name="festinger_run"),
+                *super().get_urls()]
+
+    def _each_pending(self, request, queryset, apply):
+        done = skipped = 0
+        for conflict in queryset.filter(status=ConflictStatus.PENDING):
+            if not may_act(request, conflict.workspace_id):
+                skipped += 1
+                continue
+            try:
+                apply(conflict)
+                done += 1
+            except ApplicationError as exc:
+                self.message_user(request, f"Conflict #{conflict.pk}: {exc.message}", messages.ERROR)
+        return done, skipped
+
+    @admin.action(description="Accept the incoming fact (update: the existing edge goes to history)")
+    def accept_incoming(self, request, queryset):
+        done, skipped = self._each_pending(request, queryset, lambda c: conflict_apply(
+            conflict_id=c.pk, decision={"decision": "update", "reasoning": "accepted in admin"}, actor=_actor(request)))
+        self.message_user(request, f"Accepted {done} incoming fact(s); skipped {skipped}.")
+
+    @admin.action(description="Keep the existing fact (dismiss)")
+    def keep_existing(self, request, queryset):
+        done, skipped = self._each_pending(request, queryset, lambda c: conflict_apply(
+            conflict_id=c.pk, decision={"decision": "dismiss", "reasoning": "kept in admin"}, actor=_actor(request)))
+        self.message_user(request, f"Dismissed {done} conflict(s); skipped {skipped}.")
+
+    @admin.action(description="Ask the resolver model now")
+    def ask_resolver(self, request, queryset):
+        outcomes = []
+
+        def ask(conflict):
+            role = world_ensure(workspace=conflict.workspace).resolver_role
+            outcomes.append((conflict.pk, conflict_resolve_with_model(conflict_id=conflict.pk, role=role)))
+
+        self._each_pending(request, queryset, ask)
+        for conflict_id, outcome in outcomes:
+            level = messages.ERROR if outcome == "failed" else messages.INFO
+            self.message_user(request, f"Conflict #{conflict_id}: {outcome}", level)
+
+    def overview_view(self, request):
+        rows = []
+        for workspace in visible_workspaces(request).order_by("slug"):
+            rows.append({"workspace": workspace, "pending": selectors.pending_count(workspace=workspace),
+                         "last_run": selectors.last_run(workspace=workspace),
+                         "config": WorldConfig.objects.filter(workspace=workspace).first(),
+                         "may_run": may_act(request, workspace.pk)})
+        return TemplateResponse(request, "admin/festinger/overview.html", {
+            **self.admin_site.each_context(request), "title": "Festinger", "rows": rows, "opts": self.model._meta})
+
+    def run_view(self, request, workspace_id: int):
+        if request.method != "POST":
+            return HttpResponseRedirect(reverse("admin:festinger_overview"))
+        workspace = get_object_or_404(Workspace, pk=workspace_id)
+        if not may_act(request, workspace.pk):
+            raise PermissionDenied
+        run = resolution_request(workspace=workspace, trigger=_actor(request))
+        self.message_user(request, f"Resolution run #{run.pk} queued for {workspace.slug}.")
+        return HttpResponseRedirect(reverse("admin:festinger_overview"))
+
+
+@admin.register(ResolutionRun)
+class ResolutionRunAdmin(ReadOnlyAdmin):
+    list_display = ["id", "workspace", "trigger", "status", "created_at", "finished_at", "processed", "resolved",
+                    "dismissed", "failed", "error"]
+    list_filter = ["status", "workspace"]
+
+
+class WorldConfigForm(forms.ModelForm):
+    class Meta:
+        model = WorldConfig
+        fields = ["saliency_read_threshold", "saliency_write_threshold", "recollection_confidence_floor",
+                  "recollection_recency_days", "recollection_max_concepts", "resolution_schedule",
+                  "resolution_enabled", "writer_role", "resolver_role", "writer_max_calls"]
+
+    def clean(self):
+        cleaned = super().clean()
+        candidate = WorldConfig(**{f.name: getattr(self.instance, f.name) for f in WorldConfig._meta.concrete_fields})
+        for name, value in cleaned.items():
+            setattr(candidate, name, value)
+        try:
+            config_validate(candidate)
+        except ApplicationError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return cleaned
+
+
+@admin.register(WorldConfig)
+class WorldConfigAdmin(WorkspaceScopedAdmin):
+    form = WorldConfigForm
+    list_display = ["workspace", "saliency_read_threshold", "saliency_write_threshold",
+                    "recollection_confidence_floor", "recollection_recency_days", "resolution_schedule",
+                    "resolution_enabled", "writer_role", "resolver_role", "updated_at"]
+    readonly_fields = ["workspace", "updated_at"]
+
+    def has_add_permission(self, request):
+        return False  # each workspace's row is created with its world
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+
+    def save_model(self, request, obj, form, change):
+        config_update(config=obj, **{name: form.cleaned_data[name] for name in form.changed_data})

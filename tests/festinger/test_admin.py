@@ -1,0 +1,118 @@
+"""Festinger in Django admin, through the Django test client."""
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from fathom.models import Membership
+from festinger.models import Conflict, Edge, EdgeHistory, ResolutionRun, WorldConfig
+from festinger.schedules import resolution_task_name
+from festinger.services import insert_fact, world_ensure
+
+OVERVIEW = reverse("admin:festinger_overview")
+
+
+@pytest.fixture
+def queued(workspace):
+    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+
+
+def staff(client, workspace, role):
+    user = User.objects.create_user(username=f"staff-{role}", password="pw", is_staff=True)
+    Membership.objects.create(user=user, workspace=workspace, role=role)
+    client.force_login(user)
+    return client
+
+
+def test_the_festinger_page_shows_pending_count_last_run_and_runs_now(admin_client, workspace, queued,
+                                                                      django_capture_on_commit_callbacks):
+    html = admin_client.get(OVERVIEW).content.decode()
+    assert f'data-workspace="{workspace.slug}"' in html and "Run resolution now" in html and "never" in html
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = admin_client.post(reverse("admin:festinger_run", args=[workspace.pk]))
+    assert response.status_code == 302 and len(callbacks) == 1
+    run = ResolutionRun.objects.get(workspace=workspace)
+    assert run.status == "queued" and run.trigger == "operator:admin"
+
+    page = admin_client.get(OVERVIEW)
+    row = next(r for r in page.context["rows"] if r["workspace"] == workspace)
+    assert row["pending"] == 1 and row["last_run"] == run
+    assert f"#{run.pk} queued" in page.content.decode()
+
+
+def test_a_viewer_sees_the_page_but_cannot_run(client, workspace, other_workspace, queued):
+    viewer = staff(client, workspace, "viewer")
+    page = viewer.get(OVERVIEW)
+    assert [r["workspace"] for r in page.context["rows"]] == [workspace]
+    assert "Run resolution now" not in page.content.decode()
+    assert viewer.post(reverse("admin:festinger_run", args=[workspace.pk])).status_code == 403
+    assert not ResolutionRun.objects.exists()
+
+
+def test_conflict_actions_accept_and_keep(admin_client, workspace, queued):
+    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.7,
+                         source="inferred")
+    changelist = reverse("admin:festinger_conflict_changelist")
+    assert admin_client.get(changelist).status_code == 200
+
+    admin_client.post(changelist, {"action": "accept_incoming", "_selected_action": [ispart.pk]})
+    admin_client.post(changelist, {"action": "keep_existing", "_selected_action": [queued.pk]})
+
+    assert Conflict.objects.get(pk=ispart.pk).status == "resolved"
+    assert Conflict.objects.get(pk=ispart.pk).resolved_by == "operator:admin"
+    assert Conflict.objects.get(pk=queued.pk).status == "dismissed"
+    assert list(Edge.objects.filter(concept__token="dobby").values_list("parent__token", flat=True)) == ["worker_pool"]
+    assert EdgeHistory.objects.get().parent.token == "agent_pool"
+
+
+def test_ask_the_resolver_action_applies_the_model_decision(admin_client, workspace, queued, scripted_llm):
+    scripted_llm.reply('{"decision": "dismiss", "reasoning": "noise"}')
+    changelist = reverse("admin:festinger_conflict_changelist")
+    admin_client.post(changelist, {"action": "ask_resolver", "_selected_action": [queued.pk]})
+    assert Conflict.objects.get(pk=queued.pk).status == "dismissed"
+
+
+def test_a_viewer_cannot_decide_conflicts(client, workspace, queued):
+    viewer = staff(client, workspace, "viewer")
+    User.objects.get(username="staff-viewer").user_permissions.set(
+        Permission.objects.filter(content_type__app_label="festinger"))
+    response = viewer.post(reverse("admin:festinger_conflict_changelist"),
+                           {"action": "keep_existing", "_selected_action": [queued.pk]})
+    assert response.status_code == 302
+    assert Conflict.objects.get(pk=queued.pk).status == "pending"
+
+
+def test_deleting_an_edge_in_admin_keeps_it_in_history(admin_client, workspace):
+    edge = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    admin_client.post(reverse("admin:festinger_edge_delete", args=[edge.pk]), {"post": "yes"})
+    assert not Edge.objects.filter(pk=edge.pk).exists()
+    history = EdgeHistory.objects.get()
+    assert (history.action, history.parent.token, history.actor) == ("removed", "repo", "operator:admin")
+
+
+def test_editing_the_configuration_in_admin_moves_the_schedule(admin_client, workspace):
+    from django_celery_beat.models import PeriodicTask
+
+    config = world_ensure(workspace=workspace)
+    url = reverse("admin:festinger_worldconfig_change", args=[config.pk])
+    form = {"saliency_read_threshold": 0.4, "saliency_write_threshold": 2.0, "recollection_confidence_floor": 0.5,
+            "recollection_recency_days": 30, "recollection_max_concepts": 10, "resolution_schedule": "30 3 * * *",
+            "resolution_enabled": "on", "writer_role": "writer", "resolver_role": "resolver", "writer_max_calls": 2}
+
+    bad = admin_client.post(url, {**form, "resolution_schedule": "nightly"})
+    assert bad.status_code == 200 and "is not a cron expression" in bad.content.decode()
+    response = admin_client.post(url, form)
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    config = WorldConfig.objects.get(pk=config.pk)
+    assert (config.saliency_read_threshold, config.resolution_schedule) == (0.4, "30 3 * * *")
+    crontab = PeriodicTask.objects.get(name=resolution_task_name(workspace_id=workspace.pk)).crontab
+    assert (crontab.minute, crontab.hour) == ("30", "3")
+
+
+@pytest.mark.parametrize("name", ["concept", "edge", "conflict", "edgehistory", "resolutionrun", "worldconfig"])
+def test_every_changelist_renders(admin_client, workspace, queued, name):
+    assert admin_client.get(reverse(f"admin:festinger_{name}_changelist")).status_code == 200

@@ -1,0 +1,72 @@
+"""The resolution job end to end: conflicts queued over REST, "run now" over REST, a real Celery worker
+asking the scripted resolver; and beat's entry sending the registered task (seed T37, T38)."""
+
+import json
+import time
+
+import pytest
+
+from festinger.models import Conflict, Edge
+from festinger.schedules import RESOLUTION_TASK, resolution_task_name
+from festinger.services import config_update, insert_fact, world_ensure
+
+
+def wait_for_run(api, run_id, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = api.get(f"/v1/festinger/resolve/runs/{run_id}").json()
+        if run["status"] not in ("queued", "running"):
+            return run
+        time.sleep(0.3)
+    raise TimeoutError(f"run {run_id} did not finish: {run}")
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, workspace, api, scripted_llm):
+    # T37: ISA+ISA collision -> queue -> job -> decompose into two dimensions
+    api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa repo"}, format="json")
+    isa = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json").json()["conflict"]
+    # T38: ISPART+ISPART collision -> queue -> job -> dismiss, world unchanged
+    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
+                         source="inferred")
+    scripted_llm.reply(json.dumps({"decision": "decompose", "existing_dimension": "artifact-type",
+                                   "new_dimension": "deployment-type", "reasoning": "both"}))  # priority first
+    scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
+
+    queued = api.post("/v1/festinger/resolve/run", {}, format="json")
+    assert queued.status_code == 202
+    run = wait_for_run(api, queued.json()["id"])
+
+    assert (run["status"], run["processed"], run["resolved"], run["dismissed"], run["failed"]) == (
+        "finished", 2, 1, 1, 0)
+    assert sorted(Edge.objects.filter(workspace=workspace, concept__token="gnommoweb")
+                  .values_list("parent__token", "dimension__token")) == [
+        ("container", "deployment-type"), ("repo", "artifact-type")]
+    assert list(Edge.objects.filter(workspace=workspace, concept__token="dobby")
+                .values_list("parent__token", flat=True)) == ["agent_pool"]
+    statuses = dict(Conflict.objects.filter(workspace=workspace).values_list("pk", "status"))
+    assert statuses == {isa["id"]: "resolved", ispart.pk: "dismissed"}
+    pending = api.get("/v1/festinger/conflicts?status=pending").json()["results"]
+    assert pending == []
+
+
+@pytest.mark.django_db
+def test_beat_schedules_the_registered_task_on_the_configured_crontab(workspace, scripted_llm):
+    from django_celery_beat.schedulers import DatabaseScheduler
+
+    from fathom.celery import app
+
+    config_update(config=world_ensure(workspace=workspace), resolution_schedule="15 4 * * *")
+    entries = DatabaseScheduler(app=app, lazy=True).all_as_schedule()
+    entry = entries[resolution_task_name(workspace_id=workspace.pk)]
+    assert entry.task == RESOLUTION_TASK and RESOLUTION_TASK in app.tasks
+    assert (entry.schedule.minute, entry.schedule.hour) == ({15}, {4})
+
+    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
+                           source="inferred")
+    scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
+    app.tasks[entry.task].apply(args=entry.args, kwargs=entry.kwargs)  # what beat sends, run in process
+    assert Conflict.objects.get(pk=conflict.pk).status == "dismissed"
