@@ -1,4 +1,4 @@
-"""The platform's commands: up, down, status, workspace, apikey."""
+"""The platform's commands: up, down, status, workspace, apikey, llm."""
 
 import os
 
@@ -40,6 +40,10 @@ def register(subparsers):
     revoke = apikey_commands.add_parser("revoke", help="revoke a key by its prefix")
     revoke.add_argument("prefix")
     revoke.set_defaults(handler=_apikey_revoke)
+
+    from fathom.llm.cli import register as register_llm
+
+    register_llm(subparsers)
 
 
 def _up(command, options):

@@ -213,6 +213,9 @@ FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maxim
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
 FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.0, minimum=0)
+# Set: spans are also exported over OTLP/HTTP to <endpoint>/v1/traces (fathom.tracing.otel).
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "fathom")
 
 # --- Proposals ----------------------------------------------------------------------------------------
 # Hosts every workspace may dispatch helper jobs to (a workspace's HelperHost rows add to and override

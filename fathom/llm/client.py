@@ -186,7 +186,8 @@ def request_summary(request: LLMRequest) -> dict:
 
 def response_summary(completion: Completion) -> dict:
     summary = {
-        "model": completion.model, "provider": completion.provider, "input_tokens": completion.usage.input_tokens,
+        "response_model": completion.model, "provider": completion.provider,
+        "input_tokens": completion.usage.input_tokens,
         "output_tokens": completion.usage.output_tokens, "cached_tokens": completion.usage.cached_tokens,
         "cost": completion.cost, "stop_reason": str(completion.stop_reason), "text": _clip(completion.text),
         "latency_ms": round(completion.latency_ms, 3), "attempts": completion.attempts,

@@ -23,6 +23,7 @@ def connect() -> None:
     signals.before_task_publish.connect(_inject, weak=False, dispatch_uid="fathom.tracing.inject")
     signals.task_prerun.connect(_task_started, weak=False, dispatch_uid="fathom.tracing.prerun")
     signals.task_postrun.connect(_task_ended, weak=False, dispatch_uid="fathom.tracing.postrun")
+    signals.worker_process_shutdown.connect(_process_ending, weak=False, dispatch_uid="fathom.tracing.otel")
 
 
 def _inject(headers=None, **_kwargs):
@@ -50,6 +51,12 @@ def _task_ended(task_id=None, state=None, retval=None, **_kwargs):
         opened.end(error=retval if isinstance(retval, BaseException) else None)
     if handle is not None:
         close_scope(handle)
+
+
+def _process_ending(**_kwargs):
+    from fathom.tracing import otel
+
+    otel.shutdown()  # a pool process may exit without atexit: send the spans still queued
 
 
 def _header(task):

@@ -287,9 +287,12 @@ class Buffer:
         if not self.events:
             return 0
         events, self.events = self.events, []
+        from fathom.tracing import otel
         from fathom.tracing.writer import write_events
 
-        return write_events(events)
+        written = write_events(events)
+        otel.export(events)
+        return written
 
 
 _current: ContextVar[Span | SpanContext | None] = ContextVar("fathom_trace_span", default=None)

@@ -109,3 +109,10 @@ def test_a_model_call_outside_any_span_is_its_own_trace(workspace, scripted_llm)
     rows = events(completion.trace_id)
     assert [r.kind for r in rows] == ["llm.call.started", "llm.call.completed"]
     assert rows[0].parent_span_id == ""
+
+
+def test_the_writer_fills_every_column_of_the_table():
+    from fathom.tracing.writer import COLUMNS
+
+    fields = {f.column for f in TraceEvent._meta.concrete_fields if not f.primary_key}
+    assert sorted(COLUMNS) == sorted(fields)

@@ -1,0 +1,189 @@
+"""`fathom llm try`: one tool-calling exchange with a model, printed with its trace.
+
+The model gets a `calculate` tool and a question that needs it; it calls the tool, reads the result
+and answers. The command prints the reply and the trace tree (spans, model calls per actor, tokens,
+cost), so one run shows that a provider, its key and the tracing all work."""
+
+from __future__ import annotations
+
+import ast
+import json
+import operator
+import re
+
+from django.core.management.base import CommandError
+
+from fathom.llm.types import Message, ToolCall, ToolSpec
+
+DEFAULT_PROMPT = "What is 1234 * 5678 + 9? Use the calculate tool, then answer in one sentence."
+MAX_TURNS = 5
+ACTOR = "cli:llm-try"
+CALCULATE = ToolSpec("calculate", "Evaluate an arithmetic expression (numbers, + - * / ** and parentheses).",
+                     {"type": "object", "properties": {"expression": {"type": "string"}},
+                      "required": ["expression"]})
+PROVIDERS_NEEDING_A_MODEL = ("openai", "anthropic", "openai-compatible", "scripted")
+
+
+def register(subparsers):
+    llm = subparsers.add_parser("llm", help="the model layer")
+    commands = llm.add_subparsers(dest="llm_command", required=True)
+    attempt = commands.add_parser("try", help="run a tool-calling exchange with a model; print the reply and "
+                                              "the trace tree")
+    attempt.add_argument("--provider", choices=["openai", "anthropic", "openai-compatible", "offline", "scripted"],
+                         help="call this provider directly (keys from OPENAI_API_KEY / ANTHROPIC_API_KEY)")
+    attempt.add_argument("--model", default="", help="the provider's model name, e.g. gpt-4o-mini")
+    attempt.add_argument("--base-url", default="", help="e.g. http://localhost:11434/v1 for Ollama")
+    attempt.add_argument("--registry", default="", help="a registry model by name (its stored key is used)")
+    attempt.add_argument("--workspace", default="", help="workspace slug (default: the default workspace); "
+                                                        "without --provider/--registry its `main` model answers")
+    attempt.add_argument("--prompt", default=DEFAULT_PROMPT)
+    attempt.set_defaults(handler=_try)
+
+
+def _try(command, options):
+    from fathom.llm import complete
+    from fathom.llm.errors import LLMError
+    from fathom.tracing import span
+    from fathom.tracing.selectors import trace_get
+
+    workspace = _workspace(options["workspace"])
+    model = _model(options)
+    messages = [Message.system("You are being tested. Use tools when asked."), Message.user(options["prompt"])]
+    extra = {"model": model} if model is not None else {}
+    reply = ""
+    try:
+        with span("trace.prompt", workspace=workspace, actor_id=ACTOR, prompt=options["prompt"][:200]) as root:
+            for _ in range(MAX_TURNS):
+                completion = complete(workspace=workspace, role="main", messages=messages, tools=[CALCULATE],
+                                      offline_policy=CalculateThenAnswer(), **extra)
+                messages.append(completion.message)
+                if not completion.tool_calls:
+                    reply = completion.text
+                    break
+                for call in completion.tool_calls:
+                    messages.append(Message.tool(call.id, _run_tool(call), name=call.name))
+            else:
+                reply = f"(no answer after {MAX_TURNS} turns)"
+    except LLMError as exc:
+        raise CommandError(f"the model call failed: {exc}") from None
+    command.stdout.write(f"reply: {reply}")
+    command.stdout.write("")
+    for line in render_trace(trace_get(workspace=workspace, trace_id=root.trace_id)):
+        command.stdout.write(line)
+
+
+def render_trace(trace: dict) -> list[str]:
+    """A trace (as `trace_get` returns it) as indented lines of text."""
+    totals = trace["totals"]
+    lines = [f"trace {trace['trace_id']} [{trace['status']}]"]
+
+    def walk(node, depth):
+        parts = [f"{'  ' * depth}{node['name']} [{node['status']}]"]
+        if node["duration_ms"] is not None:
+            parts.append(f"{node['duration_ms']:.1f} ms")
+        if node["name"] == "llm.call":
+            parts.append(f"{node['provider']}:{node['model']} in={node['input_tokens']} out={node['output_tokens']} "
+                         f"${node['cost']:.6f}")
+        if node["name"] == "worker.tool":
+            parts.append(f"{node['attributes'].get('tool', '')} -> {node['attributes'].get('result', '')}")
+        if node["error"]:
+            parts.append(node["error"])
+        lines.append("  ".join(parts))
+        for event in node["events"]:
+            lines.append(f"{'  ' * (depth + 1)}· {event['kind']} {json.dumps(event['payload'], default=str)}")
+        for child in node["children"]:
+            walk(child, depth + 1)
+
+    for root in trace["spans"]:
+        walk(root, 1)
+    for actor in trace["actors"]:
+        lines.append(f"model calls by {actor['actor_id'] or '(no actor)'}: {actor['model_calls']} "
+                     f"({actor['failed_model_calls']} failed)")
+    lines.append(f"totals: {totals['model_calls']} model call(s), {totals['tool_calls']} tool call(s), "
+                 f"{totals['input_tokens']} input / {totals['output_tokens']} output tokens, ${totals['cost']:.6f}")
+    return lines
+
+
+class CalculateThenAnswer:
+    """The offline model's policy for this exchange: calculate the expression in the question, then
+    answer with the tool's result."""
+
+    def next_step(self, request):
+        from fathom.llm.offline import OFFLINE_NOTICE, request_digest
+
+        results = [m.content for m in request.messages if m.role == "tool"]
+        if results:
+            return f"{OFFLINE_NOTICE} The calculate tool says: {results[-1]}."
+        match = EXPRESSION.search(request.last_user_text)
+        expression = match.group(0).strip() if match else "0"
+        return ToolCall(f"offline-{request_digest(request)[:12]}", "calculate", {"expression": expression})
+
+
+EXPRESSION = re.compile(r"[\d(][\d\s.+\-*/()]*[+\-*/][\d\s.+\-*/()]*[\d)]")
+
+
+def calculate(expression: str) -> float | int:
+    """Arithmetic only: numbers, + - * / ** and parentheses (no names, no calls)."""
+    operators = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                 ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in operators:
+            if isinstance(node.op, ast.Pow) and abs(value(node.right)) > 100:
+                raise ValueError("exponent too large")
+            return operators[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in operators:
+            return operators[type(node.op)](value(node.operand))
+        raise ValueError(f"not arithmetic: {ast.dump(node)[:60]}")
+
+    return value(ast.parse(expression, mode="eval").body)
+
+
+def _run_tool(call: ToolCall) -> str:
+    from fathom.tracing import span
+
+    with span("worker.tool", call_id=call.id, tool=call.name, arguments=call.arguments) as traced:
+        if call.name != "calculate":
+            result = f"error: unknown tool {call.name!r}"
+        else:
+            expression = str(call.arguments.get("expression", ""))
+            try:
+                result = f"{expression} = {calculate(expression)}"
+            except (ValueError, SyntaxError, ZeroDivisionError, OverflowError) as exc:
+                result = f"error: {exc}"
+        traced.set(result=result)
+    return result
+
+
+def _workspace(slug: str):
+    from fathom.errors import ApplicationError
+    from fathom.services import workspace_default_ensure, workspace_get
+
+    if not slug:
+        return workspace_default_ensure()
+    try:
+        return workspace_get(slug=slug)
+    except ApplicationError as exc:
+        raise CommandError(exc.message) from None
+
+
+def _model(options):
+    from fathom.llm import registry
+    from fathom.llm.errors import LLMNotConfigured
+
+    try:
+        if options["registry"]:
+            model = registry.model_by_name(options["registry"])
+        elif options["provider"]:
+            if options["provider"] in PROVIDERS_NEEDING_A_MODEL and not options["model"]:
+                raise CommandError(f"--model is required with --provider {options['provider']}")
+            model = registry.from_spec(f"{options['provider']}:{options['model']}")
+        else:
+            return None
+    except LLMNotConfigured as exc:
+        raise CommandError(str(exc)) from None
+    if options["base_url"]:
+        model = registry.with_options(model, base_url=options["base_url"])
+    return model

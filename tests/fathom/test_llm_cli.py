@@ -1,0 +1,109 @@
+"""`fathom llm try`: a tool-calling exchange with a configured model, printed with its trace tree."""
+
+import json
+import socket
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from fathom.llm.cli import calculate
+from fathom.tracing.models import TraceEvent
+from tests.fathom.test_llm_providers import chat, message, openai_error
+from tests.fathom.wire import WireServer
+
+KEY = "sk-cli-test-00112233445566778899LAST"
+
+
+@pytest.fixture
+def wire():
+    server = WireServer().start()
+    yield server
+    server.stop()
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command("fathom", "llm", "try", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_offline_model_calls_the_tool_and_answers_with_no_key_and_no_network(workspace, monkeypatch):
+    def no_network(*args, **kwargs):
+        raise AssertionError("the offline exchange opened a connection")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+
+    output = run("--provider", "offline", "--workspace", workspace.slug)
+
+    lines = output.splitlines()
+    assert lines[0] == "reply: [offline] The calculate tool says: 1234 * 5678 + 9 = 7006661."
+    trace_id = lines[2].split()[1]
+    assert lines[2] == f"trace {trace_id} [ok]"
+    assert [line.split()[0] for line in lines[3:7]] == ["trace.prompt", "llm.call", "worker.tool", "llm.call"]
+    assert "calculate -> 1234 * 5678 + 9 = 7006661" in lines[5]
+    assert "model calls by cli:llm-try: 2 (0 failed)" in output and "totals: 2 model call(s), 1 tool call(s)" in output
+    assert TraceEvent.objects.filter(workspace=workspace, trace_id=trace_id, name="llm.call").count() == 4
+    assert run("--provider", "offline", "--workspace", workspace.slug).splitlines()[0] == lines[0]
+
+
+def test_an_openai_model_calls_the_tool_reads_its_result_and_answers(workspace, wire, settings):
+    settings.OPENAI_API_KEY = KEY
+    call = {"id": "call_9", "type": "function", "function": {"name": "calculate",
+                                                             "arguments": '{"expression": "6 * 7"}'}}
+    wire.respond(200, chat(None, tool_calls=[call], finish="tool_calls", usage=(50, 12, 0)))
+    wire.respond(200, chat("Six times seven is 42.", usage=(80, 8, 0)))
+
+    output = run("--provider", "openai", "--model", "gpt-test", "--base-url", wire.url + "/v1",
+                 "--workspace", workspace.slug, "--prompt", "What is 6 * 7?")
+
+    assert output.splitlines()[0] == "reply: Six times seven is 42."
+    assert "openai:gpt-test in=50 out=12" in output and "openai:gpt-test in=80 out=8" in output
+    assert "totals: 2 model call(s), 1 tool call(s), 130 input / 20 output tokens" in output
+    second = wire.bodies[1]["messages"]
+    assert second[-1] == {"role": "tool", "tool_call_id": "call_9", "content": "6 * 7 = 42"}
+    assert wire.bodies[0]["tools"][0]["function"]["name"] == "calculate"
+    assert wire.requests[0][2]["authorization"] == f"Bearer {KEY}" and KEY not in output
+
+
+def test_an_anthropic_model_through_the_same_command(workspace, wire, settings):
+    settings.ANTHROPIC_API_KEY = KEY
+    wire.respond(200, message([{"type": "tool_use", "id": "toolu_1", "name": "calculate",
+                                "input": {"expression": "2 ** 10"}}], stop="tool_use"))
+    wire.respond(200, message([{"type": "text", "text": "It is 1024."}]))
+
+    output = run("--provider", "anthropic", "--model", "claude-test", "--base-url", wire.url,
+                 "--workspace", workspace.slug)
+
+    assert output.splitlines()[0] == "reply: It is 1024."
+    tool_result = wire.bodies[1]["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "toolu_1"
+    assert json.dumps(tool_result).count("2 ** 10 = 1024") == 1
+
+
+def test_failures_are_clear_command_errors(workspace, wire, settings):
+    settings.OPENAI_API_KEY = KEY
+    wire.respond(*openai_error(401, "Incorrect API key provided"))
+
+    with pytest.raises(CommandError, match="Incorrect API key provided"):
+        run("--provider", "openai", "--model", "gpt-test", "--base-url", wire.url + "/v1", "--workspace",
+            workspace.slug)
+    with pytest.raises(CommandError, match="--model is required"):
+        run("--provider", "openai", "--workspace", workspace.slug)
+    with pytest.raises(CommandError, match="no-such-ws"):
+        run("--provider", "offline", "--workspace", "no-such-ws")
+    with pytest.raises(CommandError, match="no model named"):
+        run("--registry", "nothing-here", "--workspace", workspace.slug)
+
+
+@pytest.mark.parametrize("expression, expected", [("1 + 2 * 3", 7), ("(1 + 2) * 3", 9), ("-4 / 2", -2.0),
+                                                  ("2 ** 8", 256)])
+def test_the_calculator_does_arithmetic(expression, expected):
+    assert calculate(expression) == expected
+
+
+@pytest.mark.parametrize("expression", ["__import__('os')", "x + 1", "2 ** 1000", "[1, 2]"])
+def test_the_calculator_refuses_anything_else(expression):
+    with pytest.raises(ValueError):
+        calculate(expression)
