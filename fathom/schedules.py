@@ -1,23 +1,24 @@
-"""Beat entries owned by the platform, created in code and editable in admin."""
+"""Beat entries created in code (by data migrations) and editable in admin."""
 
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 HEARTBEAT_TASK = "maintenance.heartbeat"
 
 
-def heartbeat_schedule_ensure(*, every_seconds: int = 15, periodic_task_model=PeriodicTask,
-                              interval_model=IntervalSchedule):
-    """The heartbeat entry exists. An operator's edits in admin (interval, enabled) are kept:
-    only a missing entry is created."""
+def interval_task_ensure(*, task: str, every_seconds: int, description: str, queue: str = "maintenance",
+                         periodic_task_model=PeriodicTask, interval_model=IntervalSchedule):
+    """The beat entry running `task` every `every_seconds` exists, named after the task. An
+    operator's edits in admin (interval, enabled) are kept: only a missing entry is created.
+    Migrations pass their historical models."""
     interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
-    task, _ = periodic_task_model.objects.get_or_create(
-        name=HEARTBEAT_TASK,
-        defaults={
-            "task": HEARTBEAT_TASK,
-            "interval": interval,
-            "queue": "maintenance",
-            "expire_seconds": every_seconds * 2,
-            "description": "Records beat's last tick every 15 s; /v1/health reports it.",
-        },
+    entry, _ = periodic_task_model.objects.get_or_create(
+        name=task,
+        defaults={"task": task, "interval": interval, "queue": queue, "expire_seconds": every_seconds * 2,
+                  "description": description},
     )
-    return task
+    return entry
+
+
+def heartbeat_schedule_ensure(**models):
+    return interval_task_ensure(task=HEARTBEAT_TASK, every_seconds=15, **models,
+                                description="Records beat's last tick every 15 s; /v1/health reports it.")
