@@ -1,10 +1,13 @@
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from io import StringIO
+from pathlib import Path
 
 import httpx
 import pytest
@@ -37,6 +40,17 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.fixture
+def stack_dir():
+    """A directory for a whole `fathom up` stack. Not pytest's tmp_path: embedded PostgreSQL runs as
+    another user when we are root, and every pytest run resets its base temp dir to mode 0700."""
+    path = Path(tempfile.mkdtemp(prefix="fathom-up-"))
+    yield path
+    subprocess.run([sys.executable, "manage.py", "fathom", "down"], cwd=REPO_ROOT, capture_output=True, timeout=60,
+                   env={**os.environ, "FATHOM_DATA_DIR": str(path / "data")})  # whatever a failed test left
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _start_up(tmp_path, port):
     env = {**os.environ, "FATHOM_DATA_DIR": str(tmp_path / "data"), "FATHOM_ADMIN_EMAIL": "ops@example.com",
            "FATHOM_ADMIN_PASSWORD": "correct horse battery"}
@@ -67,9 +81,9 @@ def _status(tmp_path) -> str:
 
 
 @pytest.mark.slow
-def test_up_runs_a_healthy_stack_and_ctrl_c_stops_everything_within_10s(tmp_path):
+def test_up_runs_a_healthy_stack_and_ctrl_c_stops_everything_within_10s(stack_dir):
     port = _free_port()
-    process = _start_up(tmp_path, port)
+    process = _start_up(stack_dir, port)
     try:
         health = _wait_healthy(port, process)
         assert health["workers"]["ok"] and health["beat"]["ok"] and health["database"]["pgvector_version"]
@@ -82,19 +96,19 @@ def test_up_runs_a_healthy_stack_and_ctrl_c_stops_everything_within_10s(tmp_path
         assert time.monotonic() - started < 10
         assert process.returncode == 0, output
         assert "stopped embedded" in output
-        assert "postgres: stopped" in _status(tmp_path)
+        assert "postgres: stopped" in _status(stack_dir)
     finally:
         if process.poll() is None:
             process.kill()
 
 
 @pytest.mark.slow
-def test_up_exits_non_zero_and_names_the_child_that_died(tmp_path):
+def test_up_exits_non_zero_and_names_the_child_that_died(stack_dir):
     port = _free_port()
-    process = _start_up(tmp_path, port)
+    process = _start_up(stack_dir, port)
     try:
         _wait_healthy(port, process)
-        beat = subprocess.run(["pgrep", "-f", f"{tmp_path}.*celerybeat-schedule"], capture_output=True, text=True)
+        beat = subprocess.run(["pgrep", "-f", f"{stack_dir}.*celerybeat-schedule"], capture_output=True, text=True)
         os.kill(int(beat.stdout.split()[0]), signal.SIGKILL)
         output, _ = process.communicate(timeout=20)
         assert process.returncode != 0
