@@ -1,0 +1,196 @@
+"""Festinger's tokeniser and relationship cue scanner (seed 002, "Tokenisation Rules" and
+"Relationship Cue Patterns"). Pure functions, no database: they run on every model call.
+
+Tokens:
+1. Text splits on whitespace and punctuation; a token is a run of letters and digits that may hold
+   `-`, `.` or `_` between them (`runs-on`, `glitch.university`, `agent0_stack`), so leading and
+   trailing punctuation never belongs to it.
+2. Compound rule: consecutive capitalised words, separated only by spaces or tabs, merge into one
+   token joined by underscores (`Glitch University` -> `glitch_university`). A lowercase word, a
+   punctuation mark, a line break, a one-letter word (`A`, `I`) or the cue keywords `ISA` /
+   `ISPART` break the run.
+3. Everything is lowercased. There is no minimum length (the seed's resolved decision): common
+   words are in the dictionary at saliency 0 and never surface. Numbers (`2026`, `3.14`: tokens
+   without a letter) are dropped: they are never concepts and would flood the zero-hit block.
+
+Cues: `{X} <pattern> {Y}` for every ISA and ISPART pattern of the seed's tables, longest pattern
+first (`is a member of` wins over `is a`), an article before Y skipped, words separated by
+whitespace only (punctuation ends a cue). An ISA cue followed by `of {Z}` takes Z as its dimension;
+otherwise ISA defaults to `type` and ISPART to the seed dimension the pattern names (`runs on` ->
+`runs-on`, `owned by` -> `owned-by`), else `membership`. Pronouns and other function words are
+never X or Y (`this is a problem` states nothing about a concept).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+# --- tokens ---------------------------------------------------------------------------------------------
+
+_CAP = "A-ZÀ-ÖØ-Þ"
+_WORD = r"[^\W_]+(?:[-._]+[^\W_]+)*"
+_END = r"(?![^\W_]|[-._]+[^\W_])"  # a word ends here: no letter or digit follows, nor joiners and one
+# Capitalised words of two or more characters (not the cue keywords ISA / ISPART), separated by spaces
+# or tabs. The capital comes first so the regex engine skips ahead to capitals.
+_CAPWORD_TAIL = r"[^\W_]+(?:[-._]+[^\W_]+)*"
+_RUN_RE = re.compile(
+    rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b){_CAPWORD_TAIL}"
+    rf"(?:[ \t]+(?!(?:ISA|ISPART)\b)[{_CAP}]{_CAPWORD_TAIL})+{_END}"
+)
+_WORD_RE = re.compile(_WORD)
+_NUMBER_CHARS = "0123456789-._"
+_SPACES_RE = re.compile(r"[ \t]+")
+# The ASCII fast path: everything but letters, digits and joiners becomes a space (str.translate is one C pass
+# for ASCII text), joiners at a word's edge are dropped, and split() does the rest.
+_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum() and chr(c) not in "-._"})
+# Joiners after a word and not before one, or before a word and not after one (led by the joiner, so
+# the engine only stops at joiners).
+_EDGE_JOINERS_RE = re.compile(r"[-._](?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens of `text`, in order, lowercased, compound runs merged."""
+    return list(_tokens(text))
+
+
+def canonical(phrase: str) -> str:
+    """One token for a phrase naming one concept (a fact's parent, a dimension, a writer's answer):
+    its tokens joined by underscores, so `Glitch University`, `glitch university` and
+    `glitch_university` are the same concept. Empty when the phrase has no token."""
+    return "_".join(_tokens(phrase))
+
+
+# Cached: a tool loop sends the same history messages on every call.
+@lru_cache(maxsize=256)
+def _tokens(text: str) -> tuple[str, ...]:
+    merged = _merged(text)
+    if merged.isascii():
+        words = _EDGE_JOINERS_RE.sub(" ", merged.translate(_PUNCTUATION)).split()
+    else:
+        words = _WORD_RE.findall(merged)
+    # A word starting with a letter has one; one starting with a digit needs a letter after the digits.
+    return tuple(word for word in words if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
+
+
+@lru_cache(maxsize=256)
+def _merged(text: str) -> str:
+    """`text` with its compound runs merged, lowercased: what tokens and cues are read from."""
+    return _RUN_RE.sub(_join_run, text).lower()
+
+
+def _join_run(match: re.Match) -> str:
+    return _SPACES_RE.sub("_", match.group())
+
+
+# --- cues -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    """A fact a cue states: `concept` IN `parent` in `dimension` (all canonical tokens)."""
+
+    concept: str
+    parent: str
+    dimension: str
+    is_isa: bool
+    confidence: float
+    pattern: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    phrase: str          # the keywords, lowercased, single-spaced
+    is_isa: bool
+    confidence: float    # the seed: "exact keyword cues score higher than positional inference"
+    dimension: str       # the default dimension (ISA's may be replaced by `of {Z}`)
+
+
+EXACT, COPULAR, POSITIONAL = 0.9, 0.8, 0.7
+
+# The seed's tables, in its order. ISA first, then ISPART.
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern("is a", True, COPULAR, "type"),
+    Pattern("is an", True, COPULAR, "type"),
+    Pattern("isa", True, EXACT, "type"),
+    Pattern("is a kind of", True, COPULAR, "type"),
+    Pattern("is a type of", True, COPULAR, "type"),
+    Pattern("is an instance of", True, COPULAR, "type"),
+    Pattern("kind of", True, POSITIONAL, "type"),
+    Pattern("type of", True, POSITIONAL, "type"),
+    Pattern("instance of", True, POSITIONAL, "type"),
+    Pattern("is part of", False, COPULAR, "membership"),
+    Pattern("ispart", False, EXACT, "membership"),
+    Pattern("part of", False, POSITIONAL, "membership"),
+    Pattern("belongs to", False, COPULAR, "membership"),
+    Pattern("is owned by", False, COPULAR, "owned-by"),
+    Pattern("owned by", False, POSITIONAL, "owned-by"),
+    Pattern("member of", False, POSITIONAL, "membership"),
+    Pattern("is a member of", False, COPULAR, "membership"),
+    Pattern("runs on", False, COPULAR, "runs-on"),
+    Pattern("hosted by", False, COPULAR, "runs-on"),
+    Pattern("deployed on", False, COPULAR, "runs-on"),
+    Pattern("contained in", False, COPULAR, "membership"),
+)
+_BY_PHRASE = {pattern.phrase: pattern for pattern in PATTERNS}
+
+# Words that are never the subject or object of a cue: pronouns, articles, determiners, question
+# words, auxiliaries, common prepositions and conjunctions.
+STOP_WORDS = frozenset("""
+a an the this that these those it its it's they them their there here he she him her his hers we us
+our you your i me my mine who whom whose which what when where why how one ones each every any some
+all both either neither none no not nothing something anything everything someone anyone everyone
+is are was were be been being am do does did has have had will would shall should can could may
+might must and or but nor so yet if then than as of in on at by to for from with about into onto
+over under very also just only still even such same other another more most less least much many
+few several own
+""".split())
+
+# The pattern's own nouns are never its object ("gnommoweb is a part of x" is not "is a part").
+NOT_OBJECTS = frozenset({"kind", "type", "instance", "part", "member", "sort"})
+
+_SP = r"[ \t]+"  # cue words are separated by spaces only: punctuation and line breaks end a cue
+_ARTICLE = rf"(?:(?:the|a|an){_SP})?"
+_NAME = rf"{_WORD}{_END}"
+_KEYWORDS = "|".join(re.escape(p.phrase).replace(r"\ ", _SP)
+                     for p in sorted(PATTERNS, key=lambda p: -len(p.phrase)))
+# Read from the merged, lowercased text. Led by the keywords, so the engine only tries at spaces
+# followed by a keyword's first letter; the subject is read backwards from there.
+_CUE_RE = re.compile(
+    rf"[ \t](?=[{''.join(sorted({p.phrase[0] for p in PATTERNS}))}])(?P<kw>{_KEYWORDS}){_SP}{_ARTICLE}"
+    rf"(?P<y>{_NAME})(?:{_SP}of{_SP}{_ARTICLE}(?P<z>{_NAME}))?"
+)
+_SUBJECT_RE = re.compile(rf"(?<![\w.\-]){_NAME}[ \t]*\Z")
+_SUBJECT_WINDOW = 120
+_CUE_WORDS = frozenset(p.phrase.split()[0] for p in PATTERNS)
+
+
+def cues(text: str) -> list[Triple]:
+    """The facts the cue patterns in `text` state, in order of appearance."""
+    return list(_cues(text))
+
+
+@lru_cache(maxsize=256)
+def _cues(text: str) -> tuple[Triple, ...]:
+    if _CUE_WORDS.isdisjoint(_tokens(text)):
+        return ()
+    merged = _merged(text)
+    found = []
+    for match in _CUE_RE.finditer(merged):
+        subject = _SUBJECT_RE.search(merged, max(0, match.start() - _SUBJECT_WINDOW), match.start())
+        if subject is None:
+            continue
+        concept, parent, dimension = subject.group().rstrip(), match["y"], match["z"]
+        if (concept in STOP_WORDS or parent in STOP_WORDS or parent in NOT_OBJECTS or _is_number(concept)
+                or _is_number(parent)):
+            continue
+        pattern = _BY_PHRASE[" ".join(match["kw"].split())]
+        if not (pattern.is_isa and dimension and dimension not in STOP_WORDS and not _is_number(dimension)):
+            dimension = pattern.dimension
+        found.append(Triple(concept=concept, parent=parent, dimension=dimension, is_isa=pattern.is_isa,
+                            confidence=pattern.confidence, pattern=pattern.phrase))
+    return tuple(found)
+
+
+def _is_number(word: str) -> bool:
+    return not word.lstrip(_NUMBER_CHARS)

@@ -1,0 +1,181 @@
+"""The tokeniser and cue scanner against the seed's rules and every row of its pattern tables."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from festinger import text
+from festinger.text import PATTERNS, Triple, canonical, cues, tokenize
+
+# --- tokens ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("given_text", "tokens"), [
+    # the seed's examples
+    ("gnommoweb is a repo of Glitch University", ["gnommoweb", "is", "a", "repo", "of", "glitch_university"]),
+    ("Please update gnommoweb to use FastAPI instead",
+     ["please", "update", "gnommoweb", "to", "use", "fastapi", "instead"]),
+    ("Agent Zero", ["agent_zero"]),
+    ("New York City", ["new_york_city"]),
+    ("the Glitch University", ["the", "glitch_university"]),
+    # a lowercase word, punctuation, a line break or a one-letter word breaks a run
+    ("Glitch the University", ["glitch", "the", "university"]),
+    ("Glitch University, Agent Zero.", ["glitch_university", "agent_zero"]),
+    ("Glitch\nUniversity", ["glitch", "university"]),
+    ("Glitch\t University", ["glitch_university"]),
+    ("A Glitch University", ["a", "glitch_university"]),
+    ("I Robot", ["i", "robot"]),
+    # the cue keywords are never part of a run
+    ("Michigan ISA State", ["michigan", "isa", "state"]),
+    ("Gnommoweb ISPART Glitch University", ["gnommoweb", "ispart", "glitch_university"]),
+    # joiners inside a token stay, punctuation around it goes
+    ("runs-on glitch.university agent0_stack v1.2", ["runs-on", "glitch.university", "agent0_stack", "v1.2"]),
+    ("(gnommoweb), 'repo'; \"docker\"! end.", ["gnommoweb", "repo", "docker", "end"]),
+    ("__init__ -flag- ...dots... a--b", ["init", "flag", "dots", "a--b"]),
+    ("gnommoweb's repo", ["gnommoweb", "s", "repo"]),
+    # no minimum length; numbers alone are not tokens
+    ("a b c 2026 42x 3.14", ["a", "b", "c", "42x"]),
+    # letters beyond ASCII take the same rules
+    ("Straße München Stadt — “gnommoweb”", ["straße_münchen_stadt", "gnommoweb"]),
+    ("", []),
+    ("  ...  ", []),
+])
+def test_tokenize_follows_the_seed_rules(given_text, tokens):
+    assert tokenize(given_text) == tokens
+
+
+@pytest.mark.parametrize(("phrase", "token"), [
+    ("Glitch University", "glitch_university"),
+    ("glitch university", "glitch_university"),
+    ("glitch_university", "glitch_university"),
+    ("  Docker. ", "docker"),
+    ("deployment-type", "deployment-type"),
+    ("!!", ""),
+])
+def test_canonical_makes_one_token_of_a_phrase(phrase, token):
+    assert canonical(phrase) == token
+
+
+_ascii_text = st.lists(st.sampled_from(list("abcXYZ019 \t\n.,-_'()!?:;") + ["ISA ", "Glitch "]),
+                       max_size=60).map("".join)
+
+
+@given(_ascii_text)
+def test_the_ascii_fast_path_tokenises_like_the_regex(sample):
+    merged = text._merged(sample)
+    by_regex = [word for word in text._WORD_RE.findall(merged) if not text._is_number(word)]
+    assert tokenize(sample) == by_regex
+
+
+@given(st.text(max_size=60))
+def test_any_text_tokenises_to_lowercase_words_without_edge_punctuation(sample):
+    for token in tokenize(sample):
+        assert token == token.lower() and token.strip() == token
+        assert token[0].isalnum() and token[-1].isalnum()
+        assert not text._is_number(token)
+
+
+# --- cues: every row of the seed's tables ---------------------------------------------------------------
+
+ISA_ROWS = [
+    ("gnommoweb is a repo", "is a", "gnommoweb", "repo"),
+    ("gnommoweb is an API", "is an", "gnommoweb", "api"),
+    ("gnommoweb ISA repo", "isa", "gnommoweb", "repo"),
+    ("State is a kind of region", "is a kind of", "state", "region"),
+    ("gnommoweb is a type of service", "is a type of", "gnommoweb", "service"),
+    ("dobby is an instance of agent", "is an instance of", "dobby", "agent"),
+    ("gnommoweb kind of repo", "kind of", "gnommoweb", "repo"),
+    ("gnommoweb type of service", "type of", "gnommoweb", "service"),
+    ("dobby instance of agent", "instance of", "dobby", "agent"),
+]
+
+ISPART_ROWS = [
+    ("gnommoweb is part of Glitch University", "is part of", "gnommoweb", "glitch_university", "membership"),
+    ("gnommoweb ISPART glitch_university", "ispart", "gnommoweb", "glitch_university", "membership"),
+    ("gnommoweb part of Agent0", "part of", "gnommoweb", "agent0", "membership"),
+    ("gnommoweb belongs to Glitch University", "belongs to", "gnommoweb", "glitch_university", "membership"),
+    ("gnommoweb is owned by jenstandstad", "is owned by", "gnommoweb", "jenstandstad", "owned-by"),
+    ("gnommoweb owned by jenstandstad", "owned by", "gnommoweb", "jenstandstad", "owned-by"),
+    ("dobby member of agent_pool", "member of", "dobby", "agent_pool", "membership"),
+    ("dobby is a member of agent_pool", "is a member of", "dobby", "agent_pool", "membership"),
+    ("gnommoweb runs on Docker", "runs on", "gnommoweb", "docker", "runs-on"),
+    ("gnommoweb hosted by ramanujan", "hosted by", "gnommoweb", "ramanujan", "runs-on"),
+    ("gnommoweb deployed on Docker", "deployed on", "gnommoweb", "docker", "runs-on"),
+    ("gnommoweb contained in agent0_stack", "contained in", "gnommoweb", "agent0_stack", "membership"),
+]
+
+
+def test_the_tables_cover_every_pattern_of_the_seed():
+    assert {row[1] for row in ISA_ROWS} | {row[1] for row in ISPART_ROWS} == {p.phrase for p in PATTERNS}
+    assert {p.phrase for p in PATTERNS if p.is_isa} == {row[1] for row in ISA_ROWS}
+
+
+@pytest.mark.parametrize(("sentence", "phrase", "concept", "parent"), ISA_ROWS)
+def test_every_isa_pattern_yields_an_isa_triple_in_type(sentence, phrase, concept, parent):
+    (triple,) = cues(sentence)
+    assert (triple.concept, triple.parent, triple.dimension, triple.is_isa, triple.pattern) == (
+        concept, parent, "type", True, phrase)
+
+
+@pytest.mark.parametrize(("sentence", "phrase", "concept", "parent", "dimension"), ISPART_ROWS)
+def test_every_ispart_pattern_yields_an_ispart_triple_in_its_default_dimension(
+        sentence, phrase, concept, parent, dimension):
+    (triple,) = cues(sentence)
+    assert (triple.concept, triple.parent, triple.dimension, triple.is_isa, triple.pattern) == (
+        concept, parent, dimension, False, phrase)
+
+
+@pytest.mark.parametrize(("sentence", "phrase", "concept", "parent"), ISA_ROWS)
+def test_every_isa_pattern_takes_of_z_as_its_dimension(sentence, phrase, concept, parent):
+    (triple,) = cues(sentence + " of Glitch University")
+    assert (triple.concept, triple.parent, triple.dimension, triple.is_isa) == (
+        concept, parent, "glitch_university", True)
+
+
+@pytest.mark.parametrize(("sentence", "phrase", "concept", "parent", "dimension"), ISPART_ROWS)
+def test_of_z_does_not_change_an_ispart_dimension(sentence, phrase, concept, parent, dimension):
+    (triple,) = cues(sentence + " of Glitch University")
+    assert triple.dimension == dimension
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("gnommoweb is a repo of Glitch University",
+     [Triple("gnommoweb", "repo", "glitch_university", True, text.COPULAR, "is a")]),
+    ("Michigan is a state of USA", [Triple("michigan", "state", "usa", True, text.COPULAR, "is a")]),
+    ("Michigan is a state of the USA", [Triple("michigan", "state", "usa", True, text.COPULAR, "is a")]),
+    ("Michigan ISA State", [Triple("michigan", "state", "type", True, text.EXACT, "isa")]),
+    ("dobby instance of agent", [Triple("dobby", "agent", "type", True, text.POSITIONAL, "instance of")]),
+    # an article before the object is skipped; a compound run is one concept on either side
+    ("gnommoweb is part of the Glitch University",
+     [Triple("gnommoweb", "glitch_university", "membership", False, text.COPULAR, "is part of")]),
+    ("Agent Zero is a framework", [Triple("agent_zero", "framework", "type", True, text.COPULAR, "is a")]),
+    # keywords in any case and spacing; punctuation after the object ends it
+    ("gnommoweb   IS A  repo.", [Triple("gnommoweb", "repo", "type", True, text.COPULAR, "is a")]),
+    # two facts in one sentence: the object of the first is the subject of the second
+    ("gnommoweb is a container deployed on Docker", [
+        Triple("gnommoweb", "container", "type", True, text.COPULAR, "is a"),
+        Triple("container", "docker", "runs-on", False, text.COPULAR, "deployed on")]),
+])
+def test_cue_examples(sentence, expected):
+    assert cues(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence", [
+    "This is a problem",              # a pronoun is not a concept
+    "it is an option",
+    "what kind of database",
+    "gnommoweb is a part of agent0",  # the pattern's own noun is not an object
+    "gnommoweb\nis a repo",           # a line break ends a cue
+    "the repo, is a thing",           # so does punctuation
+    "gnommoweb is a 2026",            # a number is not a concept
+    "gnommoweb is",
+    "Please update gnommoweb to use FastAPI instead",
+    "",
+])
+def test_text_without_a_cue_states_no_fact(sentence):
+    assert cues(sentence) == []
+
+
+def test_exact_keywords_score_above_copular_cues_above_positional_ones():
+    assert text.EXACT > text.COPULAR > text.POSITIONAL
+    assert cues("a1 ISA b1")[0].confidence > cues("a1 is a b1")[0].confidence > cues("a1 kind of b1")[0].confidence
