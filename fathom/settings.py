@@ -206,7 +206,7 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
                                f"anthropic, openai-compatible, offline, scripted; got {FATHOM_DEFAULT_MODEL!r}")
 # Classes with before(request) / after(request, completion), run around every model call in order
 # (see fathom.llm.middleware). Apps add theirs here.
-FATHOM_MODEL_MIDDLEWARE: list[str] = []
+FATHOM_MODEL_MIDDLEWARE: list[str] = ["festinger.recollection.RecollectionMiddleware"]
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
 FATHOM_MEDIA_RESOLVER = ""  # set by the app that stores media (the lake)
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)

@@ -1,9 +1,16 @@
-"""Festinger's background work: the resolution job (beat, or an operator's "run now")."""
+"""Festinger's background work: thin tasks, by id and plain JSON, calling the services.
+
+maintenance.festinger_resolution    the resolution job (beat, or an operator's "run now")
+memory.festinger_cues_insert        facts a cue pattern stated (source `inferred`, no threshold)
+memory.festinger_concept_write      the write path for a concept that crossed the write threshold
+maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts into PostgreSQL
+"""
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from festinger.schedules import RESOLUTION_TASK
+from festinger.text import canonical
 
 _TRANSIENT = (OperationalError, InterfaceError)
 
@@ -19,3 +26,48 @@ def resolution(workspace_id: int | None = None, run_id: int | None = None) -> No
     from festinger.resolution import resolution_execute
 
     resolution_execute(workspace_id=workspace_id, run_id=run_id)
+
+
+@shared_task(name="memory.festinger_cues_insert", acks_late=True, reject_on_worker_lost=True,
+             soft_time_limit=60, time_limit=90)
+def festinger_cues_insert(workspace_id: int, triples: list[dict]) -> list[dict]:
+    """Place each triple through the collision check. Running twice is harmless: the same fact
+    again only confirms its edge, or finds its conflict already queued."""
+    from fathom.errors import ApplicationError
+    from fathom.models import Workspace
+    from festinger.models import Conflict
+    from festinger.services import insert_fact
+
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return []
+    outcomes = []
+    for triple in triples:
+        try:
+            placed = insert_fact(workspace, canonical(triple["concept"]), canonical(triple["parent"]),
+                                 canonical(triple["dimension"]), is_isa=bool(triple["is_isa"]),
+                                 confidence=float(triple["confidence"]), source="inferred")
+        except ApplicationError as exc:  # e.g. a concept that would be its own parent
+            outcomes.append({**triple, "outcome": "invalid", "error": exc.message})
+            continue
+        outcomes.append({**triple, "outcome": "conflict" if isinstance(placed, Conflict) else "edge",
+                         "id": placed.pk})
+    return outcomes
+
+
+@shared_task(name="memory.festinger_concept_write", acks_late=True, reject_on_worker_lost=True,
+             soft_time_limit=300, time_limit=360)
+def festinger_concept_write(workspace_id: int, token: str, context: list[str] | None = None) -> dict:
+    """Ask the writer about one concept (guarded: one write per concept at a time, none once known)."""
+    from festinger.writer import concept_write
+
+    return concept_write(workspace_id=workspace_id, token=token, context=context or ())
+
+
+@shared_task(name="maintenance.festinger_counts_flush", acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True, soft_time_limit=60, time_limit=90)
+def festinger_counts_flush() -> dict:
+    """Pushed encounter counts -> PostgreSQL (encounter_count + n), for every workspace."""
+    from festinger.cache import counts_flush
+
+    return {str(workspace_id): n for workspace_id, n in counts_flush().items()}

@@ -50,9 +50,9 @@ _PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isal
 _EDGE_JOINERS_RE = re.compile(r"[-._](?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str) -> tuple[str, ...]:
     """The tokens of `text`, in order, lowercased, compound runs merged."""
-    return list(_tokens(text))
+    return _tokens(text)
 
 
 def canonical(phrase: str) -> str:
@@ -74,9 +74,13 @@ def _tokens(text: str) -> tuple[str, ...]:
     return tuple(word for word in words if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
 
 
+def normalise(text: str) -> str:
+    """`text` with its compound runs merged, lowercased: what tokens and cues are read from."""
+    return _merged(text)
+
+
 @lru_cache(maxsize=256)
 def _merged(text: str) -> str:
-    """`text` with its compound runs merged, lowercased: what tokens and cues are read from."""
     return _RUN_RE.sub(_join_run, text).lower()
 
 
@@ -165,9 +169,9 @@ _SUBJECT_WINDOW = 120
 _CUE_WORDS = frozenset(p.phrase.split()[0] for p in PATTERNS)
 
 
-def cues(text: str) -> list[Triple]:
+def cues(text: str) -> tuple[Triple, ...]:
     """The facts the cue patterns in `text` state, in order of appearance."""
-    return list(_cues(text))
+    return _cues(text)
 
 
 @lru_cache(maxsize=256)

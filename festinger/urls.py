@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from festinger import api
+from festinger import api, recollection_api
 
 urlpatterns = [
     path("festinger/iknowthat", api.IKnowThatView.as_view(), name="festinger-iknowthat"),
@@ -14,4 +14,6 @@ urlpatterns = [
          name="festinger-conflict-dismiss"),
     path("festinger/resolve/run", api.ResolutionRunView.as_view(), name="festinger-resolve-run"),
     path("festinger/resolve/runs/<int:run_id>", api.ResolutionRunDetailView.as_view(), name="festinger-resolve-runs"),
+    path("festinger/recollection", recollection_api.RecollectionView.as_view(), name="festinger-recollection"),
+    path("festinger/reload", recollection_api.ReloadView.as_view(), name="festinger-reload"),
 ]

@@ -1,0 +1,474 @@
+"""Festinger's in-memory world model (seed 002, "In-Memory Cache Layer"), per process, per workspace.
+
+`world(workspace_id)` is the workspace's `World`, loaded from PostgreSQL at first use. It holds the
+seed's structures: `soas_by_token`, `soas_by_id`, `urd_by_concept`, `urd_by_concept_dim` and
+`pending_conflicts` (here the (concept id, dimension id) pairs with a pending conflict, so the `?`
+marks the contested dimension only). Reads touch nothing but these dicts, after one Redis round
+trip per read (`World.sync`):
+
+- Coherence. Every committed change to the graph ends in `note_write(workspace_id)` (festinger's
+  services call it on commit), which INCRs the workspace's version key. `sync` reads the key on every
+  read; a process whose version differs reloads the graph (edges, pending conflicts, new concepts,
+  configuration) before it answers, so a write in one process is seen by every other one at its next
+  read. A check per read rather than per interval: an interval would let a process serve a fact the
+  resolution job has already removed, and the check costs one pipelined round trip to Redis.
+- Encounter counts. Counting is in memory (a Counter per world). At most every PUSH_SECONDS, in the
+  same round trip as the version check, the counts not yet pushed are added to a Redis hash with
+  HINCRBY (atomic: many processes can count the same token); at process exit the rest is pushed.
+  The beat entry `maintenance.festinger_counts_flush` (every 30 s) moves the hash into PostgreSQL
+  with `encounter_count = encounter_count + n`, never read-modify-write, and publishes the new totals
+  so every process's view of a token's count includes what the others counted.
+
+A workspace without a world (no WorldConfig row: never bootstrapped) is dormant: its model calls
+are not enriched and its tokens not counted, since without the dictionary every English word would
+look salient. Any fact, `fathom festinger bootstrap` or the admin bootstraps it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from celery import signals
+from django.db import connection, transaction
+
+from fathom.redis_client import get_redis
+
+log = logging.getLogger(__name__)
+
+PUSH_SECONDS = 5.0          # how long counts may wait in a process before they go to Redis
+DORMANT_RECHECK_SECONDS = 30.0
+FLUSH_LOCK_SECONDS = 120
+
+_VERSION = "festinger:{ws}:version"    # bumped by every graph write
+_COUNTS = "festinger:{ws}:counts"      # token -> count pushed by processes, waiting for the flush
+_DRAINING = "festinger:{ws}:counts:draining"
+_TOTALS = "festinger:{ws}:totals"      # token -> "<concept id>:<encounter_count>" as of the last flush
+_FLUSHED = "festinger:{ws}:flushed"    # bumped by every flush
+_COUNTING = "festinger:counting"       # workspaces that ever pushed counts
+_FLUSH_LOCK = "festinger:flush:lock"
+
+_PUSH_SCRIPT = """
+for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+"""
+# Take what was pushed (unless a failed flush left a batch behind, which goes first).
+_DRAIN_SCRIPT = """
+if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RENAME', KEYS[1], KEYS[2])
+end
+return redis.call('HGETALL', KEYS[2])
+"""
+
+
+@dataclass(slots=True)
+class SoasRow:
+    """A concept as the cache holds it; `encounter_count` is PostgreSQL's as last seen here."""
+
+    id: int
+    token: str
+    encounter_count: int
+    novelty: float
+    is_common: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UrdEdge:
+    """An edge with its tokens pre-joined (the canonical recollection query's row)."""
+
+    concept_id: int
+    parent_id: int
+    dim_id: int
+    parent: str
+    dimension: str
+    is_isa: bool
+    confidence: float
+    confirmed: float        # last_confirmed, epoch seconds
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The workspace's WorldConfig as the read path needs it."""
+
+    read_threshold: float = 0.5
+    write_threshold: float = 1.2
+    confidence_floor: float = 0.6
+    recency_days: int = 90
+    max_concepts: int = 20
+    writer_role: str = "writer"
+    resolver_role: str = "resolver"
+
+    @property
+    def read_count(self) -> float:
+        """Saliency is ln(encounter_count): the count at which a concept reaches the read threshold."""
+        return math.exp(self.read_threshold)
+
+    @property
+    def write_count(self) -> float:
+        return math.exp(self.write_threshold)
+
+
+def saliency(count: int) -> float:
+    """The seed's log-scaled encounter saliency: ln(count), 0 for a first encounter (Test A: log(1))."""
+    return math.log(count) if count > 1 else 0.0
+
+
+class World:
+    """One workspace's world model in this process (see the module docstring)."""
+
+    def __init__(self, workspace_id: int):
+        self.workspace_id = workspace_id
+        self.settings = Settings()
+        self.soas_by_token: dict[str, SoasRow] = {}
+        self.soas_by_id: dict[int, str] = {}
+        self.urd_by_concept: dict[int, tuple[UrdEdge, ...]] = {}
+        self.urd_by_concept_dim: dict[tuple[int, int], UrdEdge] = {}
+        self.pending_conflicts: set[tuple[int, int]] = set()
+        self.dimensions: dict[int, str] = {}
+        self.dictionary: frozenset[str] = frozenset()  # the pre-seeded common words
+        self.common: frozenset[str] = frozenset()   # tokens whose saliency stays 0
+        self.counted: Counter = Counter()            # encounters counted here since the row's count
+        self.unpushed: Counter = Counter()           # encounters not yet in Redis
+        self.write_requested: set[str] = set()       # concepts this process asked the writer about
+        self.version: str | None = None
+        self.flushed: str | None = None
+        self.last_push = time.monotonic()
+        self.loaded_at = 0.0
+        self._lock = threading.Lock()
+
+    # --- the read path ------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """One Redis round trip: read the versions (and push counts when due); reload what changed."""
+        keys = {"ws": self.workspace_id}
+        redis = get_redis()
+        pipe = redis.pipeline(transaction=False)
+        pipe.get(_VERSION.format(**keys))
+        pipe.get(_FLUSHED.format(**keys))
+        pushing = time.monotonic() - self.last_push >= PUSH_SECONDS and self.unpushed
+        if pushing:
+            pipe.eval(_PUSH_SCRIPT, 2, _COUNTS.format(**keys), _COUNTING, *self._take_unpushed())
+        version, flushed, *_ = pipe.execute()
+        if version != self.version:
+            with self._lock:
+                if version != self.version:
+                    self._reload_graph()
+                    self.version = version
+        if flushed != self.flushed:
+            with self._lock:
+                if flushed != self.flushed:
+                    self._refresh_counts()
+                    self.flushed = flushed
+
+    def count(self, tokens) -> None:
+        """Count one encounter of each token (tokens may repeat)."""
+        self.counted.update(tokens)
+        self.unpushed.update(tokens)
+
+    def encounters(self, token: str) -> int:
+        row = self.soas_by_token.get(token)
+        return (row.encounter_count if row is not None else 0) + self.counted.get(token, 0)
+
+    def saliency(self, token: str) -> float:
+        if token in self.common:
+            return 0.0
+        return saliency(self.encounters(token))
+
+    def salient(self, tokens) -> list[tuple[str, float]]:
+        """(token, saliency) for the tokens at or above the read threshold, most salient first."""
+        threshold = self.settings.read_count
+        found = []
+        rows, counted = self.soas_by_token.get, self.counted.get
+        for token in set(tokens).difference(self.common):
+            row = rows(token)
+            n = (row.encounter_count if row is not None else 0) + counted(token, 0)
+            if n >= threshold:
+                found.append((token, saliency(n)))
+        found.sort(key=lambda pair: -pair[1])
+        return found
+
+    def to_write(self, salient: list[tuple[str, float]]) -> list[str]:
+        """The salient tokens that crossed the write threshold and were never written (novelty 0),
+        each returned once per process: the write task takes them from there."""
+        threshold = self.settings.write_threshold
+        found = []
+        for token, value in salient:
+            if value < threshold or token in self.write_requested:
+                continue
+            row = self.soas_by_token.get(token)
+            if row is None or row.novelty == 0:
+                self.write_requested.add(token)
+                found.append(token)
+        return found
+
+    def edges(self, token: str) -> tuple[UrdEdge, ...]:
+        row = self.soas_by_token.get(token)
+        return self.urd_by_concept.get(row.id, ()) if row is not None else ()
+
+    def concept_id(self, token: str) -> int | None:
+        row = self.soas_by_token.get(token)
+        return row.id if row is not None else None
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Everything, from PostgreSQL (first use and the operator's reload)."""
+        from festinger.models import Concept
+
+        rows = Concept.objects.filter(workspace_id=self.workspace_id).values_list(
+            "id", "token", "encounter_count", "novelty", "is_common")
+        soas = {token: SoasRow(pk, token, count, novelty, common) for pk, token, count, novelty, common in rows}
+        with self._lock:
+            self.soas_by_token = soas
+            self.soas_by_id = {row.id: token for token, row in soas.items()}
+            self.dictionary = frozenset(token for token, row in soas.items() if row.is_common)
+            self.counted = Counter(self.unpushed)
+            self._reload_graph()
+            self.loaded_at = time.time()
+
+    def _reload_graph(self) -> None:
+        from festinger.models import Concept, Conflict, ConflictStatus, Edge, WorldConfig
+
+        config = WorldConfig.objects.filter(workspace_id=self.workspace_id).first()
+        if config is not None:
+            self.settings = Settings(
+                read_threshold=config.saliency_read_threshold, write_threshold=config.saliency_write_threshold,
+                confidence_floor=config.recollection_confidence_floor,
+                recency_days=config.recollection_recency_days, max_concepts=config.recollection_max_concepts,
+                writer_role=config.writer_role, resolver_role=config.resolver_role)
+        rows = Edge.objects.filter(workspace_id=self.workspace_id).values_list(
+            "concept_id", "concept__token", "parent_id", "parent__token", "dimension_id", "dimension__token",
+            "is_isa", "confidence", "last_confirmed", "source").order_by("concept_id", "-dimension_id")
+        by_concept: dict[int, list[UrdEdge]] = {}
+        by_concept_dim: dict[tuple[int, int], UrdEdge] = {}
+        dimensions: dict[int, str] = {}
+        known: set[str] = set()
+        tokens: dict[int, str] = {}
+        for concept_id, token, parent_id, parent, dim_id, dimension, is_isa, confidence, confirmed, source in rows:
+            edge = UrdEdge(concept_id, parent_id, dim_id, parent, dimension, is_isa, confidence,
+                           confirmed.timestamp(), source)
+            by_concept_dim[(concept_id, dim_id)] = edge
+            tokens[concept_id] = token
+            if concept_id == parent_id == dim_id:
+                dimensions[dim_id] = dimension
+                continue
+            by_concept.setdefault(concept_id, []).append(edge)
+            known.add(token)
+        missing = [pk for pk in tokens if pk not in self.soas_by_id]
+        for pk, token, count, novelty, common in Concept.objects.filter(pk__in=missing).values_list(
+                "id", "token", "encounter_count", "novelty", "is_common"):
+            self.soas_by_token[token] = SoasRow(pk, token, count, novelty, common)
+            self.soas_by_id[pk] = token
+            if common:
+                self.dictionary |= {token}
+        pending = set(Conflict.objects.filter(workspace_id=self.workspace_id, status=ConflictStatus.PENDING)
+                      .values_list("concept_id", "dimension_id"))
+        # A dictionary word stays at saliency 0 until the world knows something about it.
+        common = self.dictionary.difference(known)
+        self.urd_by_concept = {pk: tuple(edges) for pk, edges in by_concept.items()}
+        self.urd_by_concept_dim = by_concept_dim
+        self.dimensions = dimensions
+        self.pending_conflicts = pending
+        self.common = common
+
+    def _refresh_counts(self) -> None:
+        """Take the totals of the last flush: the counts every process pushed until then."""
+        totals = get_redis().hgetall(_TOTALS.format(ws=self.workspace_id))
+        for token, total in totals.items():
+            pk, count = (int(part) for part in total.split(":"))
+            row = self.soas_by_token.get(token)
+            if row is None:  # first flushed since the load
+                self.soas_by_token[token] = SoasRow(pk, token, count, 0.0, False)
+                self.soas_by_id[pk] = token
+            else:
+                row.encounter_count = count
+            # What this process counted is now in the total, except what it has not pushed yet.
+            self.counted[token] = self.unpushed.get(token, 0)
+
+    def _take_unpushed(self) -> list:
+        taken, self.unpushed = self.unpushed, Counter()
+        self.last_push = time.monotonic()
+        args = [self.workspace_id]
+        for token, n in taken.items():
+            args += (token, n)
+        return args
+
+    def push(self) -> None:
+        """Push every count not yet in Redis (at exit, and in tests)."""
+        if not self.unpushed:
+            return
+        get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING, *self._take_unpushed())
+
+
+# --- the registry of this process's worlds ---------------------------------------------------------
+
+_worlds: dict[int, World] = {}
+_dormant: dict[int, float] = {}    # workspace id -> when to look again
+_registry_lock = threading.Lock()
+
+
+def world(workspace_id: int) -> World | None:
+    """The workspace's World, synced with every other process; None while the workspace is dormant."""
+    found = _worlds.get(workspace_id)
+    if found is None:
+        found = _load(workspace_id)
+        if found is None:
+            return None
+    found.sync()
+    return found
+
+
+def _load(workspace_id: int) -> World | None:
+    from festinger.models import WorldConfig
+
+    if _dormant.get(workspace_id, 0) > time.monotonic():
+        return None
+    with _registry_lock:
+        if workspace_id in _worlds:
+            return _worlds[workspace_id]
+        if not WorldConfig.objects.filter(workspace_id=workspace_id).exists():
+            _dormant[workspace_id] = time.monotonic() + DORMANT_RECHECK_SECONDS
+            return None
+        _dormant.pop(workspace_id, None)
+        loaded = World(workspace_id)
+        loaded.version = get_redis().get(_VERSION.format(ws=workspace_id))
+        loaded.flushed = get_redis().get(_FLUSHED.format(ws=workspace_id))
+        loaded.load()
+        _worlds[workspace_id] = loaded
+        return loaded
+
+
+def note_write(workspace_id: int) -> None:
+    """A write to the workspace's graph committed: every process reloads before its next read."""
+    get_redis().incr(_VERSION.format(ws=workspace_id))
+    _dormant.pop(workspace_id, None)
+
+
+def world_reload(workspace_id: int) -> World | None:
+    """The operator's reload: this process reloads everything now, every other one before its next read."""
+    _dormant.pop(workspace_id, None)
+    note_write(workspace_id)
+    loaded = _worlds.get(workspace_id)
+    if loaded is None:
+        return world(workspace_id)
+    loaded.version = get_redis().get(_VERSION.format(ws=workspace_id))
+    loaded.load()
+    return loaded
+
+
+def forget(workspace_id: int | None = None) -> None:
+    """Drop cached worlds (all of them by default), pushing their counts first."""
+    for pk in list(_worlds) if workspace_id is None else [workspace_id]:
+        found = _worlds.pop(pk, None)
+        if found is not None:
+            found.push()
+        _dormant.pop(pk, None)
+
+
+def push_all() -> None:
+    """Push every world's unpushed counts to Redis: at process exit, so no count is lost."""
+    for found in list(_worlds.values()):
+        try:
+            found.push()
+        except Exception:  # exiting: Redis may be gone; say so rather than fail the exit
+            log.exception("festinger: could not push the counts of workspace %s", found.workspace_id)
+
+
+atexit.register(push_all)
+
+
+@signals.worker_process_shutdown.connect
+def _push_at_worker_exit(**_kwargs):
+    push_all()
+
+
+# --- the flush: Redis -> PostgreSQL (the beat entry's work) -----------------------------------------
+
+_UPSERT = """
+INSERT INTO festinger_concept (workspace_id, token, encounter_count, last_seen, saliency, novelty, is_common,
+                               created_at)
+SELECT %s, t.token, t.n, now(), CASE WHEN t.n > 1 THEN ln(t.n::float8) ELSE 0 END, 0, false, now()
+FROM unnest(%s::text[], %s::bigint[]) AS t(token, n)
+ON CONFLICT (workspace_id, token) DO UPDATE SET
+    encounter_count = festinger_concept.encounter_count + EXCLUDED.encounter_count,
+    last_seen = EXCLUDED.last_seen,
+    saliency = CASE
+        WHEN festinger_concept.is_common AND NOT EXISTS (
+            SELECT 1 FROM festinger_edge e WHERE e.concept_id = festinger_concept.id AND e.parent_id <> e.concept_id)
+        THEN 0
+        ELSE ln(greatest(festinger_concept.encounter_count + EXCLUDED.encounter_count, 1)::float8) END
+RETURNING token, id, encounter_count
+"""
+
+
+def counts_flush() -> dict[int, int]:
+    """Add every workspace's pushed counts to PostgreSQL; returns {workspace id: tokens flushed}.
+    One flush at a time (a Redis lock): a batch is read once, added once, then deleted."""
+    from fathom.models import Workspace
+    from festinger.models import TOKEN_MAX_LENGTH
+
+    redis = get_redis()
+    if not redis.set(_FLUSH_LOCK, "1", nx=True, ex=FLUSH_LOCK_SECONDS):
+        return {}
+    flushed = {}
+    try:
+        for member in redis.smembers(_COUNTING):
+            workspace_id = int(member)
+            keys = {"ws": workspace_id}
+            raw = redis.eval(_DRAIN_SCRIPT, 2, _COUNTS.format(**keys), _DRAINING.format(**keys))
+            if not raw:
+                continue
+            batch = {}
+            for token, n in zip(raw[::2], raw[1::2], strict=True):
+                if len(token) <= TOKEN_MAX_LENGTH:
+                    batch[token] = int(n)
+            totals = {}
+            if batch and Workspace.objects.filter(pk=workspace_id).exists():
+                tokens = sorted(batch)  # one lock order for concurrent upserts
+                with transaction.atomic(), connection.cursor() as cursor:
+                    cursor.execute(_UPSERT, [workspace_id, tokens, [batch[t] for t in tokens]])
+                    totals = {token: f"{pk}:{count}" for token, pk, count in cursor.fetchall()}
+            pipe = redis.pipeline()
+            pipe.delete(_DRAINING.format(**keys), _TOTALS.format(**keys))
+            if totals:
+                pipe.hset(_TOTALS.format(**keys), mapping=totals)
+            pipe.incr(_FLUSHED.format(**keys))
+            pipe.execute()
+            flushed[workspace_id] = len(totals)
+    finally:
+        redis.delete(_FLUSH_LOCK)
+    return flushed
+
+
+
+# --- the beat entry ---------------------------------------------------------------------------------
+
+FLUSH_TASK = "maintenance.festinger_counts_flush"
+
+
+def counts_flush_schedule_ensure(*, every_seconds: int = 30, periodic_task_model=None, interval_model=None):
+    """The flush's beat entry exists (an operator's edits in admin are kept: only a missing one is made)."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    periodic_task_model = periodic_task_model or PeriodicTask
+    interval_model = interval_model or IntervalSchedule
+    interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
+    task, _ = periodic_task_model.objects.get_or_create(
+        name=FLUSH_TASK,
+        defaults={
+            "task": FLUSH_TASK,
+            "interval": interval,
+            "queue": "maintenance",
+            "expire_seconds": every_seconds * 2,
+            "description": "Every 30 s: adds the encounter counts every process pushed to Redis to "
+                           "Festinger's concepts in PostgreSQL (encounter_count + n), and publishes the totals.",
+        },
+    )
+    return task

@@ -1,0 +1,218 @@
+"""Recollections (seed 002, "Reading — spontaneous prompt enrichment"): what the world model knows
+about the salient concepts of a text, as a `<recollection>` block at the start of the system message.
+
+`recollection_for(workspace_id=..., text=...)` is the service (REST and the proxy call it);
+`RecollectionMiddleware` runs it around every model call (settings.FATHOM_MODEL_MIDDLEWARE), so a
+fire's calls and a proxied request get the same treatment. Per call, from the cache only:
+
+1. tokenise the text; count each token's encounter (saliency = ln(encounter_count));
+2. for each concept at or above the read threshold, the canonical recollection query's semantics:
+   the concept's own edges (depth 1), confidence >= the floor, confirmed within the recency window,
+   dimensions in descending id order; `[dim?]` where a conflict is pending in that dimension;
+3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
+4. the cue patterns of the text become facts (source `inferred`, no threshold) and concepts that
+   crossed the write threshold go to the writer: both on the `memory` queue, never on this path.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+from django.db import transaction
+
+from festinger import cache
+from festinger.text import Triple, cues, normalise, tokenize
+
+ZERO_HIT = ("? {token}: no recollection. If not a typo, store it before proceeding:\n"
+            "  gutask iknowthat '{token} -isa <parent> in context of <dimension>'\n"
+            "  gutask iknowthat '{token} -ispart <system> in context of <dimension>'")
+# A cue restating a fact the world holds is sent again (it confirms the edge) at most this often.
+RECONFIRM_SECONDS = 24 * 3600
+_RECENT_CUES_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class Recollection:
+    """What a text recalls. `block` is empty when there is nothing to inject."""
+
+    block: str = ""
+    recalled: tuple[str, ...] = ()     # concepts rendered with their edges
+    unknown: tuple[str, ...] = ()      # salient concepts the world has no edge for (zero hits)
+    salient: tuple[tuple[str, float], ...] = ()
+    to_write: tuple[str, ...] = ()     # concepts sent to the writer by this call
+    cues: tuple[Triple, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        return {"block": self.block, "recalled": list(self.recalled), "unknown": list(self.unknown),
+                "salient": [{"token": token, "saliency": round(value, 4)} for token, value in self.salient]}
+
+
+def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=None, learn: bool = True) -> Recollection:
+    """The recollection for `text` (or several `texts`). `counted` are the texts whose tokens count as
+    encounters (default: all of them); with `learn=False` nothing is counted, written or queued: the
+    block as it would be injected now (the REST preview)."""
+    world = cache.world(workspace_id)
+    if world is None:
+        return Recollection()
+    texts = [text, *texts] if text else list(texts)
+    return recollect(world, texts, texts if counted is None else counted, learn=learn)
+
+
+def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Recollection:
+    """`recollection_for` on a synced World."""
+    read: set[str] = set()
+    for item in texts:
+        read.update(tokenize(item))
+    if learn:
+        for item in counted:
+            world.count(tokenize(item))
+    salient = world.salient(read)
+    to_write = world.to_write(salient) if learn else []
+    triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
+    block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
+    recollection = Recollection(block=block, recalled=recalled, unknown=unknown, salient=tuple(salient),
+                                to_write=tuple(to_write), cues=triples)
+    if learn:
+        _enqueue(world, recollection, texts=counted)
+    return recollection
+
+
+def render(world: cache.World, salient, now: float | None = None) -> tuple[str, tuple, tuple]:
+    """The `<recollection>` block for these (token, saliency) pairs: concepts with edges first, in the
+    order given, then the zero hits. Dimensions themselves are never listed."""
+    settings = world.settings
+    now = time.time() if now is None else now
+    cutoff = now - settings.recency_days * 86400
+    floor = settings.confidence_floor
+    pending = world.pending_conflicts
+    hits, recalled, unknown = [], [], []
+    for token, _value in salient:
+        concept_id = world.concept_id(token)
+        if concept_id in world.dimensions:
+            continue
+        edges = world.urd_by_concept.get(concept_id, ()) if concept_id is not None else ()
+        if not edges:
+            unknown.append(token)
+            continue
+        parts = [f"[{edge.dimension}{'?' if (concept_id, edge.dim_id) in pending else ''}] {edge.parent}"
+                 for edge in edges if edge.confidence >= floor and edge.confirmed >= cutoff]
+        if parts:
+            hits.append(f"{token}: {' '.join(parts)}")
+            recalled.append(token)
+    if not hits and not unknown:
+        return "", (), ()
+    lines = hits + [ZERO_HIT.format(token=token) for token in unknown]
+    return "<recollection>\n" + "\n".join(lines) + "\n</recollection>", tuple(recalled), tuple(unknown)
+
+
+def inject(messages: list, block: str) -> list:
+    """The messages with `block` prepended to the first system message, or as a new system message
+    at position 0 when there is none (the seed's injection position)."""
+    from fathom.llm.types import Message
+
+    if not block:
+        return messages
+    for index, message in enumerate(messages):
+        if message.role == "system":
+            content = f"{block}\n\n{message.content}" if message.content else block
+            return [*messages[:index], replace(message, content=content), *messages[index + 1:]]
+    return [Message.system(block), *messages]
+
+
+class RecollectionMiddleware:
+    """Model middleware (fathom.llm.middleware): enriches every call of a workspace whose world exists
+    with its recollection, and learns from the call: the messages new since the model last spoke
+    (before) and its reply (after) count as encounters and are scanned for cues. The writer's and
+    resolver's own calls are left alone (they are Festinger talking to itself)."""
+
+    def before(self, request):
+        world = cache.world(request.workspace_id)
+        if world is None or request.role in (world.settings.writer_role, world.settings.resolver_role):
+            return None
+        texts = [message.content for message in request.messages if message.content]
+        recollection = recollect(world, texts, [m.content for m in _new_messages(request.messages) if m.content])
+        request.messages = inject(request.messages, recollection.block)
+        request.metadata["festinger"] = {"recalled": list(recollection.recalled),
+                                         "unknown": list(recollection.unknown), "cues": len(recollection.cues),
+                                         "to_write": list(recollection.to_write)}
+        return None
+
+    def after(self, request, completion):
+        if "festinger" not in request.metadata or not completion.text:
+            return None
+        world = cache.world(request.workspace_id)
+        if world is not None:
+            world.count(tokenize(completion.text))
+            triples = cues(completion.text)
+            if triples:
+                _enqueue(world, Recollection(cues=triples), texts=[completion.text])
+        return None
+
+
+def _new_messages(messages) -> list:
+    """The messages after the last assistant message: what this call adds to the conversation."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant":
+            return messages[index + 1:]
+    return list(messages)
+
+
+# --- to the memory queue -----------------------------------------------------------------------------
+
+_recent_cues: dict[tuple, float] = {}
+
+
+def _enqueue(world: cache.World, recollection: Recollection, *, texts) -> None:
+    triples = [triple for triple in recollection.cues if _is_news(world, triple)]
+    writes = list(recollection.to_write)
+    if not triples and not writes:
+        return
+    from festinger.tasks import festinger_concept_write, festinger_cues_insert
+
+    workspace_id = world.workspace_id
+    contexts = {token: _context(token, texts) for token in writes}
+
+    def send():
+        if triples:
+            festinger_cues_insert.delay(workspace_id, [_as_dict(triple) for triple in triples])
+        for token in writes:
+            festinger_concept_write.delay(workspace_id, token, contexts[token])
+
+    transaction.on_commit(send)
+
+
+def _is_news(world: cache.World, triple: Triple) -> bool:
+    """False for a fact the world holds, confirmed recently, or one sent a moment ago by this process."""
+    now = time.time()
+    key = (world.workspace_id, triple.concept, triple.parent, triple.dimension, triple.is_isa)
+    if _recent_cues.get(key, 0) > now - RECONFIRM_SECONDS:
+        return False
+    concept_id, dimension_id = world.concept_id(triple.concept), world.concept_id(triple.dimension)
+    held = world.urd_by_concept_dim.get((concept_id, dimension_id))
+    if (held is not None and held.parent == triple.parent and held.is_isa == triple.is_isa
+            and held.confirmed > now - RECONFIRM_SECONDS):
+        return False
+    if len(_recent_cues) >= _RECENT_CUES_MAX:
+        _recent_cues.clear()
+    _recent_cues[key] = now
+    return True
+
+
+def _context(token: str, texts, *, limit: int = 3, width: int = 300) -> list[str]:
+    """Up to `limit` snippets of the texts around the token, for the writer."""
+    snippets = []
+    for item in texts:
+        merged = normalise(item)
+        at = merged.find(token)
+        if at >= 0:
+            start = max(0, at - width // 2)
+            snippets.append(item[start:start + width].strip())
+            if len(snippets) >= limit:
+                break
+    return snippets
+
+
+def _as_dict(triple: Triple) -> dict:
+    return {"concept": triple.concept, "parent": triple.parent, "dimension": triple.dimension,
+            "is_isa": triple.is_isa, "confidence": triple.confidence}

@@ -1,0 +1,128 @@
+"""The cache across processes: a write in one process is read by another at its next read, and
+encounter counts from several processes reach PostgreSQL without losing one."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from django_celery_beat.models import PeriodicTask
+
+from festinger import cache
+from festinger.models import Concept, Edge
+from festinger.services import edge_remove, insert_fact, world_ensure
+from tests.conftest import REPO_ROOT, worker_env
+
+pytestmark = [pytest.mark.slow]
+
+# A second process with Django set up against the same database and Redis, reading and counting on
+# command from stdin.
+PROCESS = """
+import json, os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fathom.settings")
+import django
+django.setup()
+from festinger.recollection import recollection_for
+workspace_id = int(sys.argv[1])
+for line in sys.stdin:
+    command, _, text = line.rstrip("\\n").partition(" ")
+    if command == "read":
+        print(json.dumps(recollection_for(workspace_id=workspace_id, text=text, learn=False).block), flush=True)
+    elif command == "count":
+        recollection_for(workspace_id=workspace_id, text=text)
+        print("null", flush=True)
+"""
+
+
+class OtherProcess:
+    def __init__(self, workspace_id):
+        self.process = subprocess.Popen([sys.executable, "-c", PROCESS, str(workspace_id)], cwd=REPO_ROOT,
+                                        env=worker_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send(self, command, text):
+        self.process.stdin.write(f"{command} {text}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def exit(self):
+        self.process.stdin.close()
+        assert self.process.wait(timeout=60) == 0
+
+
+@pytest.fixture
+def world(transactional_db, workspace):
+    world_ensure(workspace=workspace)
+    Concept.objects.update_or_create(workspace=workspace, token="gnommoweb", defaults={"encounter_count": 10})
+    yield workspace
+    cache.forget(workspace.pk)
+
+
+def test_a_write_in_one_process_is_read_by_another_at_its_next_read(world):
+    other = OtherProcess(world.pk)
+    try:
+        assert other.send("read", "gnommoweb").startswith("<recollection>\n? gnommoweb: no recollection")
+
+        edge = insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+        assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type] repo\n</recollection>"
+
+        insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
+        assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type?] repo\n</recollection>"
+
+        edge_remove(edge=Edge.objects.get(pk=edge.pk), reason="test", actor="operator:test")
+        assert other.send("read", "gnommoweb").startswith("<recollection>\n? gnommoweb: no recollection")
+    finally:
+        other.exit()
+
+
+def test_the_migration_makes_the_flush_a_beat_entry_every_30_seconds_and_keeps_an_operators_edit(db):
+    from importlib import import_module
+
+    from django.apps import apps
+    from django_celery_beat.models import IntervalSchedule
+
+    migration = import_module("festinger.migrations.0002_counts_flush_schedule")
+    PeriodicTask.objects.filter(task=cache.FLUSH_TASK).delete()
+
+    migration.create_flush_schedule(apps, None)
+    entry = PeriodicTask.objects.get(task=cache.FLUSH_TASK)
+    assert (entry.interval.every, entry.interval.period, entry.enabled, entry.queue) == (
+        30, "seconds", True, "maintenance")
+
+    entry.interval = IntervalSchedule.objects.get_or_create(every=60, period="seconds")[0]
+    entry.save()
+    migration.create_flush_schedule(apps, None)
+    assert PeriodicTask.objects.get(task=cache.FLUSH_TASK).interval.every == 60
+
+
+@pytest.mark.worker
+def test_counts_from_several_processes_reach_the_database_without_losing_one(world, celery_worker):
+    others = [OtherProcess(world.pk) for _ in range(3)]
+    try:
+        for _round in range(4):
+            for other in others:
+                other.send("count", " ".join(["zorblax"] * 25) + " gnommoweb")
+    finally:
+        for other in others:
+            other.exit()  # pushes what it counted
+    from festinger.recollection import recollection_for
+
+    recollection_for(workspace_id=world.pk, text="zorblax zorblax gnommoweb")
+    cache.push_all()
+
+    from fathom.celery import app
+
+    app.send_task("maintenance.festinger_counts_flush")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        counts = dict(Concept.objects.filter(workspace=world, token__in=["zorblax", "gnommoweb"])
+                      .values_list("token", "encounter_count"))
+        if counts.get("zorblax") == 3 * 4 * 25 + 2:
+            break
+        time.sleep(0.2)
+    assert counts == {"zorblax": 302, "gnommoweb": 10 + 3 * 4 + 1}
+    assert Concept.objects.get(workspace=world, token="zorblax").saliency == pytest.approx(5.7104, abs=1e-3)
+
+    # A second flush has nothing left to add.
+    assert world.pk not in cache.counts_flush()
+    assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 302
