@@ -107,3 +107,19 @@ def test_the_calculator_does_arithmetic(expression, expected):
 def test_the_calculator_refuses_anything_else(expression):
     with pytest.raises(ValueError):
         calculate(expression)
+
+
+def test_a_registry_model_answers_with_its_stored_key_which_is_never_printed(workspace, wire):
+    from fathom.llm.services import model_create
+
+    model_create(name="wired", provider="openai-compatible", model="llama-test", base_url=wire.url + "/v1",
+                 api_key=KEY, input_price_per_mtok=1, output_price_per_mtok=1)
+    call = {"id": "call_1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "1+1"}'}}
+    wire.respond(200, chat(None, tool_calls=[call], finish="tool_calls", usage=(1000, 0, 0)))
+    wire.respond(200, chat("Two.", usage=(1000, 1000, 0)))
+
+    output = run("--registry", "wired", "--workspace", workspace.slug)
+
+    assert output.splitlines()[0] == "reply: Two."
+    assert "openai-compatible:llama-test" in output and "$0.003000" in output  # 3,000 tokens at $1 / 1M
+    assert wire.requests[0][2]["authorization"] == f"Bearer {KEY}" and KEY not in output and KEY[-4:] not in output

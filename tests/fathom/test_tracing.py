@@ -99,6 +99,14 @@ def test_a_sequence_of_model_and_tool_calls_is_a_complete_trace(workspace, scrip
     assert (last.input_tokens, last.output_tokens, last.provider) == (7, 2, "scripted")
     assert last.call_id == chunks[-1].completion.call_id
     assert llm[0].payload["last_user"] == "q" and llm[0].payload["tools"] == ["search"]
+    # Every span has exactly one start and one end event, under the right parent.
+    spans = {}
+    for row in rows:
+        spans.setdefault(row.span_id, []).append(row)
+    assert all(len(pair) == 2 and pair[0].parent_span_id == pair[1].parent_span_id for pair in spans.values())
+    tool = [r for r in rows if r.name == "worker.tool"]
+    assert tool[0].parent_span_id == root.span_id and tool[1].status == "ok"
+    assert len({r.span_id for r in llm}) == 3 and root.span_id not in {r.span_id for r in llm}
 
 
 def test_a_model_call_outside_any_span_is_its_own_trace(workspace, scripted_llm):
@@ -116,3 +124,17 @@ def test_the_writer_fills_every_column_of_the_table():
 
     fields = {f.column for f in TraceEvent._meta.concrete_fields if not f.primary_key}
     assert sorted(COLUMNS) == sorted(fields)
+
+
+def test_a_model_call_made_by_a_tool_is_the_tools_child(workspace, scripted_llm):
+    scripted_llm.reply("inner answer")
+
+    with span("trace.prompt", workspace=workspace, actor_id="fire:2") as root:
+        with span("fire.turn") as turn:
+            with span("worker.tool", call_id="c1", tool="ask") as tool:
+                inner = complete(workspace=workspace, role="verifier", messages=[Message.user("?")])
+
+    parents = {r.name: r.parent_span_id for r in events(root.trace_id) if r.status}
+    assert parents == {"llm.call": tool.span_id, "worker.tool": turn.span_id, "fire.turn": root.span_id,
+                       "trace.prompt": ""}
+    assert inner.trace_id == root.trace_id
