@@ -266,3 +266,45 @@ def test_the_orient_standing_when_a_fire_starts_is_in_its_system_message(scripte
     session_tick(session_id=session.pk)
     river_system = scripted_llm.sent[2].messages[0].content
     assert "Oriented toward the sea." in river_system and "other things" not in river_system  # the river's own
+
+
+def test_a_crash_between_a_side_effect_and_its_record_writes_nothing_twice(
+        scripted_llm, session, monkeypatch, django_capture_on_commit_callbacks):
+    # given a fire whose process dies after each acting tool ran but before its result was recorded
+    from harness import tasks
+    from harness.fires import loop
+
+    workspace = session.workspace
+    HelperHost.objects.create(workspace=workspace, name="studio", command=["true"])
+    target = delta_create(workspace=workspace, content="a card about sailing", tags=["kind:card"])
+    record, died, queued = loop._record, [], []
+
+    def die_once(fire, turn, position, call, result, **kwargs):
+        if call["id"] in "edmo" and call["id"] not in died:
+            died.append(call["id"])
+            raise SystemExit("killed")  # like kill -9: nothing after this point commits
+        return record(fire, turn, position, call, result, **kwargs)
+
+    monkeypatch.setattr(loop, "_record", die_once)
+    monkeypatch.setattr(tasks.orient_regenerate, "delay", lambda *args: queued.append(args))
+    calls = [("e", "engage_feed", {"kind": "more", "target_ids": [target.pk]}),
+             ("d", "dispatch_helper", {"host": "studio", "task": "t", "title": "t"}),
+             ("m", "mint_routine", {"name": "n", "schedule": "0 7 * * *", "prompt": "p", "title": "t"}),
+             ("o", "orient_shift", {"reason": "boats"})]
+    fire = fire_create(workspace=workspace, mode="introspective", question="boats")
+    scripted_llm.reply(tool_calls=[{"id": cid, "name": name, "arguments": args} for cid, name, args in calls])
+    scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "ok"}}]).call_tool("skip")
+    # when it is run, dies, and is resumed until it finishes
+    with django_capture_on_commit_callbacks(execute=True):
+        for _ in calls:
+            with pytest.raises(SystemExit):
+                fire_run(fire_id=fire.pk)
+            Fire.objects.filter(pk=fire.pk).update(runner="gone:1:1", runner_heartbeat_at=None)
+        fire = fire_run(fire_id=fire.pk)
+    # then every side effect exists once, and the model was asked once per turn
+    assert fire.status == "finished" and sorted(died) == ["d", "e", "m", "o"]
+    assert Delta.objects.filter(workspace=workspace, tags__contains=["engagement:more"]).count() == 1
+    assert sorted(Proposal.objects.filter(workspace=workspace).values_list("tool", flat=True)) == [
+        "helper-dispatch", "routines"]
+    assert queued == [(str(fire.pk), f"{fire.pk}:1:o", "boats")]
+    assert fire.model_calls == 3 and FireToolCall.objects.filter(fire=fire, turn__number=1).count() == 4
