@@ -22,7 +22,8 @@ TOOL = register(Tool(
                     "name": {"type": "string", "pattern": "^[-a-zA-Z0-9_]+$", "maxLength": 100},
                     "schedule": {"type": "string", "description": "cron, e.g. 0 7 * * 1-5"},
                     "prompt": {"type": "string", "minLength": 1},
-                    "route_to": {"type": "string", "description": "where its output goes (a session tag, ...)"},
+                    "route_to": {"type": "string", "description": "the session (its river tag, e.g. this conversation's) "
+                                 "whose next turn answers each run; default: the routine's own session"},
                     "timezone": {"type": "string", "default": "UTC"},
                     "title": {"type": "string", "minLength": 1},
                     "rationale": {"type": "string"},
