@@ -157,30 +157,55 @@ def test_orient_regeneration_writes_one_orient_per_call(scripted_llm, session):
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_orient_shift_in_a_fire_is_regenerated_by_a_worker(celery_worker, workspace):
+def test_acting_tools_in_a_message_fire_run_by_a_worker(celery_worker, api, session):
+    # given a message sent over REST, and a model that records a preference and shifts the orient
+    workspace = session.workspace
     main = Script.install(workspace)
     writer = Script.install(workspace, roles=("writer",))
     judge = Script.install(workspace, roles=("classifier",))
+    axes = json.dumps(dict.fromkeys(("salience", "novelty", "resonance", "confidence", "comfort"), 0.5))
     try:
-        main.call_tool("orient_shift", {"reason": "toward the sea"}, id="o")
-        main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "ok"}}]).call_tool("skip")
+        main.reply(tool_calls=[
+            {"id": "e", "name": "engage_feed", "arguments": {"kind": "more", "reason": "more about the sea"}},
+            {"id": "o", "name": "orient_shift", "arguments": {"reason": "toward the sea"}},
+            {"id": "c", "name": "pattern", "arguments": {"action": "count_by", "by": "engagement"}},
+        ])
+        main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "noted"}}]).call_tool("skip")
         writer.reply("Oriented toward the sea.")
-        judge.reply(json.dumps(dict.fromkeys(("salience", "novelty", "resonance", "confidence", "comfort"), 0.5)))
-        fire = fire_run(fire_id=fire_create(workspace=workspace, mode="introspective", question="sea?").pk)
-        assert fire.status == "finished"
-        deadline = time.monotonic() + 30
-        while not (orient := Delta.objects.filter(workspace=workspace, tags__contains=["kind:orient"]).first()):
-            assert time.monotonic() < deadline, "the worker wrote no orient"
-            time.sleep(0.2)
-        assert orient.content == "Oriented toward the sea." and f"fire:{fire.pk}" in orient.tags
-        # the crystal lens shows it to the next fire
-        main.call_tool("state", {"action": "crystal"}, id="c")
-        main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "seen"}}]).call_tool("skip")
-        fire_run(fire_id=fire_create(workspace=workspace, mode="introspective", question="crystal?").pk)
-        assert "Oriented toward the sea." in received(main.sent[-2])["c"]
+        judge.reply(axes).reply(axes)
+        response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "I want the sea"}, format="json")
+        assert response.status_code == 202
+        # when the worker has run the turn and the orient task
+        orient = wait_for(lambda: Delta.objects.filter(workspace=workspace, tags__contains=["kind:orient"]).first())
+        fire = Fire.objects.get(session=session)
+        # then the fire's record over REST shows each tool's result
+        body = api.get(f"/v1/fires/{fire.pk}").json()
+        calls = {c["call_id"]: c for turn in body["turns"] for c in turn["calls"]}
+        assert json.loads(calls["e"]["result"])["recorded"] == "engagement:more"
+        assert calls["o"]["result"].startswith("orient regeneration queued")
+        assert "- more: 1" in calls["c"]["result"]
+        assert orient.content == "Oriented toward the sea." and {session.tag, f"fire:{fire.pk}"} <= set(orient.tags)
+        # and the next turn reads it in its system message and through the crystal lens
+        main.call_tool("state", {"action": "crystal"}, id="s")
+        main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "the sea"}}]).call_tool("skip")
+        api.post(f"/v1/sessions/{session.pk}/messages", {"content": "where am I headed?"}, format="json")
+        wait_for(lambda: Fire.objects.filter(session=session, status="finished").count() == 2)
+        assert "Oriented toward the sea." in received(main.sent[-2])["s"]
+        assert "# Current orient" in main.sent[-3].messages[0].content
+        wait_for(lambda: Delta.objects.filter(workspace=workspace, tags__contains=["kind:judge-axes"]).count() == 2
+                 and not Delta.objects.filter(workspace=workspace, embedding__isnull=True).exists())
     finally:
         for script in (main, writer, judge):
             script.reset()
+
+
+def wait_for(condition, timeout: float = 30, every: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting")
 
 
 # --- dispatch_helper and mint_routine ------------------------------------------------------------------------
