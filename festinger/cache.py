@@ -27,6 +27,7 @@ look salient. Any fact, `fathom festinger bootstrap` or the admin bootstraps it.
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import math
 import threading
@@ -52,9 +53,16 @@ _TOTALS = "festinger:{ws}:totals"      # token -> "<concept id>:<encounter_count
 _FLUSHED = "festinger:{ws}:flushed"    # bumped by every flush
 _COUNTING = "festinger:counting"       # workspaces that ever pushed counts
 _FLUSH_LOCK = "festinger:flush:lock"
+# An incremental reload also reads what changed this long before the previous one: a transaction that
+# wrote earlier but committed after that reload is still seen.
+RELOAD_MARGIN_SECONDS = 120
+
+_CONCEPTS_SQL = "SELECT id, token, encounter_count, novelty, is_common FROM festinger_concept"
+_EDGES_SQL = ("SELECT e.concept_id, e.parent_id, e.dimension_id, e.is_isa, e.confidence, "
+              "extract(epoch FROM e.last_confirmed)::float8, e.source FROM festinger_edge e")
 
 _PUSH_SCRIPT = """
-for i = 2, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for token, n in pairs(cjson.decode(ARGV[2])) do redis.call('HINCRBY', KEYS[1], token, n) end
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
@@ -141,7 +149,9 @@ class World:
         self.flushed: str | None = None
         self.last_push = time.monotonic()
         self.loaded_at = 0.0
+        self.graph_since = 0.0     # when the last graph reload started (epoch seconds)
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
 
     # --- the read path ------------------------------------------------------------------------
 
@@ -154,12 +164,12 @@ class World:
         pipe.get(_FLUSHED.format(**keys))
         pushing = time.monotonic() - self.last_push >= PUSH_SECONDS and self.unpushed
         if pushing:
-            pipe.eval(_PUSH_SCRIPT, 2, _COUNTS.format(**keys), _COUNTING, *self._take_unpushed())
+            pipe.eval(_PUSH_SCRIPT, 2, _COUNTS.format(**keys), _COUNTING, self.workspace_id, self._take_unpushed())
         version, flushed, *_ = pipe.execute()
         if version != self.version:
             with self._lock:
                 if version != self.version:
-                    self._reload_graph()
+                    self._reload_graph(full=self.graph_since == 0)
                     self.version = version
         if flushed != self.flushed:
             with self._lock:
@@ -168,9 +178,16 @@ class World:
                     self.flushed = flushed
 
     def count(self, tokens) -> None:
-        """Count one encounter of each token (tokens may repeat)."""
-        self.counted.update(tokens)
-        self.unpushed.update(tokens)
+        """Count one encounter of each token (tokens may repeat). Every count goes to the database;
+        only the tokens that can become salient (not common words) are kept for saliency here."""
+        candidates = set(tokens).difference(self.common)
+        counted, get = self.counted, self.counted.get
+        with self._count_lock:
+            unpushed = self.unpushed
+            before = [unpushed.get(token, 0) for token in candidates]
+            unpushed.update(tokens)  # from a sequence, Counter counts in C
+            for token, had in zip(candidates, before, strict=True):
+                counted[token] = get(token, 0) + unpushed[token] - had
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -220,21 +237,96 @@ class World:
 
     def load(self) -> None:
         """Everything, from PostgreSQL (first use and the operator's reload)."""
-        from festinger.models import Concept
-
-        rows = Concept.objects.filter(workspace_id=self.workspace_id).values_list(
-            "id", "token", "encounter_count", "novelty", "is_common")
-        soas = {token: SoasRow(pk, token, count, novelty, common) for pk, token, count, novelty, common in rows}
+        with connection.cursor() as cursor:
+            cursor.execute(_CONCEPTS_SQL + " WHERE workspace_id = %s", [self.workspace_id])
+            soas = {row[1]: SoasRow(*row) for row in cursor.fetchall()}
         with self._lock:
             self.soas_by_token = soas
             self.soas_by_id = {row.id: token for token, row in soas.items()}
             self.dictionary = frozenset(token for token, row in soas.items() if row.is_common)
-            self.counted = Counter(self.unpushed)
-            self._reload_graph()
+            self.counted = Counter({t: n for t, n in self.unpushed.items() if t not in self.dictionary})
+            self._reload_graph(full=True)
             self.loaded_at = time.time()
 
-    def _reload_graph(self) -> None:
-        from festinger.models import Concept, Conflict, ConflictStatus, Edge, WorldConfig
+    def _reload_graph(self, *, full: bool = False) -> None:
+        """The graph from PostgreSQL: all of it (`full`), or what changed since the last reload: edges
+        created or confirmed since (with a margin for transactions that committed late), and every
+        edge of the concepts whose edges a resolution or an operator removed or moved (EdgeHistory).
+        The pending conflicts and the configuration are read whole (both are small)."""
+        started = time.time()
+        with connection.cursor() as cursor:
+            if full:
+                cursor.execute(_EDGES_SQL + " WHERE e.workspace_id = %s", [self.workspace_id])
+                touched, rows = None, cursor.fetchall()
+            else:
+                since = self.graph_since - RELOAD_MARGIN_SECONDS
+                cursor.execute("SELECT DISTINCT concept_id FROM festinger_edgehistory "
+                               "WHERE workspace_id = %s AND created_at > to_timestamp(%s)",
+                               [self.workspace_id, since])
+                touched = [row[0] for row in cursor.fetchall()]
+                cursor.execute(_EDGES_SQL + " WHERE e.workspace_id = %s AND (e.created_at > to_timestamp(%s) "
+                               "OR e.last_confirmed > to_timestamp(%s) OR e.concept_id = ANY(%s))",
+                               [self.workspace_id, since, since, touched])
+                rows = cursor.fetchall()
+            cursor.execute("SELECT concept_id, dimension_id FROM festinger_conflict "
+                           "WHERE workspace_id = %s AND status = 'pending'", [self.workspace_id])
+            pending = set(cursor.fetchall())
+            referenced = {pk for row in rows for pk in row[:3]}
+            missing = [pk for pk in referenced if pk not in self.soas_by_id]
+            if missing:
+                cursor.execute(_CONCEPTS_SQL + " WHERE id = ANY(%s)", [missing])
+                for row in cursor.fetchall():
+                    self._add_row(SoasRow(*row))
+        self._apply_edges(rows, touched)
+        self.pending_conflicts = pending
+        self._read_settings()
+        self.graph_since = started
+
+    def _apply_edges(self, rows, touched) -> None:
+        """Install edge rows: all of them (`touched` None: new structures, swapped in at the end), or
+        changes (the touched concepts' edges are replaced whole, other rows replace or join)."""
+        full = touched is None
+        by_concept = {} if full else self.urd_by_concept
+        by_concept_dim = {} if full else self.urd_by_concept_dim
+        dimensions = {} if full else self.dimensions
+        replaced = set() if full else set(touched)
+        for concept_id in replaced:
+            for edge in by_concept.pop(concept_id, ()):
+                by_concept_dim.pop((concept_id, edge.dim_id), None)
+        fresh: dict[int, dict[int, UrdEdge]] = {}
+        tokens = self.soas_by_id
+        for concept_id, parent_id, dim_id, is_isa, confidence, confirmed, source in rows:
+            edge = UrdEdge(concept_id, parent_id, dim_id, tokens[parent_id], tokens[dim_id], is_isa, confidence,
+                           confirmed, source)
+            by_concept_dim[(concept_id, dim_id)] = edge
+            if concept_id == parent_id == dim_id:
+                dimensions[dim_id] = edge.dimension
+            else:
+                fresh.setdefault(concept_id, {})[dim_id] = edge
+        for concept_id, edges in fresh.items():
+            held = {} if full or concept_id in replaced else {e.dim_id: e for e in by_concept.get(concept_id, ())}
+            held.update(edges)
+            # A concept's edges in the canonical query's order: dimension id descending.
+            by_concept[concept_id] = tuple(held[dim_id] for dim_id in sorted(held, reverse=True))
+        if full:
+            self.urd_by_concept, self.urd_by_concept_dim, self.dimensions = by_concept, by_concept_dim, dimensions
+            # A dictionary word stays at saliency 0 until the world knows something about it.
+            self.common = self.dictionary.difference(tokens[pk] for pk in by_concept)
+            return
+        changed = {tokens[pk] for pk in replaced | fresh.keys()} & self.dictionary
+        if changed:
+            known = {token for token in changed if self.soas_by_token[token].id in by_concept}
+            self.common = (self.common - known) | (changed - known)
+
+    def _add_row(self, row: SoasRow) -> None:
+        self.soas_by_token[row.token] = row
+        self.soas_by_id[row.id] = row.token
+        if row.is_common:
+            self.dictionary |= {row.token}
+            self.common |= {row.token}
+
+    def _read_settings(self) -> None:
+        from festinger.models import WorldConfig
 
         config = WorldConfig.objects.filter(workspace_id=self.workspace_id).first()
         if config is not None:
@@ -243,40 +335,6 @@ class World:
                 confidence_floor=config.recollection_confidence_floor,
                 recency_days=config.recollection_recency_days, max_concepts=config.recollection_max_concepts,
                 writer_role=config.writer_role, resolver_role=config.resolver_role)
-        rows = Edge.objects.filter(workspace_id=self.workspace_id).values_list(
-            "concept_id", "concept__token", "parent_id", "parent__token", "dimension_id", "dimension__token",
-            "is_isa", "confidence", "last_confirmed", "source").order_by("concept_id", "-dimension_id")
-        by_concept: dict[int, list[UrdEdge]] = {}
-        by_concept_dim: dict[tuple[int, int], UrdEdge] = {}
-        dimensions: dict[int, str] = {}
-        known: set[str] = set()
-        tokens: dict[int, str] = {}
-        for concept_id, token, parent_id, parent, dim_id, dimension, is_isa, confidence, confirmed, source in rows:
-            edge = UrdEdge(concept_id, parent_id, dim_id, parent, dimension, is_isa, confidence,
-                           confirmed.timestamp(), source)
-            by_concept_dim[(concept_id, dim_id)] = edge
-            tokens[concept_id] = token
-            if concept_id == parent_id == dim_id:
-                dimensions[dim_id] = dimension
-                continue
-            by_concept.setdefault(concept_id, []).append(edge)
-            known.add(token)
-        missing = [pk for pk in tokens if pk not in self.soas_by_id]
-        for pk, token, count, novelty, common in Concept.objects.filter(pk__in=missing).values_list(
-                "id", "token", "encounter_count", "novelty", "is_common"):
-            self.soas_by_token[token] = SoasRow(pk, token, count, novelty, common)
-            self.soas_by_id[pk] = token
-            if common:
-                self.dictionary |= {token}
-        pending = set(Conflict.objects.filter(workspace_id=self.workspace_id, status=ConflictStatus.PENDING)
-                      .values_list("concept_id", "dimension_id"))
-        # A dictionary word stays at saliency 0 until the world knows something about it.
-        common = self.dictionary.difference(known)
-        self.urd_by_concept = {pk: tuple(edges) for pk, edges in by_concept.items()}
-        self.urd_by_concept_dim = by_concept_dim
-        self.dimensions = dimensions
-        self.pending_conflicts = pending
-        self.common = common
 
     def _refresh_counts(self) -> None:
         """Take the totals of the last flush: the counts every process pushed until then."""
@@ -285,26 +343,25 @@ class World:
             pk, count = (int(part) for part in total.split(":"))
             row = self.soas_by_token.get(token)
             if row is None:  # first flushed since the load
-                self.soas_by_token[token] = SoasRow(pk, token, count, 0.0, False)
-                self.soas_by_id[pk] = token
+                self._add_row(SoasRow(pk, token, count, 0.0, False))
             else:
                 row.encounter_count = count
             # What this process counted is now in the total, except what it has not pushed yet.
-            self.counted[token] = self.unpushed.get(token, 0)
+            if token not in self.common:
+                self.counted[token] = self.unpushed.get(token, 0)
 
-    def _take_unpushed(self) -> list:
-        taken, self.unpushed = self.unpushed, Counter()
+    def _take_unpushed(self) -> str:
+        with self._count_lock:
+            taken, self.unpushed = self.unpushed, Counter()
         self.last_push = time.monotonic()
-        args = [self.workspace_id]
-        for token, n in taken.items():
-            args += (token, n)
-        return args
+        return json.dumps(taken)  # one argument: packing thousands is what costs, not sending them
 
     def push(self) -> None:
         """Push every count not yet in Redis (at exit, and in tests)."""
         if not self.unpushed:
             return
-        get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING, *self._take_unpushed())
+        get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING, self.workspace_id,
+                         self._take_unpushed())
 
 
 # --- the registry of this process's worlds ---------------------------------------------------------

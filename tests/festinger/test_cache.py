@@ -126,3 +126,33 @@ def test_counts_from_several_processes_reach_the_database_without_losing_one(wor
     # A second flush has nothing left to add.
     assert world.pk not in cache.counts_flush()
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 302
+
+
+def test_an_incremental_reload_ends_where_a_full_load_starts(world):
+    """After inserts, a conflict, a move, a removal and a new dimension, the world that reloaded only
+    what changed holds exactly what a fresh load reads."""
+    from festinger.services import dimension_ensure, edge_move
+
+    insert_fact(world, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="gutask")
+    held = cache.World(world.pk)
+    held.load()
+
+    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
+    insert_fact(world, "dobby", "python", "tech", is_isa=False, confidence=0.9, source="gutask")
+    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")  # a common word
+    moved = Edge.objects.get(workspace=world, concept__token="gnommoweb", dimension__token="type")
+    edge_move(edge=moved, dimension=dimension_ensure(workspace=world, token="artifact-type", is_isa=True),
+              reason="test", actor="operator:test")
+    edge_remove(edge=Edge.objects.get(workspace=world, concept__token="dobby", dimension__token="membership"),
+                reason="test", actor="operator:test")
+    assert held.edges("gnommoweb") == () and held.edges("dobby")[0].parent == "agent_pool"  # not yet
+    held.sync()
+
+    fresh = cache.World(world.pk)
+    fresh.load()
+    assert held.urd_by_concept == fresh.urd_by_concept
+    assert held.urd_by_concept_dim == fresh.urd_by_concept_dim
+    assert (held.dimensions, held.pending_conflicts, held.common) == (
+        fresh.dimensions, fresh.pending_conflicts, fresh.common)
+    assert "state" not in held.common and held.edges("gnommoweb")[0].dimension == "artifact-type"

@@ -10,8 +10,8 @@ import pytest
 from fathom.llm import Message, complete
 from fathom.llm.scripted import Script
 from festinger import cache
-from festinger.models import Concept, Edge
-from festinger.services import world_ensure
+from festinger.models import Concept, Conflict, Edge
+from festinger.services import insert_fact, world_ensure
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
@@ -42,7 +42,6 @@ def wait_for(check, timeout=30.0):
 
 def test_t34_a_plain_prompt_is_tokenised_counted_and_recalled_around_a_model_call(world):
     workspace, main, _writer = world
-    from festinger.services import insert_fact
 
     insert_fact(workspace, "Glitch University", "university", "type", is_isa=True, confidence=0.9, source="gutask")
     main.reply("Deploying.").reply("Deployed again.")
@@ -105,3 +104,61 @@ def test_t36_the_write_threshold_asks_the_writer_and_the_next_prompt_recalls_its
     recalled = main.sent[1].messages[0].content
     assert recalled.startswith("<recollection>\nzorblax: ") and "[type] message_broker" in recalled
     assert "[tech] erlang" in recalled
+
+
+def wait_for_run(workspace, run_id):
+    from festinger.models import ResolutionRun
+
+    return wait_for(lambda: ResolutionRun.objects.filter(pk=run_id).exclude(status__in=["queued", "running"]).first(),
+                    timeout=60)
+
+
+def test_t37_an_isa_isa_collision_is_marked_until_the_job_decomposes_it(world, api_client_for):
+    workspace, main, _writer = world
+    resolver = Script.install(workspace, roles=("resolver",))
+    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    main.reply("Noted.").reply("Restarting.").reply("Done.")
+
+    ask(workspace, "gnommoweb is a container")  # the cue collides with 'gnommoweb ISA repo'
+    conflict = wait_for(lambda: Conflict.objects.filter(workspace=workspace, concept__token="gnommoweb").first())
+    ask(workspace, "restart gnommoweb")
+
+    assert (conflict.collision_type, conflict.status, conflict.incoming_parent.token) == (
+        "isa_isa", "pending", "container")
+    assert main.sent[1].messages[0].content.startswith("<recollection>\ngnommoweb: [type?] repo\n</recollection>")
+
+    resolver.reply(json.dumps({"decision": "decompose", "existing_dimension": "artifact-type",
+                               "new_dimension": "deployment-type", "reasoning": "what it is vs how it runs"}))
+    run = api_client_for(workspace, "operator").post("/v1/festinger/resolve/run", {}, format="json").json()
+    assert wait_for_run(workspace, run["id"]).resolved == 1
+    ask(workspace, "is gnommoweb up?")
+
+    recalled = main.sent[2].messages[0].content.split("\n</recollection>")[0]
+    assert recalled == "<recollection>\ngnommoweb: [deployment-type] container [artifact-type] repo"
+    resolver.reset()
+
+
+def test_t38_an_ispart_ispart_collision_dismissed_leaves_the_world_unchanged_and_the_marker_gone(
+        world, api_client_for):
+    workspace, main, _writer = world
+    resolver = Script.install(workspace, roles=("resolver",))
+    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
+    main.reply("Noted.").reply("Ok.").reply("Ok.")
+
+    ask(workspace, "dobby is part of worker_pool")
+    conflict = wait_for(lambda: Conflict.objects.filter(workspace=workspace, concept__token="dobby").first())
+    ask(workspace, "check dobby")
+
+    assert conflict.collision_type == "ispart_ispart"
+    assert main.sent[1].messages[0].content.startswith(
+        "<recollection>\ndobby: [membership?] agent_pool\n</recollection>")
+
+    resolver.reply(json.dumps({"decision": "dismiss", "reasoning": "agent_pool is current"}))
+    run = api_client_for(workspace, "operator").post("/v1/festinger/resolve/run", {}, format="json").json()
+    assert wait_for_run(workspace, run["id"]).dismissed == 1
+    ask(workspace, "check dobby again")
+
+    assert main.sent[2].messages[0].content.startswith("<recollection>\ndobby: [membership] agent_pool\n</recollection>")
+    assert list(Edge.objects.filter(workspace=workspace, concept__token="dobby")
+                .values_list("parent__token", "dimension__token")) == [("agent_pool", "membership")]
+    resolver.reset()
