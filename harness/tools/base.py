@@ -82,8 +82,16 @@ _loaded = False
 
 
 def _load() -> None:
+    """Import every tool module and put the registry in MODULES order (a module imported earlier,
+    e.g. by the loop, registered its tool out of turn); tools registered elsewhere come last."""
     global _loaded
     if not _loaded:
+        ordered = {}
         for module in MODULES:
-            importlib.import_module(f"harness.tools.{module}")
+            for value in vars(importlib.import_module(f"harness.tools.{module}")).values():
+                if isinstance(value, Tool):
+                    ordered[value.name] = value
+        others = {name: tool for name, tool in REGISTRY.items() if name not in ordered}
+        REGISTRY.clear()
+        REGISTRY.update({**ordered, **others})
         _loaded = True

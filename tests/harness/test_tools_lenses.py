@@ -41,11 +41,13 @@ def test_an_unknown_action_or_a_missing_argument_comes_back_as_an_error(scripted
         ("missing", "relate", {"action": "link", "delta_id": "abcdef0123456789"}),
         ("when", "time", {"action": "between", "since": "last tuesday"}),
         ("extra", "pattern", {"action": "count_by", "contact": "ann"}),
+        ("ignored", "time", {"action": "between", "since": "1d", "unit": "day"}),
     ])
     assert results["bad"].startswith("error: malformed arguments for time at action")
     assert results["missing"] == 'error: relate(action=\'link\') needs other_id; see relate(action="help")'
     assert results["when"].startswith("error: since: 'last tuesday' is not a date/time")
     assert results["extra"].startswith("error: malformed arguments for pattern")
+    assert results["ignored"].endswith("\n(note: between ignores unit)")
 
 
 def test_time_between_bucket_by_and_around(scripted_llm, workspace):

@@ -8,9 +8,10 @@ from harness.fires.models import FireToolCall
 from harness.tools.base import MAIN, REVIEW, tools_for
 from tests.harness.tool_fire import run_tools
 
-SEED_TOOLS = {"plan", "semantic", "expand", "ascend", "deliberate", "state", "pattern", "time", "relate",
+SEED_ORDER = ["plan", "semantic", "expand", "ascend", "deliberate", "state", "pattern", "time", "relate",
               "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed", "see_image",
-              "engage_feed", "respond"}
+              "engage_feed", "respond"]
+SEED_TOOLS = set(SEED_ORDER)
 
 
 def test_every_tool_of_the_seed_is_registered_with_a_valid_schema():
@@ -25,8 +26,7 @@ def test_every_tool_of_the_seed_is_registered_with_a_valid_schema():
 def test_the_model_is_offered_and_told_every_tool_of_its_fire(scripted_llm, workspace):
     run_tools(scripted_llm, workspace, [("s", "state", {"action": "help"})])
     request = scripted_llm.sent[0]
-    offered = set(request.tool_names)
-    assert offered == SEED_TOOLS
+    assert request.tool_names == SEED_ORDER  # the seed's table order: peers first, respond last
     system = request.messages[0].content
     listed = system.split("Your tools in this fire: ", 1)[1].split(".\n", 1)[0].split(", ")
     assert set(listed) == SEED_TOOLS
