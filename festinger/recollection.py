@@ -16,13 +16,17 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 
 from django.db import transaction
+from redis.exceptions import RedisError
 
 from festinger import cache
 from festinger.text import Triple, cues, normalise, tokenize
+
+log = logging.getLogger(__name__)
 
 ZERO_HIT = ("? {token}: no recollection. If not a typo, store it before proceeding:\n"
             "  gutask iknowthat '{token} -isa <parent> in context of <dimension>'\n"
@@ -127,7 +131,12 @@ class RecollectionMiddleware:
     resolver's own calls are left alone (they are Festinger talking to itself)."""
 
     def before(self, request):
-        world = cache.world(request.workspace_id)
+        try:
+            world = cache.world(request.workspace_id)
+        except RedisError:  # the world model is an enrichment: without Redis the call goes on without it
+            log.warning("festinger: Redis is unreachable; model call of workspace %s not enriched",
+                        request.workspace_id, exc_info=True)
+            return None
         if world is None or request.role in (world.settings.writer_role, world.settings.resolver_role):
             return None
         texts = [message.content for message in request.messages if message.content]
@@ -141,7 +150,10 @@ class RecollectionMiddleware:
     def after(self, request, completion):
         if "festinger" not in request.metadata or not completion.text:
             return None
-        world = cache.world(request.workspace_id)
+        try:
+            world = cache.world(request.workspace_id)
+        except RedisError:
+            return None
         if world is not None:
             world.count(tokenize(completion.text))
             triples = cues(completion.text)

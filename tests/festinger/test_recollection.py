@@ -238,3 +238,27 @@ def test_a_workspace_never_recalls_another_workspaces_facts(world, other_workspa
     assert "repo" not in body["block"] and body["unknown"] == ["gnommoweb"]
     assert reloaded["edges"] == 0
     cache.forget(other_workspace.pk)
+
+
+def test_the_reply_is_counted_and_its_cues_are_queued(world, scripted_llm, django_capture_on_commit_callbacks):
+    scripted_llm.reply("Yes: zorblax is a message broker.")
+
+    with django_capture_on_commit_callbacks() as queued:
+        complete(workspace=world, role="main", messages=[Message.user("What is zorblax?")])
+
+    assert cache.world(world.pk).encounters("zorblax") == 2  # once in the prompt, once in the reply
+    assert len(queued) == 1  # the cue insert, sent to the memory queue once the caller commits
+
+
+def test_without_redis_a_model_call_goes_on_without_its_recollection(world, scripted_llm, monkeypatch, tmp_path):
+    import redis
+
+    seen(world, "gnommoweb", 10)
+    cache.forget(world.pk)
+    unreachable = redis.Redis(unix_socket_path=str(tmp_path / "gone.sock"), socket_connect_timeout=0.2)
+    monkeypatch.setattr(cache, "get_redis", lambda: unreachable)
+    scripted_llm.reply("fine")
+
+    answer = complete(workspace=world, role="main", messages=[Message.user("gnommoweb?")])
+
+    assert answer.text == "fine" and len(scripted_llm.sent[0].messages) == 1
