@@ -86,7 +86,7 @@ class TracePagination(CursorPagination):
     max_page_size = 200
 
 
-class TraceListView(generics.GenericAPIView):
+class TraceListView(generics.ListAPIView):
     """The workspace's traces, newest first: one row per trace with its counts and totals."""
 
     serializer_class = TraceSummaryOutput
@@ -94,7 +94,10 @@ class TraceListView(generics.GenericAPIView):
 
     @extend_schema(parameters=[OpenApiParameter("actor_id", str), OpenApiParameter("run_id", str)],
                    summary="Traces, newest first, with model calls, tool calls, tokens and cost")
-    def get(self, request):
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def list(self, request, *args, **kwargs):
         params = request.query_params
         roots = self.paginate_queryset(selectors.traces_list(
             workspace=request.workspace, actor_id=params.get("actor_id", ""), run_id=params.get("run_id", "")))
