@@ -1,6 +1,8 @@
 """Tracing: spans nest by context, are written in bulk, survive exceptions, and model calls trace
 themselves."""
 
+from contextlib import nullcontext
+
 import pytest
 
 from fathom.llm import Message, ToolSpec, complete, stream
@@ -138,3 +140,30 @@ def test_a_model_call_made_by_a_tool_is_the_tools_child(workspace, scripted_llm)
     assert parents == {"llm.call": tool.span_id, "worker.tool": turn.span_id, "fire.turn": root.span_id,
                        "trace.prompt": ""}
     assert inner.trace_id == root.trace_id
+
+
+@pytest.mark.parametrize("in_transaction", [
+    pytest.param(True, id="inside-a-transaction", marks=pytest.mark.django_db),
+    pytest.param(False, id="alone", marks=pytest.mark.django_db(transaction=True)),
+])
+def test_a_trace_that_cannot_be_written_is_logged_and_breaks_nothing(in_transaction, caplog):
+    from django.db import transaction
+
+    from fathom.models import Workspace
+    from fathom.tracing import SpanContext, continue_trace
+
+    workspace = Workspace.objects.create(slug="trace-write-fails", name="w")
+    # A malformed remote parent (say, a hand-made Celery header) with a trace id too long for its column.
+    parent = SpanContext(trace_id="f" * 40, span_id="0123456789abcdef", workspace_id=workspace.pk)
+
+    with transaction.atomic() if in_transaction else nullcontext():
+        with continue_trace(parent):
+            with span("worker.tool", tool="x"):
+                pass
+        assert Workspace.objects.filter(pk=workspace.pk).exists()  # the connection still works
+
+    assert "could not write 2 trace events" in caplog.text
+    assert not TraceEvent.objects.filter(workspace=workspace).exists()
+    with span("trace.prompt", workspace=workspace) as root:
+        pass
+    assert TraceEvent.objects.filter(trace_id=root.trace_id).count() == 2
