@@ -11,10 +11,13 @@ trip per read (`World.sync`):
   read; a process whose version differs reloads the graph (edges, pending conflicts, new concepts,
   configuration) before it answers, so a write in one process is seen by every other one at its next
   read. A check per read rather than per interval: an interval would let a process serve a fact the
-  resolution job has already removed, and the check costs one pipelined round trip to Redis.
-- Encounter counts. Counting is in memory (a Counter per world). At most every PUSH_SECONDS, in the
-  same round trip as the version check, the counts not yet pushed are added to a Redis hash with
-  HINCRBY (atomic: many processes can count the same token); at process exit the rest is pushed.
+  resolution job has already removed, and the check costs one pipelined round trip to Redis. The
+  reload is incremental (what was written since the last one), a full load only at first use and on
+  the operator's reload.
+- Encounter counts. Counting is in memory: the salient candidates at once (saliency needs them), the
+  rest kept as token tuples. At most every PUSH_SECONDS, in the same round trip as the version check,
+  they are counted and added to a Redis hash with HINCRBY (atomic: many processes can count the same
+  token); at process exit the rest is pushed.
   The beat entry `maintenance.festinger_counts_flush` (every 30 s) moves the hash into PostgreSQL
   with `encounter_count = encounter_count + n`, never read-modify-write, and publishes the new totals
   so every process's view of a token's count includes what the others counted.
@@ -34,6 +37,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 
 from celery import signals
 from django.db import connection, transaction
@@ -143,7 +147,7 @@ class World:
         self.dictionary: frozenset[str] = frozenset()  # the pre-seeded common words
         self.common: frozenset[str] = frozenset()   # tokens whose saliency stays 0
         self.counted: Counter = Counter()            # encounters counted here since the row's count
-        self.unpushed: Counter = Counter()           # encounters not yet in Redis
+        self.unpushed: list[tuple] = []              # token tuples counted here, not yet in Redis
         self.write_requested: set[str] = set()       # concepts this process asked the writer about
         self.version: str | None = None
         self.flushed: str | None = None
@@ -181,13 +185,15 @@ class World:
         """Count one encounter of each token (tokens may repeat). Every count goes to the database;
         only the tokens that can become salient (not common words) are kept for saliency here."""
         candidates = set(tokens).difference(self.common)
-        counted, get = self.counted, self.counted.get
+        if candidates:
+            per_token = Counter(tokens)
+            counted, get = self.counted, self.counted.get
+            for token in candidates:
+                counted[token] = get(token, 0) + per_token[token]
         with self._count_lock:
-            unpushed = self.unpushed
-            before = [unpushed.get(token, 0) for token in candidates]
-            unpushed.update(tokens)  # from a sequence, Counter counts in C
-            for token, had in zip(candidates, before, strict=True):
-                counted[token] = get(token, 0) + unpushed[token] - had
+            # Kept as they are: adding thousands of tokens to one big Counter costs more than counting
+            # them all at once when they are pushed.
+            self.unpushed.append(tuple(tokens))
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -203,7 +209,8 @@ class World:
         threshold = self.settings.read_count
         found = []
         rows, counted = self.soas_by_token.get, self.counted.get
-        for token in set(tokens).difference(self.common):
+        distinct = tokens if isinstance(tokens, set | frozenset) else set(tokens)
+        for token in distinct.difference(self.common):
             row = rows(token)
             n = (row.encounter_count if row is not None else 0) + counted(token, 0)
             if n >= threshold:
@@ -244,7 +251,7 @@ class World:
             self.soas_by_token = soas
             self.soas_by_id = {row.id: token for token, row in soas.items()}
             self.dictionary = frozenset(token for token, row in soas.items() if row.is_common)
-            self.counted = Counter({t: n for t, n in self.unpushed.items() if t not in self.dictionary})
+            self.counted = Counter({t: n for t, n in self._unpushed_counts().items() if t not in self.dictionary})
             self._reload_graph(full=True)
             self.loaded_at = time.time()
 
@@ -339,6 +346,7 @@ class World:
     def _refresh_counts(self) -> None:
         """Take the totals of the last flush: the counts every process pushed until then."""
         totals = get_redis().hgetall(_TOTALS.format(ws=self.workspace_id))
+        unpushed = self._unpushed_counts()
         for token, total in totals.items():
             pk, count = (int(part) for part in total.split(":"))
             row = self.soas_by_token.get(token)
@@ -348,13 +356,18 @@ class World:
                 row.encounter_count = count
             # What this process counted is now in the total, except what it has not pushed yet.
             if token not in self.common:
-                self.counted[token] = self.unpushed.get(token, 0)
+                self.counted[token] = unpushed.get(token, 0)
 
     def _take_unpushed(self) -> str:
         with self._count_lock:
-            taken, self.unpushed = self.unpushed, Counter()
+            taken, self.unpushed = self.unpushed, []
         self.last_push = time.monotonic()
-        return json.dumps(taken)  # one argument: packing thousands is what costs, not sending them
+        counts = Counter(chain.from_iterable(taken))
+        return json.dumps(counts)  # one argument: packing thousands is what costs, not sending them
+
+    def _unpushed_counts(self) -> Counter:
+        with self._count_lock:
+            return Counter(chain.from_iterable(self.unpushed))
 
     def push(self) -> None:
         """Push every count not yet in Redis (at exit, and in tests)."""
