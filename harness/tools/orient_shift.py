@@ -4,7 +4,8 @@ the orient (the feed's standing direction, part of the crystal) is regenerated i
 The tool only enqueues `memory.orient_regenerate` (after its result commits); the task asks the
 writer model for the new orient and writes it as a `kind:orient` delta, once per (fire, turn, call)."""
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from harness.tools.base import Tool, ToolContext, register
 
@@ -62,11 +63,19 @@ def orient_regenerate(*, fire_id: str, key: str, reason: str) -> str | None:
 
 def orient_current(*, workspace, river: str = "", before=None):
     """The latest kind:orient of the river (the session's tag), else of the workspace; with
-    `before`, the one that stood at that moment."""
-    from lake.selectors import deltas_list
+    `before`, the one that stood at that moment. Read on every turn's system message, so it stays
+    cheap on a large lake: the OFFSET 0 fence makes PostgreSQL find the few orients through the
+    tags' GIN index instead of walking the whole workspace backwards in time."""
+    from lake.models import Delta
 
-    orients = deltas_list(workspace=workspace, kind="orient", until=before).order_by("-created_at", "-id")
-    return (orients.filter(tags__contains=[river]).first() if river else None) or orients.first()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM (SELECT id, created_at, tags FROM lake_delta WHERE workspace_id = %s "
+            "AND tags @> ARRAY['kind:orient']::varchar[] AND created_at < %s OFFSET 0) AS orients "
+            "ORDER BY tags @> ARRAY[%s]::varchar[] DESC, created_at DESC, id DESC LIMIT 1",
+            [workspace.pk, before or timezone.now(), river or "kind:orient"])
+        row = cursor.fetchone()
+    return Delta.objects.defer("embedding", "provenance_embedding", "search_vector").get(pk=row[0]) if row else None
 
 
 def _brief(fire, river: str, previous, reason: str) -> str:
