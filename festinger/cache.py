@@ -181,10 +181,11 @@ class World:
                     self._refresh_counts()
                     self.flushed = flushed
 
-    def count(self, tokens) -> None:
-        """Count one encounter of each token (tokens may repeat). Every count goes to the database;
-        only the tokens that can become salient (not common words) are kept for saliency here."""
-        candidates = set(tokens).difference(self.common)
+    def count(self, tokens, distinct: set | None = None) -> None:
+        """Count one encounter of each token (tokens may repeat; `distinct` is their set when the
+        caller has it already). Every count goes to the database; only the tokens that can become
+        salient (not common words) are kept for saliency here."""
+        candidates = (set(tokens) if distinct is None else distinct).difference(self.common)
         if candidates:
             per_token = Counter(tokens)
             counted, get = self.counted, self.counted.get
@@ -515,7 +516,6 @@ def counts_flush() -> dict[int, int]:
     finally:
         redis.delete(_FLUSH_LOCK)
     return flushed
-
 
 
 # --- the beat entry ---------------------------------------------------------------------------------

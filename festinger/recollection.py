@@ -70,7 +70,7 @@ def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Reco
         read.update(tokenize(item))
     if learn:
         for item in counted:
-            world.count(tokenize(item))
+            world.count(tokenize(item), distinct=read if len(texts) == 1 and counted == texts else None)
     salient = world.salient(read)
     to_write = world.to_write(salient) if learn else []
     triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()

@@ -48,6 +48,9 @@ _PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isal
 # Joiners after a word and not before one, or before a word and not after one (led by the joiner, so
 # the engine only stops at joiners).
 _EDGE_JOINERS_RE = re.compile(r"[-._](?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
+# After the two steps above a word is a run of letters, digits and inner joiners between spaces; a
+# number is such a run without a letter (led by the digit, so the engine only stops at digits).
+_NUMBERS_RE = re.compile(r"\d(?<!\S\d)[\d._-]*+(?!\S)")
 
 
 def tokenize(text: str) -> tuple[str, ...]:
@@ -67,11 +70,10 @@ def canonical(phrase: str) -> str:
 def _tokens(text: str) -> tuple[str, ...]:
     merged = _merged(text)
     if merged.isascii():
-        words = _EDGE_JOINERS_RE.sub(" ", merged.translate(_PUNCTUATION)).split()
-    else:
-        words = _WORD_RE.findall(merged)
+        spaced = _EDGE_JOINERS_RE.sub(" ", merged.translate(_PUNCTUATION))
+        return tuple(_NUMBERS_RE.sub(" ", spaced).split())
     # A word starting with a letter has one; one starting with a digit needs a letter after the digits.
-    return tuple(word for word in words if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
+    return tuple(word for word in _WORD_RE.findall(merged) if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
 
 
 def normalise(text: str) -> str:
