@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 PUSH_SECONDS = 5.0          # how long counts may wait in a process before they go to Redis
 DORMANT_RECHECK_SECONDS = 30.0
+WRITE_RETRY_SECONDS = 600.0  # a concept whose write came to nothing is asked about again after this
 FLUSH_LOCK_SECONDS = 120
 
 _VERSION = "festinger:{ws}:version"    # bumped by every graph write
@@ -148,7 +149,7 @@ class World:
         self.common: frozenset[str] = frozenset()   # tokens whose saliency stays 0
         self.counted: Counter = Counter()            # encounters counted here since the row's count
         self.unpushed: list[tuple] = []              # token tuples counted here, not yet in Redis
-        self.write_requested: set[str] = set()       # concepts this process asked the writer about
+        self.write_requested: dict[str, float] = {}  # concept -> when this process last asked the writer
         self.version: str | None = None
         self.flushed: str | None = None
         self.last_push = time.monotonic()
@@ -221,15 +222,17 @@ class World:
 
     def to_write(self, salient: list[tuple[str, float]]) -> list[str]:
         """The salient tokens that crossed the write threshold and were never written (novelty 0),
-        each returned once per process: the write task takes them from there."""
+        each returned once per process every WRITE_RETRY_SECONDS (a write that failed or got lost is
+        asked again; the writer's lock keeps two from running at once)."""
         threshold = self.settings.write_threshold
+        now = time.monotonic()
         found = []
         for token, value in salient:
-            if value < threshold or token in self.write_requested:
+            if value < threshold or now - self.write_requested.get(token, -WRITE_RETRY_SECONDS) < WRITE_RETRY_SECONDS:
                 continue
             row = self.soas_by_token.get(token)
             if row is None or row.novelty == 0:
-                self.write_requested.add(token)
+                self.write_requested[token] = now
                 found.append(token)
         return found
 
@@ -523,22 +526,10 @@ def counts_flush() -> dict[int, int]:
 FLUSH_TASK = "maintenance.festinger_counts_flush"
 
 
-def counts_flush_schedule_ensure(*, every_seconds: int = 30, periodic_task_model=None, interval_model=None):
-    """The flush's beat entry exists (an operator's edits in admin are kept: only a missing one is made)."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+def counts_flush_schedule_ensure(**models):
+    from fathom.schedules import interval_task_ensure
 
-    periodic_task_model = periodic_task_model or PeriodicTask
-    interval_model = interval_model or IntervalSchedule
-    interval, _ = interval_model.objects.get_or_create(every=every_seconds, period="seconds")
-    task, _ = periodic_task_model.objects.get_or_create(
-        name=FLUSH_TASK,
-        defaults={
-            "task": FLUSH_TASK,
-            "interval": interval,
-            "queue": "maintenance",
-            "expire_seconds": every_seconds * 2,
-            "description": "Every 30 s: adds the encounter counts every process pushed to Redis to "
-                           "Festinger's concepts in PostgreSQL (encounter_count + n), and publishes the totals.",
-        },
-    )
-    return task
+    return interval_task_ensure(
+        task=FLUSH_TASK, every_seconds=30, **models,
+        description="Every 30 s: adds the encounter counts every process pushed to Redis to Festinger's "
+                    "concepts in PostgreSQL (encounter_count + n), and publishes the totals.")

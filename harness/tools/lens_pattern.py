@@ -58,7 +58,7 @@ def salient_recent(ctx: ToolContext, args: dict) -> str:
                 SELECT split_part(tag, ':', 1) AS verb, substr(tag, strpos(tag, ':') + 1) AS target,
                        'engagement:less' = ANY(tags) AS less
                 FROM lake_delta CROSS JOIN LATERAL unnest(tags) AS tag
-                WHERE workspace_id = %s AND split_part(tag, ':', 1) = ANY(%s)
+                WHERE workspace_id = %s AND created_at >= %s AND split_part(tag, ':', 1) = ANY(%s)
             )
             SELECT d.id, sum(CASE WHEN verb = 'refutes' OR (verb = 'target' AND less) THEN -1 ELSE 1 END) AS score,
                    {counts}
@@ -66,7 +66,8 @@ def salient_recent(ctx: ToolContext, args: dict) -> str:
             WHERE d.created_at >= %s AND d.created_at < %s
             GROUP BY d.id ORDER BY score DESC, max(d.created_at) DESC, d.id LIMIT %s
             """,
-            [ctx.workspace.pk, list(REFERENCE_VERBS), ctx.workspace.pk, since, until or timezone.now(),
+            # a reference is written after what it names: the window bounds the scan of references too
+            [ctx.workspace.pk, since, list(REFERENCE_VERBS), ctx.workspace.pk, since, until or timezone.now(),
              limit_of(args)])
         rows = cursor.fetchall()
     if not rows:

@@ -156,3 +156,18 @@ def test_an_incremental_reload_ends_where_a_full_load_starts(world):
     assert (held.dimensions, held.pending_conflicts, held.common) == (
         fresh.dimensions, fresh.pending_conflicts, fresh.common)
     assert "state" not in held.common and held.edges("gnommoweb")[0].dimension == "artifact-type"
+
+
+def test_a_concept_is_asked_about_once_until_the_retry_interval_passes(db, workspace, monkeypatch):
+    world_ensure(workspace=workspace)
+    world = cache.world(workspace.pk)
+    salient = [("gnommoweb", 3.0), ("faint", 0.1)]
+    clock = [1000.0]
+    monkeypatch.setattr(cache.time, "monotonic", lambda: clock[0])
+
+    assert world.to_write(salient) == ["gnommoweb"]  # below the write threshold: never
+    assert world.to_write(salient) == []  # asked already
+    clock[0] += cache.WRITE_RETRY_SECONDS - 1
+    assert world.to_write(salient) == []
+    clock[0] += 2  # the write came to nothing: ask again
+    assert world.to_write(salient) == ["gnommoweb"]
