@@ -4,9 +4,10 @@ through the collision check. Views, tasks, admin, the CLI and the write path all
 import re
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
 from django_celery_beat.validators import crontab_validator
+from psycopg import errors as psycopg_errors
 
 from fathom.errors import ApplicationError
 from festinger.bootstrap import bootstrap_workspace, dimension_ensure
@@ -143,14 +144,29 @@ def insert_fact(workspace, concept_token: str, parent_token: str, dimension_toke
     if concept_token == dimension_token:
         raise ApplicationError(f"{concept_token!r} cannot be placed in its own dimension", code="invalid_fact")
     world_ensure(workspace=workspace)
-    with transaction.atomic():
-        # All three tokens in one sorted insert: concurrent writers take row locks in the same order.
-        concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token, dimension_token])
-        dimension = dimension_ensure(workspace=workspace, token=dimension_token, is_isa=is_isa)
-        result = place(concept=concepts[concept_token], parent=concepts[parent_token], dimension=dimension,
-                       is_isa=is_isa, confidence=confidence, source=source, priority=priority)
+    for attempt in range(DEADLOCK_RETRIES):
+        try:
+            with transaction.atomic():
+                # All three tokens in one sorted insert: concurrent writers lock new rows in one order.
+                concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token, dimension_token])
+                dimension = dimension_ensure(workspace=workspace, token=dimension_token, is_isa=is_isa)
+                result = place(concept=concepts[concept_token], parent=concepts[parent_token], dimension=dimension,
+                               is_isa=is_isa, confidence=confidence, source=source, priority=priority)
+            break
+        except OperationalError as exc:
+            # A writer that creates concepts in another order (a bootstrap, a batch) can deadlock with
+            # us; PostgreSQL aborts one side, which retries. Inside a caller's transaction we cannot.
+            if not _is_deadlock(exc) or attempt == DEADLOCK_RETRIES - 1 or transaction.get_connection().in_atomic_block:
+                raise
     writes_committed(workspace.pk)
     return result
+
+
+DEADLOCK_RETRIES = 3
+
+
+def _is_deadlock(exc: OperationalError) -> bool:
+    return isinstance(exc.__cause__, psycopg_errors.DeadlockDetected)
 
 
 def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool, confidence: float,

@@ -6,13 +6,13 @@ import threading
 import uuid
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fathom.models import Workspace
-from festinger.models import Conflict, Edge
+from festinger.models import Concept, Conflict, Edge
 from festinger.services import insert_fact, world_ensure
 
 CONCEPTS = ("alpha", "beta")
@@ -62,3 +62,52 @@ def test_concurrent_inserts_keep_one_parent_and_queue_every_rejected_fact(facts)
     for concept, parent, dimension, is_isa in queued:
         holder = next(edge for edge in edges if edge[0] == concept and edge[2] == dimension)
         assert (holder[1], holder[3]) != (parent, is_isa), "a fact equal to the edge it collided with was queued"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deadlock_with_another_writer_is_retried_not_raised(workspace):
+    """Another writer creates the same new concepts in the opposite order; PostgreSQL aborts our
+    transaction (we wait first, and the other side waits longer before checking), and the fact is
+    placed on the retry."""
+    from django.db import connection
+
+    world_ensure(workspace=workspace)
+    table = Concept._meta.db_table
+    holding, blocked, results = threading.Event(), threading.Event(), {}
+
+    def other_writer():
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL deadlock_timeout = '10s'")
+                sql = (f"INSERT INTO {table} (workspace_id, created_at, token, encounter_count, saliency, novelty, "
+                       "is_common) VALUES (%s, now(), %s, 0, 0, 0, false)")
+                cursor.execute(sql, [workspace.pk, "zzz_dead"])
+                holding.set()
+                blocked.wait(timeout=10)
+                cursor.execute(sql, [workspace.pk, "aaa_dead"])
+            results["other"] = "committed"
+        except Exception as exc:
+            results["other"] = exc
+        finally:
+            connections.close_all()
+
+    def ours():
+        try:
+            holding.wait(timeout=10)
+            threading.Timer(0.5, blocked.set).start()  # by then we wait on zzz_dead
+            results["ours"] = insert_fact(workspace, "aaa_dead", "zzz_dead", "type", is_isa=True, confidence=0.9,
+                                          source="inferred")
+        except Exception as exc:
+            results["ours"] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=other_writer), threading.Thread(target=ours)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert results["other"] == "committed"
+    assert isinstance(results["ours"], Edge), results["ours"]
+    assert Edge.objects.filter(workspace=workspace, concept__token="aaa_dead", parent__token="zzz_dead").exists()
