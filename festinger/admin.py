@@ -18,7 +18,12 @@ from fathom.errors import ApplicationError
 from fathom.models import Membership, Role, Workspace
 from festinger import selectors
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun, WorldConfig
-from festinger.resolution import conflict_apply, conflict_resolve_with_model, resolution_request
+from festinger.resolution import (
+    allowed_decisions,
+    conflict_apply,
+    conflict_resolve_with_model,
+    resolution_request,
+)
 from festinger.services import config_update, config_validate, edge_remove, world_ensure
 
 _ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
@@ -107,6 +112,20 @@ class EdgeHistoryAdmin(ReadOnlyAdmin):
     list_select_related = ["concept", "parent", "dimension", "moved_to", "conflict"]
 
 
+class DecideForm(forms.Form):
+    decision = forms.ChoiceField()
+    existing_dimension = forms.CharField(required=False, help_text="decompose: where the existing fact stays")
+    new_dimension = forms.CharField(required=False, help_text="decompose: where the incoming fact goes")
+    dimension = forms.CharField(required=False, help_text="misclassification: the incoming fact's dimension")
+    reasoning = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}))
+
+    def __init__(self, *args, collision_type: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["decision"].choices = [(d, d) for d in allowed_decisions(collision_type)]
+        for field in self.fields.values():  # the inputs sit inside admin's own form
+            field.widget.attrs["form"] = "decide-form"
+
+
 @admin.register(Conflict)
 class ConflictAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "status", "priority", "collision_type", "concept", "dimension", "existing_parent",
@@ -130,10 +149,41 @@ class ConflictAdmin(WorkspaceScopedAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # the queue is the record: dismiss instead
 
+    change_form_template = "admin/festinger/conflict/change_form.html"
+
     def get_urls(self):
         return [path("overview/", self.admin_site.admin_view(self.overview_view), name="festinger_overview"),
                 path("run/<int:workspace_id>/", self.admin_site.admin_view(self.run_view), name="festinger_run"),
+                path("<int:conflict_id>/decide/", self.admin_site.admin_view(self.decide_view),
+                     name="festinger_conflict_decide"),
                 *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        conflict = self.get_object(request, object_id)
+        decidable = (conflict is not None and conflict.status == ConflictStatus.PENDING
+                     and may_act(request, conflict.workspace_id))
+        extra = {"decide_form": DecideForm(collision_type=conflict.collision_type) if decidable else None}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
+
+    def decide_view(self, request, conflict_id: int):
+        """The operator's own decision from the conflict's page (decompose needs two dimension names)."""
+        conflict = get_object_or_404(self.get_queryset(request), pk=conflict_id)
+        back = reverse("admin:festinger_conflict_change", args=[conflict.pk])
+        if request.method != "POST":
+            return HttpResponseRedirect(back)
+        if not may_act(request, conflict.workspace_id):
+            raise PermissionDenied
+        form = DecideForm(request.POST, collision_type=conflict.collision_type)
+        if not form.is_valid():
+            self.message_user(request, f"Conflict #{conflict.pk}: choose a decision.", messages.ERROR)
+            return HttpResponseRedirect(back)
+        decision = {name: value for name, value in form.cleaned_data.items() if value}
+        try:
+            conflict_apply(conflict_id=conflict.pk, decision=decision, actor=_actor(request))
+            self.message_user(request, f"Conflict #{conflict.pk}: {decision['decision']} applied.")
+        except ApplicationError as exc:
+            self.message_user(request, f"Conflict #{conflict.pk}: {exc.message}", messages.ERROR)
+        return HttpResponseRedirect(back)
 
     def _each_pending(self, request, queryset, apply):
         done = skipped = 0

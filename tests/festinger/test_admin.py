@@ -116,3 +116,27 @@ def test_editing_the_configuration_in_admin_moves_the_schedule(admin_client, wor
 @pytest.mark.parametrize("name", ["concept", "edge", "conflict", "edgehistory", "resolutionrun", "worldconfig"])
 def test_every_changelist_renders(admin_client, workspace, queued, name):
     assert admin_client.get(reverse(f"admin:festinger_{name}_changelist")).status_code == 200
+
+
+def test_an_operator_decomposes_from_the_conflict_page(admin_client, workspace, queued):
+    page = admin_client.get(reverse("admin:festinger_conflict_change", args=[queued.pk])).content.decode()
+    assert 'id="decide-form"' in page and 'form="decide-form"' in page and 'value="decompose"' in page
+
+    response = admin_client.post(reverse("admin:festinger_conflict_decide", args=[queued.pk]), {
+        "decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
+        "reasoning": "both true"})
+
+    assert response.status_code == 302
+    conflict = Conflict.objects.get(pk=queued.pk)
+    assert conflict.status == "resolved" and conflict.resolved_by == "operator:admin"
+    assert sorted(Edge.objects.filter(concept__token="gnommoweb").values_list("parent__token", "dimension__token")) == [
+        ("container", "deployment-type"), ("repo", "artifact-type")]
+    page = admin_client.get(reverse("admin:festinger_conflict_change", args=[queued.pk])).content.decode()
+    assert 'id="decide-form"' not in page
+
+
+def test_a_decision_that_does_not_apply_is_reported_and_changes_nothing(admin_client, workspace, queued):
+    response = admin_client.post(reverse("admin:festinger_conflict_decide", args=[queued.pk]),
+                                 {"decision": "decompose", "existing_dimension": "artifact-type"}, follow=True)
+    assert "needs &#x27;new_dimension&#x27;" in response.content.decode()
+    assert Conflict.objects.get(pk=queued.pk).status == "pending"
