@@ -10,6 +10,7 @@ from django_celery_beat.validators import crontab_validator
 from psycopg import errors as psycopg_errors
 
 from fathom.errors import ApplicationError
+from festinger import cache
 from festinger.bootstrap import bootstrap_workspace, dimension_ensure
 from festinger.models import (
     TOKEN_MAX_LENGTH,
@@ -23,6 +24,7 @@ from festinger.models import (
     WorldConfig,
 )
 from festinger.schedules import resolution_schedule_sync
+from festinger.text import canonical
 
 # --- The workspace's world ----------------------------------------------------------------------
 
@@ -90,13 +92,11 @@ def config_validate(config: WorldConfig) -> None:
 
 # --- Concepts (SOAS) ----------------------------------------------------------------------------
 
-_EDGE_PUNCTUATION = " \t\r\n.,;:!?\"'`()[]{}<>"
-
-
 def token_normalise(text: str) -> str:
-    """A token as SOAS stores it: lowercase, surrounding punctuation stripped, inner whitespace
-    joined with underscores ('Glitch University' -> 'glitch_university')."""
-    token = "_".join(str(text).strip(_EDGE_PUNCTUATION).split()).lower()
+    """A phrase as the one token the tokeniser reads for it (festinger.text.canonical: lowercase,
+    punctuation dropped, words joined with underscores; 'Glitch University' -> 'glitch_university'),
+    so a fact is found again in the prompts that mention it."""
+    token = canonical(str(text))
     if not token:
         raise ApplicationError(f"{text!r} is not a token: it is empty once punctuation is stripped",
                                code="invalid_token")
@@ -259,10 +259,6 @@ def _history(*, edge: Edge, action: str, reason: str, actor: str, conflict=None,
 
 
 def writes_committed(workspace_id: int) -> None:
-    """Every change to the graph ends here: once the transaction commits, the caches of every
-    process must reload this workspace (festinger.cache's note_write bumps its version in Redis)."""
-    try:
-        from festinger.cache import note_write
-    except ImportError:  # the cache is not installed yet
-        return
-    transaction.on_commit(lambda: note_write(workspace_id))
+    """Every change to the graph ends here: once the transaction commits, the version of the
+    workspace's world moves in Redis and every process's cache reloads before its next read."""
+    transaction.on_commit(lambda: cache.note_write(workspace_id))
