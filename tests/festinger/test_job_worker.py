@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from festinger.models import Conflict, Edge
+from festinger import cache
+from festinger.models import Concept, Conflict, Edge
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, insert_fact, world_ensure
 
@@ -24,9 +25,14 @@ def wait_for_run(api, run_id, timeout=60):
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, workspace, api, scripted_llm):
-    # T37: ISA+ISA collision -> queue -> job -> decompose into two dimensions
+    world_ensure(workspace=workspace)
+    for token in ("gnommoweb", "dobby"):  # both salient: their recollections show
+        Concept.objects.update_or_create(workspace=workspace, token=token, defaults={"encounter_count": 20})
+    cache.world_reload(workspace.pk)
+    # T37: ISA+ISA collision -> queue -> [type?] marker -> job -> decompose into two dimensions
     api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa repo"}, format="json")
     isa = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json").json()["conflict"]
+    assert "gnommoweb: [type?] repo" in recollection(api, "gnommoweb and dobby")
     # T38: ISPART+ISPART collision -> queue -> job -> dismiss, world unchanged
     insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
     ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
@@ -34,6 +40,7 @@ def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, 
     scripted_llm.reply(json.dumps({"decision": "decompose", "existing_dimension": "artifact-type",
                                    "new_dimension": "deployment-type", "reasoning": "both"}))  # priority first
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
+    assert "dobby: [membership?] agent_pool" in recollection(api, "gnommoweb and dobby")
 
     queued = api.post("/v1/festinger/resolve/run", {}, format="json")
     assert queued.status_code == 202
@@ -50,6 +57,17 @@ def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, 
     assert statuses == {isa["id"]: "resolved", ispart.pk: "dismissed"}
     pending = api.get("/v1/festinger/conflicts?status=pending").json()["results"]
     assert pending == []
+    block = recollection(api, "gnommoweb and dobby")  # clean: two dimensions, no marker
+    gnommoweb = next(line for line in block.splitlines() if line.startswith("gnommoweb:"))
+    assert "?" not in block and "[artifact-type] repo" in gnommoweb and "[deployment-type] container" in gnommoweb
+    assert "dobby: [membership] agent_pool" in block
+    cache.forget(workspace.pk)
+
+
+def recollection(api, text) -> str:
+    response = api.get("/v1/festinger/recollection", {"text": text})
+    assert response.status_code == 200, response.content
+    return response.json()["block"]
 
 
 @pytest.mark.django_db
@@ -58,6 +76,7 @@ def test_beat_schedules_the_registered_task_on_the_configured_crontab(workspace,
 
     from fathom.celery import app
 
+    app.loader.import_default_modules()  # as a worker does at start: the apps' tasks modules
     config_update(config=world_ensure(workspace=workspace), resolution_schedule="15 4 * * *")
     entries = DatabaseScheduler(app=app, lazy=True).all_as_schedule()
     entry = entries[resolution_task_name(workspace_id=workspace.pk)]

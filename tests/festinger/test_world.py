@@ -135,3 +135,12 @@ def test_the_commands_store_a_fact_and_run_the_job(workspace, scripted_llm):
     call_command("fathom", "festinger", "resolve", "--workspace", workspace.slug, stdout=out)
     assert "finished: 1 processed, 0 resolved, 1 dismissed, 0 failed" in out.getvalue()
     assert Conflict.objects.get(workspace=workspace).status == "dismissed"
+
+
+def test_migrate_bootstraps_every_existing_workspace(workspace):
+    """`fathom up` migrates first: that is when existing workspaces get their world."""
+    assert not WorldConfig.objects.filter(workspace=workspace).exists()
+    call_command("migrate", verbosity=0)
+    assert WorldConfig.objects.filter(workspace=workspace).exists()
+    assert Edge.objects.filter(workspace=workspace).count() == 6
+    assert Concept.objects.filter(workspace=workspace, is_common=True).count() == len(english_words())
