@@ -24,7 +24,7 @@ from festinger.resolution import (
     conflict_resolve_with_model,
     resolution_request,
 )
-from festinger.services import config_update, config_validate, edge_remove, world_ensure
+from festinger.services import config_update, config_validate, edge_remove, edge_update, world_ensure
 
 _ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
 
@@ -94,6 +94,10 @@ class EdgeAdmin(WorkspaceScopedAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+
+    def save_model(self, request, obj, form, change):
+        edge_update(edge=obj, confidence=form.cleaned_data.get("confidence"),
+                    last_confirmed=form.cleaned_data.get("last_confirmed"))
 
     def delete_model(self, request, obj):
         edge_remove(edge=obj, reason="removed in admin", actor=_actor(request))

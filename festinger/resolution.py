@@ -184,7 +184,7 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str = "resolver") -> 
             logger.exception("festinger: resolving conflict %s failed", conflict_id)
         message = exc.message if isinstance(exc, ApplicationError) else f"{type(exc).__name__}: {exc}"
         Conflict.objects.filter(pk=conflict_id, status=ConflictStatus.PENDING).update(
-            error=message[:2000], attempts=conflict.attempts + 1)
+            error=message[:2000], attempts=F("attempts") + 1)
         return "failed"
     return conflict.status
 

@@ -40,6 +40,7 @@ def world_ensure(*, workspace) -> WorldConfig:
         config, created = WorldConfig.objects.get_or_create(workspace=workspace)
         if created:
             resolution_schedule_sync(config=config)
+            writes_committed(workspace.pk)  # a dormant cache wakes up
     return config
 
 
@@ -61,6 +62,7 @@ def config_update(*, config: WorldConfig, **changes) -> WorldConfig:
     config_validate(config)
     config.save()
     resolution_schedule_sync(config=config)
+    writes_committed(config.workspace_id)  # every process reloads the thresholds
     return config
 
 
@@ -236,6 +238,20 @@ def edge_remove(*, edge: Edge, reason: str, actor: str, conflict: Conflict | Non
         edge.delete()
     writes_committed(edge.workspace_id)
     return history
+
+
+@transaction.atomic
+def edge_update(*, edge: Edge, confidence: float | None = None, last_confirmed=None) -> Edge:
+    """An operator's correction of an edge's confidence or confirmation time."""
+    if confidence is not None:
+        if not 0.0 <= confidence <= 1.0:
+            raise ApplicationError("confidence must be between 0 and 1", code="invalid_edge")
+        edge.confidence = confidence
+    if last_confirmed is not None:
+        edge.last_confirmed = last_confirmed
+    edge.save(update_fields=["confidence", "last_confirmed"])
+    writes_committed(edge.workspace_id)
+    return edge
 
 
 def edge_move(*, edge: Edge, dimension: Concept, reason: str, actor: str, conflict: Conflict | None = None) -> Edge:

@@ -144,3 +144,16 @@ def test_migrate_bootstraps_every_existing_workspace(workspace):
     assert WorldConfig.objects.filter(workspace=workspace).exists()
     assert Edge.objects.filter(workspace=workspace).count() == 6
     assert Concept.objects.filter(workspace=workspace, is_common=True).count() == len(english_words())
+
+
+def test_a_configuration_change_reaches_every_process_cache(workspace, django_capture_on_commit_callbacks):
+    from festinger import cache
+
+    config = world_ensure(workspace=workspace)
+    before = cache.world(workspace.pk).settings.read_threshold
+    with django_capture_on_commit_callbacks(execute=True):
+        config_update(config=config, saliency_read_threshold=0.9, saliency_write_threshold=2.0)
+    try:
+        assert (before, cache.world(workspace.pk).settings.read_threshold) == (0.5, 0.9)
+    finally:
+        cache.forget(workspace.pk)
