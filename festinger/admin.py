@@ -24,7 +24,7 @@ from festinger.resolution import (
     conflict_resolve_with_model,
     resolution_request,
 )
-from festinger.services import config_update, config_validate, edge_remove, edge_update, world_ensure
+from festinger.services import config_update, config_validate, edge_remove, world_ensure
 
 _ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
 
@@ -79,8 +79,9 @@ class EdgeAdmin(WorkspaceScopedAdmin):
     list_filter = ["source", "is_isa", "workspace"]
     search_fields = ["concept__token", "parent__token", "dimension__token"]
     list_select_related = ["concept", "parent", "dimension", "workspace"]
-    readonly_fields = ["workspace", "concept", "parent", "dimension", "is_isa", "source", "created_at"]
-    fields = [*readonly_fields, "confidence", "last_confirmed"]
+    fields = ["workspace", "concept", "parent", "dimension", "is_isa", "confidence", "last_confirmed", "source",
+              "created_at"]
+    readonly_fields = fields
 
     def has_add_permission(self, request):
         return False  # facts enter through /iknowthat, the write path and the resolution job
@@ -90,14 +91,10 @@ class EdgeAdmin(WorkspaceScopedAdmin):
         return "root" if edge.is_root else ("ISA" if edge.is_isa else "ISPART")
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+        return False  # a fact changes through /iknowthat, the write path or a conflict's resolution
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
-
-    def save_model(self, request, obj, form, change):
-        edge_update(edge=obj, confidence=form.cleaned_data.get("confidence"),
-                    last_confirmed=form.cleaned_data.get("last_confirmed"))
 
     def delete_model(self, request, obj):
         edge_remove(edge=obj, reason="removed in admin", actor=_actor(request))

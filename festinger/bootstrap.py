@@ -73,9 +73,14 @@ def dimension_ensure(*, workspace, token: str, is_isa: bool = False) -> Concept:
     exists. Safe under concurrency (the inserts do nothing when another process won)."""
     Concept.objects.bulk_create([Concept(workspace=workspace, token=token)], ignore_conflicts=True)
     dimension = Concept.objects.get(workspace=workspace, token=token)
+    root_ensure(dimension=dimension, is_isa=is_isa)
+    return dimension
+
+
+def root_ensure(*, dimension: Concept, is_isa: bool = False) -> None:
+    """The dimension's root edge exists (one statement; nothing happens when it does already)."""
     Edge.objects.bulk_create(
-        [Edge(workspace=workspace, concept=dimension, parent=dimension, dimension=dimension, is_isa=is_isa,
-              confidence=1.0, last_confirmed=timezone.now(), source=Source.FESTINGER)],
+        [Edge(workspace_id=dimension.workspace_id, concept=dimension, parent=dimension, dimension=dimension,
+              is_isa=is_isa, confidence=1.0, last_confirmed=timezone.now(), source=Source.FESTINGER)],
         ignore_conflicts=True,
     )
-    return dimension

@@ -4,14 +4,14 @@ through the collision check. Views, tasks, admin, the CLI and the write path all
 import re
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.utils import timezone
 from django_celery_beat.validators import crontab_validator
 from psycopg import errors as psycopg_errors
 
 from fathom.errors import ApplicationError
 from festinger import cache
-from festinger.bootstrap import bootstrap_workspace, dimension_ensure
+from festinger.bootstrap import bootstrap_workspace, dimension_ensure, root_ensure  # noqa: F401 (part of the services)
 from festinger.models import (
     TOKEN_MAX_LENGTH,
     CollisionType,
@@ -151,7 +151,8 @@ def insert_fact(workspace, concept_token: str, parent_token: str, dimension_toke
             with transaction.atomic():
                 # All three tokens in one sorted insert: concurrent writers lock new rows in one order.
                 concepts = concepts_ensure(workspace=workspace, tokens=[concept_token, parent_token, dimension_token])
-                dimension = dimension_ensure(workspace=workspace, token=dimension_token, is_isa=is_isa)
+                dimension = concepts[dimension_token]
+                root_ensure(dimension=dimension, is_isa=is_isa)
                 result = place(concept=concepts[concept_token], parent=concepts[parent_token], dimension=dimension,
                                is_isa=is_isa, confidence=confidence, source=source, priority=priority)
             break
@@ -175,26 +176,39 @@ def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool
           source: str, priority: bool = False) -> Edge | Conflict:
     """`insert_fact` on concepts that exist, inside the caller's transaction (the resolution job
     places facts with it too)."""
-    # The cache's (concept, dimension) map would answer the collision question without a query;
-    # the database answers it here, and its unique index settles races either way.
+    # The database answers the collision question: an insert that does nothing when the unique
+    # index (concept, dimension) or (concept, parent, dimension) holds a row already, committed or
+    # about to be (it waits for that writer). A per-process cache could be stale, so it only keeps
+    # the write path from sending facts the world already holds (festinger.recollection).
     for _attempt in range(5):
+        now = timezone.now()
+        with connection.cursor() as cursor:
+            cursor.execute(_EDGE_INSERT, [concept.workspace_id, now, concept.pk, parent.pk, dimension.pk, is_isa,
+                                          confidence, now, source])
+            inserted = cursor.fetchone()
+        if inserted is not None:
+            return Edge(pk=inserted[0], workspace_id=concept.workspace_id, created_at=now, concept=concept,
+                        parent=parent, dimension=dimension, is_isa=is_isa, confidence=confidence,
+                        last_confirmed=now, source=source)
         existing = Edge.objects.filter(concept=concept, dimension=dimension).first()
         if existing is None:
-            try:
-                with transaction.atomic():
-                    return Edge.objects.create(
-                        workspace_id=concept.workspace_id, concept=concept, parent=parent, dimension=dimension,
-                        is_isa=is_isa, confidence=confidence, last_confirmed=timezone.now(), source=source)
-            except IntegrityError:
-                continue  # another writer took (concept, dimension) since we looked: look again
+            continue  # the row in the way was removed since (a resolution): try again
         if existing.parent_id == parent.pk and existing.is_isa == is_isa:
-            existing.last_confirmed = timezone.now()
+            existing.last_confirmed = now
             existing.confidence = max(existing.confidence, confidence)
             existing.save(update_fields=["last_confirmed", "confidence"])
             return existing
         return _queue(existing=existing, parent=parent, is_isa=is_isa, confidence=confidence, source=source,
                       priority=priority)
     raise RuntimeError(f"could not place {concept} in [{dimension}]: the slot kept changing")
+
+
+_EDGE_INSERT = f"""
+    INSERT INTO {Edge._meta.db_table}
+        (workspace_id, created_at, concept_id, parent_id, dimension_id, is_isa, confidence, last_confirmed, source)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT DO NOTHING
+    RETURNING id"""
 
 
 def collision_type(*, existing_is_isa: bool, incoming_is_isa: bool) -> str:
@@ -238,20 +252,6 @@ def edge_remove(*, edge: Edge, reason: str, actor: str, conflict: Conflict | Non
         edge.delete()
     writes_committed(edge.workspace_id)
     return history
-
-
-@transaction.atomic
-def edge_update(*, edge: Edge, confidence: float | None = None, last_confirmed=None) -> Edge:
-    """An operator's correction of an edge's confidence or confirmation time."""
-    if confidence is not None:
-        if not 0.0 <= confidence <= 1.0:
-            raise ApplicationError("confidence must be between 0 and 1", code="invalid_edge")
-        edge.confidence = confidence
-    if last_confirmed is not None:
-        edge.last_confirmed = last_confirmed
-    edge.save(update_fields=["confidence", "last_confirmed"])
-    writes_committed(edge.workspace_id)
-    return edge
 
 
 def edge_move(*, edge: Edge, dimension: Concept, reason: str, actor: str, conflict: Conflict | None = None) -> Edge:
