@@ -49,6 +49,19 @@ def test_spans_are_buffered_while_the_trace_runs_and_written_in_one_insert_at_it
     assert TraceEvent.objects.filter(trace_id=root.trace_id).count() == 2 + 20 * 3
 
 
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_a_flush_is_one_statement(workspace, django_assert_num_queries):
+    with django_assert_num_queries(1) as flushed:
+        with span("trace.prompt", workspace=workspace) as root:
+            with django_assert_num_queries(0):
+                for index in range(5):
+                    with span("step", index=index):
+                        pass
+
+    assert "synchronous_commit" in flushed.captured_queries[0]["sql"]
+    assert TraceEvent.objects.filter(trace_id=root.trace_id).count() == 12
+
+
 def test_a_raising_block_still_writes_its_spans_marked_failed(workspace):
     with pytest.raises(ZeroDivisionError):
         with span("trace.prompt", workspace=workspace) as root:
