@@ -20,7 +20,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "workspace", "role", "created_at"]
-    list_filter = ["role", "workspace"]
+    list_filter = ["role", ("workspace", admin.RelatedOnlyFieldListFilter)]
 
 
 @admin.register(ApiKey)
@@ -28,7 +28,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     """Keys are issued with a one-time secret shown in a message; the stored hash is never shown."""
 
     list_display = ["prefix", "name", "workspace", "role", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["role", "workspace", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_filter = ["role", ("workspace", admin.RelatedOnlyFieldListFilter), ("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["prefix", "name"]
     fields = ["workspace", "name", "role", "prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
     readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]

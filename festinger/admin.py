@@ -67,7 +67,7 @@ class ReadOnlyAdmin(WorkspaceScopedAdmin):
 @admin.register(Concept)
 class ConceptAdmin(ReadOnlyAdmin):
     list_display = ["token", "workspace", "encounter_count", "saliency", "novelty", "is_common", "last_seen"]
-    list_filter = ["is_common", "workspace"]
+    list_filter = ["is_common", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["token"]
     ordering = ["token"]
     show_full_result_count = False
@@ -76,7 +76,7 @@ class ConceptAdmin(ReadOnlyAdmin):
 @admin.register(Edge)
 class EdgeAdmin(WorkspaceScopedAdmin):
     list_display = ["concept", "relation", "parent", "dimension", "confidence", "source", "last_confirmed", "workspace"]
-    list_filter = ["source", "is_isa", "workspace"]
+    list_filter = ["source", "is_isa", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["concept__token", "parent__token", "dimension__token"]
     list_select_related = ["concept", "parent", "dimension", "workspace"]
     fields = ["workspace", "concept", "parent", "dimension", "is_isa", "confidence", "last_confirmed", "source",
@@ -108,7 +108,7 @@ class EdgeAdmin(WorkspaceScopedAdmin):
 @admin.register(EdgeHistory)
 class EdgeHistoryAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "action", "concept", "parent", "dimension", "moved_to", "actor", "reason", "conflict"]
-    list_filter = ["action", "workspace"]
+    list_filter = ["action", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["concept__token", "parent__token", "reason", "actor"]
     list_select_related = ["concept", "parent", "dimension", "moved_to", "conflict"]
 
@@ -132,7 +132,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "status", "priority", "collision_type", "concept", "dimension", "existing_parent",
                     "incoming_parent", "incoming_source", "created_at", "resolved_by", "error"]
     list_display_links = ["id", "concept"]
-    list_filter = ["status", "priority", "collision_type", "workspace"]
+    list_filter = ["status", "priority", "collision_type", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["concept__token", "existing_parent__token", "incoming_parent__token"]
     list_select_related = ["concept", "dimension", "existing_parent", "incoming_parent"]
     ordering = ["-priority", "-created_at", "-id"]
@@ -249,7 +249,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
 class ResolutionRunAdmin(ReadOnlyAdmin):
     list_display = ["id", "workspace", "trigger", "status", "created_at", "finished_at", "processed", "resolved",
                     "dismissed", "failed", "error"]
-    list_filter = ["status", "workspace"]
+    list_filter = ["status", ("workspace", admin.RelatedOnlyFieldListFilter)]
 
 
 class WorldConfigForm(forms.ModelForm):

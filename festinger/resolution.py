@@ -17,6 +17,7 @@ import logging
 import re
 import uuid
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -179,6 +180,8 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str = "resolver") -> 
         conflict = conflict_apply(conflict_id=conflict.pk, decision=decision, actor="festinger")
     except ConflictError:
         return "skipped"
+    except SoftTimeLimitExceeded:  # the task's time is up: the run fails and frees its lock, not this conflict
+        raise
     except Exception as exc:  # any failure leaves the conflict pending; the next run tries again
         if not isinstance(exc, ApplicationError):
             logger.exception("festinger: resolving conflict %s failed", conflict_id)

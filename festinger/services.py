@@ -5,6 +5,8 @@ import re
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 from django_celery_beat.validators import crontab_validator
 from psycopg import errors as psycopg_errors
@@ -194,12 +196,16 @@ def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool
         if existing is None:
             continue  # the row in the way was removed since (a resolution): try again
         if existing.parent_id == parent.pk and existing.is_isa == is_isa:
-            existing.last_confirmed = now
-            existing.confidence = max(existing.confidence, confidence)
-            existing.save(update_fields=["last_confirmed", "confidence"])
-            return existing
-        return _queue(existing=existing, parent=parent, is_isa=is_isa, confidence=confidence, source=source,
-                      priority=priority)
+            confirmed = Edge.objects.filter(pk=existing.pk, parent=parent, is_isa=is_isa).update(
+                last_confirmed=now, confidence=Greatest("confidence", Value(confidence)))
+            if confirmed:
+                existing.refresh_from_db(fields=["last_confirmed", "confidence"])
+                return existing
+            continue  # removed or moved since we read it: place the fact again
+        conflict = _queue(existing=existing, parent=parent, is_isa=is_isa, confidence=confidence, source=source,
+                          priority=priority)
+        if conflict is not None:
+            return conflict
     raise RuntimeError(f"could not place {concept} in [{dimension}]: the slot kept changing")
 
 
@@ -221,9 +227,9 @@ def collision_type(*, existing_is_isa: bool, incoming_is_isa: bool) -> str:
 
 
 def _queue(*, existing: Edge, parent: Concept, is_isa: bool, confidence: float, source: str,
-           priority: bool) -> Conflict:
+           priority: bool) -> Conflict | None:
     """The rejected fact as a pending Conflict; the same fact already waiting is returned instead
-    (raised to priority when this one is manual)."""
+    (raised to priority when this one is manual). None when that waiting one was decided meanwhile."""
     key = {"concept_id": existing.concept_id, "dimension_id": existing.dimension_id, "incoming_parent": parent,
            "incoming_is_isa": is_isa, "status": ConflictStatus.PENDING}
     try:
@@ -234,7 +240,9 @@ def _queue(*, existing: Edge, parent: Concept, is_isa: bool, confidence: float, 
                 collision_type=collision_type(existing_is_isa=existing.is_isa, incoming_is_isa=is_isa),
                 priority=priority, **key)
     except IntegrityError:
-        conflict = Conflict.objects.select_for_update().get(**key)
+        conflict = Conflict.objects.select_for_update().filter(**key).first()
+        if conflict is None:
+            return None
     if priority and not conflict.priority:
         conflict.priority, conflict.incoming_source = True, source
         conflict.incoming_confidence = max(conflict.incoming_confidence, confidence)

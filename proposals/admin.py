@@ -84,7 +84,7 @@ class ProposalAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
     list_display = ["id", "title", "tool", "level", "status_badge", "workspace", "producer", "created_at",
                     "latest_decision", "decide_buttons"]
     list_display_links = ["id", "title"]
-    list_filter = ["status", "tool", "level", "workspace"]
+    list_filter = ["status", "tool", "level", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["title", "rationale", "producer"]
     list_per_page = 50
     actions = ["approve_selected", "deny_selected"]
@@ -255,7 +255,7 @@ class DecisionAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
     """The audit trail, read-only."""
 
     list_display = ["created_at", "proposal", "action", "decided_by", "result_ref", "error"]
-    list_filter = ["action", "workspace"]
+    list_filter = ["action", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["decided_by", "reason", "result_ref"]
     list_select_related = ["proposal"]
 
@@ -290,7 +290,7 @@ class RoutineAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
     """Routines minted from proposals. Switch one off or change its schedule on its periodic task."""
 
     list_display = ["name", "workspace", "schedule", "timezone", "enabled", "route", "proposal", "created_at"]
-    list_filter = ["workspace"]
+    list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name", "prompt"]
     readonly_fields = ["workspace", "name", "schedule", "timezone", "proposal", "periodic_task_link", "created_at"]
     fields = ["workspace", "name", "schedule", "timezone", "prompt", "route", "proposal", "periodic_task_link",
@@ -325,7 +325,7 @@ class RoutineAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 @admin.register(HelperHost)
 class HelperHostAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
     list_display = ["name", "workspace", "executor", "enabled", "timeout_seconds", "description"]
-    list_filter = ["workspace", "executor", "enabled"]
+    list_filter = [("workspace", admin.RelatedOnlyFieldListFilter), "executor", "enabled"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
@@ -351,7 +351,7 @@ class HelperHostAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 class HelperJobAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
     list_display = ["id", "title", "host", "status", "exit_code", "timed_out", "started_at", "finished_at",
                     "delta_id"]
-    list_filter = ["status", "host", "workspace"]
+    list_filter = ["status", "host", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["title", "task"]
 
     def has_add_permission(self, request):

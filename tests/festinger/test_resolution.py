@@ -134,6 +134,27 @@ def test_a_failed_model_call_leaves_the_conflict_pending(workspace, scripted_llm
     assert conflict.status == "pending" and conflict.error and conflict.attempts == 1
 
 
+def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, scripted_llm, monkeypatch,
+                                                                   test_b_state):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from festinger.resolution import _WorkspaceLock
+
+    def time_is_up(**_kwargs):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr("fathom.llm.complete", time_is_up)
+
+    run = run_now(workspace)
+
+    assert run.status == "failed" and "SoftTimeLimitExceeded" in run.error
+    conflict = Conflict.objects.get(pk=test_b_state.pk)
+    assert (conflict.status, conflict.attempts, conflict.error) == ("pending", 0, "")
+    lock = _WorkspaceLock(workspace.pk)
+    assert lock.acquire()  # the run let go of the workspace
+    lock.release()
+
+
 def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scripted_llm, test_b_state):
     # gnommoweb already has a parent in deployment-type: the move to artifact-type must be undone too
     insert_fact(workspace, "gnommoweb", "kubernetes_pod", "deployment-type", is_isa=True, confidence=0.9,
