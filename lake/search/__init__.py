@@ -10,22 +10,36 @@
 `deltas_search` returns the rendered text and the structured rows; every row says how it got
 there (`role`, `found_by`) and carries its numbers (`scores`)."""
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
+from fathom.tracing import span
 from lake.models import level_of
 from lake.search.execute import Candidate, configure_scans, fetch_rows, run_step
 from lake.search.expand import ancestors, strips
-from lake.search.plan import MAX_STEPS, Filters, Plan, Step, default_plan, with_filters
+from lake.search.plan import (
+    MAX_STEPS,
+    Filters,
+    Plan,
+    Step,
+    default_plan,
+    planner_configured,
+    planner_plan,
+    with_filters,
+)
 from lake.search.rank import Ranked, fuse, rerank_factor
 from lake.search.render import is_named_stretch, render
 
 __all__ = ["DEPTHS", "Filters", "Plan", "SearchResult", "SearchRow", "Step", "deltas_search"]
+
+logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 100
 
@@ -97,7 +111,8 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     """Recall from this workspace's lake: the best `limit` hits for `query`, with their timeline
     strips, the constituents of provenance hits and the provenance containing what surfaced.
     `filters` (tags, kind, source, since, until) narrow every step's hits; `plan` overrides the
-    planner. Costs a constant number of queries: one per step plus four."""
+    planner. Costs a constant number of queries whatever the size of the result: one per step
+    plus five (planner check, scan settings, strips, containers, rows expansion brought in)."""
     query = " ".join(str(query).split())
     if not query:
         raise ApplicationError("a search needs a query", details={"field": "query"})
@@ -111,7 +126,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     plan = with_filters(plan or plan_for(workspace=workspace, query=query), filters or Filters())
     if not 1 <= len(plan.steps) <= MAX_STEPS:
         raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")
-    warnings: list[str] = []
+    warnings: list[str] = [plan.note] if plan.note else []
 
     vectors = _query_vectors(plan, warnings)
     pool = max(limit * config.pool_factor, config.min_pool)
@@ -148,8 +163,16 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
 
 
 def plan_for(*, workspace: Workspace, query: str) -> Plan:
-    """The plan for a query: the planner model's when one is configured, else the default plan."""
-    return default_plan(query)
+    """The plan for a query: the planner model's when the `planner` role is assigned, else the
+    default plan. The planner's call and any fallback (with its reason) are traced as `lake.plan`."""
+    if not planner_configured(workspace):
+        return default_plan(query)
+    with span("lake.plan", workspace=workspace, actor_id="lake:search-planner", query=query) as traced:
+        plan = planner_plan(workspace=workspace, query=query, now=timezone.now())
+        traced.set(source=plan.source, steps=[step.as_dict() for step in plan.steps], note=plan.note)
+    if plan.note:
+        logger.warning("search plan fallback in workspace %s: %s", workspace.pk, plan.note)
+    return plan
 
 
 # --- helpers ---------------------------------------------------------------------------------------
