@@ -25,6 +25,9 @@ class IsolationCase:
     probes: list[Probe] = field(default_factory=list)
     # Called after the probes: True when A's rows are exactly as they were before.
     intact: Callable[[], bool] | None = None
+    # Reads B may make (search, statistics): they answer 200 and show none of `ids` or `secrets`.
+    reads: list[Probe] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
 
 
 def listed_ids(client, path: str, id_field: str) -> set:
@@ -44,5 +47,10 @@ def assert_isolated(case: IsolationCase, intruder) -> None:
         assert response.status_code in (403, 404), (
             f"{probe.method} {probe.path} answered {response.status_code} to another workspace: {response.content!r}"
         )
+    for probe in case.reads:
+        response = getattr(intruder, probe.method.lower())(probe.path, probe.body, format="json")
+        assert response.status_code == 200, f"{probe.method} {probe.path} answered {response.status_code}"
+        shown = [value for value in [*map(str, case.ids), *case.secrets] if value in response.content.decode()]
+        assert not shown, f"{probe.method} {probe.path} showed another workspace's {shown}"
     if case.intact is not None:
         assert case.intact(), "another workspace's request changed this workspace's rows"

@@ -57,8 +57,9 @@ def proposals_case(owner) -> IsolationCase:
 def deltas_case(owner) -> IsolationCase:
     from lake.models import Delta
 
-    created = owner.post("/v1/deltas", [{"content": "a's moment", "tags": ["kind:note"]},
-                                        {"content": "a's other moment"}], format="json").json()
+    created = owner.post("/v1/deltas", [
+        {"content": "a's moment about the lighthouse", "tags": ["kind:a-secret-kind"], "source": "a-private-source"},
+        {"content": "a's other moment about the lighthouse"}], format="json").json()
     ids = [row["id"] for row in created]
     before = list(Delta.objects.filter(pk__in=ids).order_by("id").values_list("id", "content", "tags"))
     return IsolationCase(
@@ -67,6 +68,10 @@ def deltas_case(owner) -> IsolationCase:
         probes=[Probe("GET", f"/v1/deltas/{ids[0]}"), Probe("GET", f"/v1/deltas/{ids[1][:8]}")],
         intact=lambda: list(Delta.objects.filter(pk__in=ids).order_by("id").values_list("id", "content", "tags"))
         == before,
+        reads=[Probe("POST", "/v1/search", {"query": "lighthouse moment", "depth": "deep"}),
+               Probe("GET", "/v1/lake/stats"), Probe("GET", "/v1/deltas?kind=a-secret-kind"),
+               Probe("GET", "/v1/deltas?source=a-private-source")],
+        secrets=["about the lighthouse", "a-secret-kind", "a-private-source"],
     )
 
 

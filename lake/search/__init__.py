@@ -22,8 +22,8 @@ from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from fathom.tracing import span
 from lake.models import level_of
-from lake.search.execute import Candidate, configure_scans, fetch_rows, run_step
-from lake.search.expand import ancestors, strips
+from lake.search.execute import Candidate, configure_scans, run_step
+from lake.search.expand import expansion, strips
 from lake.search.plan import (
     MAX_STEPS,
     Filters,
@@ -112,7 +112,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     strips, the constituents of provenance hits and the provenance containing what surfaced.
     `filters` (tags, kind, source, since, until) narrow every step's hits; `plan` overrides the
     planner. Costs a constant number of queries whatever the size of the result: one per step
-    plus five (planner check, scan settings, strips, containers, rows expansion brought in)."""
+    plus four: the planner check, the scan settings, the strips, and both directions of expansion."""
     query = " ".join(str(query).split())
     if not query:
         raise ApplicationError("a search needs a query", details={"field": "query"})
@@ -149,11 +149,13 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
         children_of = {hit.candidate.id: _from_ids(hit.candidate.tags) for hit in hits
                        if "kind:provenance" in hit.candidate.tags or "kind:sediment" in hit.candidate.tags}
     surfaced = [hit.candidate.id for hit in hits] + [row.id for rows in strip_rows.values() for row in rows]
-    surfaced += [child for children in children_of.values() for child in children]
-    lineage = ancestors(workspace_id=workspace.pk, delta_ids=list(dict.fromkeys(surfaced))) if config.expand else []
+    child_ids = [child for children in children_of.values() for child in children]
     known = {c.id: c for c in candidates.values()} | {row.id: row for rows in strip_rows.values() for row in rows}
-    wanted = {child for children in children_of.values() for child in children} | {row[0] for row in lineage}
-    known |= fetch_rows(workspace_id=workspace.pk, ids=sorted(wanted - known.keys()), query_vector=main_vector)
+    lineage = []
+    if config.expand:
+        lineage, found = expansion(workspace_id=workspace.pk, surfaced_ids=list(dict.fromkeys(surfaced + child_ids)),
+                                   child_ids=child_ids, known_ids=list(known), query_vector=main_vector)
+        known |= found
 
     rows = _rows(hits, strip_rows, children_of, lineage, known)
     strip_of = {anchor: [row.id for row in rows_] for anchor, rows_ in strip_rows.items()}

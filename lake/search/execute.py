@@ -113,20 +113,6 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
             candidate.text_rank = max(candidate.text_rank or 0.0, text_rank)
 
 
-def fetch_rows(*, workspace_id: int, ids: list[str], query_vector: str | None) -> dict[str, Candidate]:
-    """Rows by id with their distances to the query (for rows that expansion brought in)."""
-    if not ids:
-        return {}
-    vector = "%(vector)s::vector" if query_vector else "NULL::vector"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector} "
-            "FROM lake_delta AS d WHERE d.workspace_id = %(ws)s AND d.id = ANY(%(ids)s)",
-            {"ws": workspace_id, "ids": ids, "vector": query_vector},
-        )
-        return {row[0]: candidate_from_row(row, with_distances=True) for row in cursor.fetchall()}
-
-
 def candidate_from_row(row, *, with_distances: bool = False) -> Candidate:
     candidate = Candidate(id=row[0], created_at=row[1], source=row[2], tags=list(row[3]), content=row[4],
                           media_hash=row[5])

@@ -52,23 +52,57 @@ def ancestors(*, workspace_id: int, delta_ids: list[str], max_levels: int = UP_L
     if not delta_ids:
         return []
     with connection.cursor() as cursor:
+        cursor.execute(f"WITH RECURSIVE {_UP} SELECT parent_id, child_id, depth FROM lineage "
+                       "ORDER BY depth, parent_id, child_id",
+                       {"ids": list(delta_ids), "ws": workspace_id, "levels": max_levels})
+        return cursor.fetchall()
+
+
+def expansion(*, workspace_id: int, surfaced_ids: list[str], child_ids: list[str], known_ids: list[str],
+              query_vector: str | None, max_levels: int = UP_LEVELS):
+    """Both directions in one query: the lineage above `surfaced_ids` (as `ancestors` gives it) and
+    the rows of the containers found and of `child_ids` that are not among `known_ids`, with their
+    distances to the query. Returns (lineage, {id: Candidate})."""
+    if not surfaced_ids:
+        return [], {}
+    vector = "%(vector)s::vector" if query_vector else "NULL::vector"
+    with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH RECURSIVE up(parent_id, child_id, depth) AS (
-                SELECT p.id, c.child_id, 1
-                FROM unnest(%s::text[]) AS c(child_id)
-                JOIN lake_delta AS p ON p.workspace_id = %s
-                    AND p.tags @> ARRAY['{PROVENANCE_TAG}', '{FROM_PREFIX}' || c.child_id]::varchar[]
-              UNION
-                SELECT p.id, up.parent_id, up.depth + 1
-                FROM up
-                JOIN lake_delta AS p ON p.workspace_id = %s
-                    AND p.tags @> ARRAY['{PROVENANCE_TAG}', '{FROM_PREFIX}' || up.parent_id]::varchar[]
-                WHERE up.depth < %s
-            )
-            SELECT parent_id, child_id, min(depth) FROM up GROUP BY parent_id, child_id
-            ORDER BY min(depth), parent_id, child_id
+            WITH RECURSIVE {_UP}
+            SELECT parent_id, child_id, depth, NULL AS id, NULL AS created_at, NULL AS source, NULL AS tags,
+                   NULL AS content, NULL AS media_hash, NULL::float8, NULL::float8
+            FROM lineage
+            UNION ALL
+            SELECT NULL, NULL, NULL, {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector}
+            FROM lake_delta AS d
+            WHERE d.workspace_id = %(ws)s AND d.id <> ALL(%(known)s::text[])
+                AND d.id IN (SELECT parent_id FROM lineage UNION SELECT unnest(%(children)s::text[]))
             """,
-            [list(delta_ids), workspace_id, workspace_id, max_levels],
+            {"ids": list(surfaced_ids), "ws": workspace_id, "levels": max_levels, "known": list(known_ids),
+             "children": list(child_ids), "vector": query_vector},
         )
-        return cursor.fetchall()
+        rows = cursor.fetchall()
+    lineage = sorted((row[:3] for row in rows if row[0] is not None), key=lambda row: (row[2], row[0], row[1]))
+    found = {row[3]: candidate_from_row(row[3:], with_distances=True) for row in rows if row[3] is not None}
+    return lineage, found
+
+
+# The child -> parent walk: `tags @> ARRAY['kind:provenance', 'from:<id>']` is answered by the GIN
+# index over tags. Parameters: ids, ws, levels.
+_UP = f"""
+    up(parent_id, child_id, depth) AS (
+        SELECT p.id, c.child_id, 1
+        FROM unnest(%(ids)s::text[]) AS c(child_id)
+        JOIN lake_delta AS p ON p.workspace_id = %(ws)s
+            AND p.tags @> ARRAY['{PROVENANCE_TAG}', '{FROM_PREFIX}' || c.child_id]::varchar[]
+      UNION
+        SELECT p.id, up.parent_id, up.depth + 1
+        FROM up
+        JOIN lake_delta AS p ON p.workspace_id = %(ws)s
+            AND p.tags @> ARRAY['{PROVENANCE_TAG}', '{FROM_PREFIX}' || up.parent_id]::varchar[]
+        WHERE up.depth < %(levels)s
+    ), lineage AS (
+        SELECT parent_id, child_id, min(depth) AS depth FROM up GROUP BY parent_id, child_id
+    )
+"""

@@ -95,14 +95,21 @@ def test_the_list_filters_by_tags_kind_source_and_time(api):
 
 def test_the_list_pages_by_cursor_in_a_constant_number_of_queries(api, django_assert_num_queries):
     api.post("/v1/deltas", _batch(9), format="json")
+    api.post("/v1/deltas", _batch(300, prefix="bulk"), format="json")
 
     with django_assert_num_queries(2):  # the key, the page
         first = api.get("/v1/deltas?page_size=5").json()
     with django_assert_num_queries(2):
         second = api.get(first["next"]).json()
+    with django_assert_num_queries(2):
+        big = api.get("/v1/deltas?page_size=200&kind=note").json()
+    with django_assert_num_queries(2):
+        last = api.get("/v1/deltas?page_size=200&kind=note&tags=n:3").json()
 
-    assert len(first["results"]) == 5 and len(second["results"]) == 4 and second["next"] is None
+    assert len(first["results"]) == 5 and len(second["results"]) == 5
     assert not {r["id"] for r in first["results"]} & {r["id"] for r in second["results"]}
+    assert len(big["results"]) == 200 and big["next"] is not None
+    assert {r["content"] for r in last["results"]} == {"moment 3", "bulk 3"} and last["next"] is None
 
 
 def test_a_delta_shows_its_provenance_parents_and_children(api, workspace, moments, provenance):

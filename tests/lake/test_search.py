@@ -158,21 +158,37 @@ def test_filters_by_kind_and_time_window(api, moments):
     assert [row["id"] for row in result["rows"] if row["role"] == "hit"] == [late.id]
 
 
-def test_search_costs_a_constant_number_of_queries(workspace, moments, provenance, django_assert_max_num_queries):
+def test_search_costs_a_constant_number_of_queries_whatever_the_result_size(
+        api, workspace, moments, provenance, django_assert_num_queries):
     base = moments(*NAVIER_STOKES)
     episode = provenance("Paper 3 Synthesis", base)
     provenance("Research arc", [episode])
     moments(*NOISE)
+    moments(*[f"navier stokes note {i}" for i in range(40)], start=T0 + timedelta(days=2))
 
-    # At most: ef_search, the step, the strips, the ancestors, the rows expansion brought in.
-    with django_assert_max_num_queries(5):
-        small = deltas_search(workspace=workspace, query="navier stokes", limit=3)
-    with django_assert_max_num_queries(5):
-        large = deltas_search(workspace=workspace, query="navier stokes", limit=20)
-    assert len(small.hits) == 3 and len(large.hits) > 3
+    def search(limit, depth="normal"):
+        return _search(api, "navier stokes", limit=limit, depth=depth)
+
+    search(1)  # the key's first use also records when it was last used
+
+    # The key, the planner check, ef_search, the step, the strips, expansion up and down.
+    with django_assert_num_queries(6):
+        small = search(2)
+    with django_assert_num_queries(6):
+        large = search(40)
+    with django_assert_num_queries(6):
+        deep = search(40, "deep")
+    # Shallow: no strips, no expansion.
+    with django_assert_num_queries(4):
+        search(40, "shallow")
+    assert len([r for r in small["rows"] if r["role"] == "hit"]) == 2
+    assert len([r for r in large["rows"] if r["role"] == "hit"]) == 40
+    assert len(deep["rows"]) >= len(large["rows"]) > 3 * len(small["rows"])
+    assert any(r["role"] == "container" for r in large["rows"])
+
     two_steps = Plan(steps=(Step(query="navier stokes"), Step(query="rover odometry")), source="given")
-    with django_assert_max_num_queries(6):
-        deltas_search(workspace=workspace, query="navier stokes and rovers", plan=two_steps)
+    with django_assert_num_queries(5):  # no key, a given plan: ef_search, two steps, strips, expansion
+        deltas_search(workspace=workspace, query="navier stokes and rovers", plan=two_steps, limit=30)
 
 
 def test_a_two_step_plan_fuses_both_steps(workspace, moments):
