@@ -57,12 +57,12 @@ def worker_env() -> dict:
     return env
 
 
-def start_worker(name: str, queues=None, concurrency: int = 1) -> subprocess.Popen:
+def start_worker(name: str, queues=None, concurrency: int = 1, env: dict | None = None) -> subprocess.Popen:
     queues = queues or settings.FATHOM_QUEUES
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(queues), "-c", str(concurrency),
          "-n", f"{name}@%h", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
-        cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.DEVNULL, start_new_session=True,
+        cwd=REPO_ROOT, env={**worker_env(), **(env or {})}, stdin=subprocess.DEVNULL, start_new_session=True,
     )
 
 

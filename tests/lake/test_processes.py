@@ -1,0 +1,104 @@
+"""The lake across processes: a real worker retries a provider outage and embeds each delta once,
+and the child -> parent index answers for provenance another process wrote."""
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from lake.models import Delta
+from lake.tasks import embed_deltas
+from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.lake.test_tasks import EmbeddingsServer
+
+pytestmark = pytest.mark.worker
+
+
+@pytest.fixture
+def embedding_worker(transactional_db):
+    """worker(statuses) -> (local embeddings server, queue): a worker of its own whose `openai`
+    embedder talks to a local server answering the queued error statuses first."""
+    started = []
+
+    def start(statuses=()):
+        server = EmbeddingsServer(statuses)
+        name, queue = f"embed-{uuid.uuid4().hex[:6]}", f"lake-test-{uuid.uuid4().hex[:6]}"
+        process = start_worker(name, queues=[queue], env={
+            "FATHOM_EMBEDDER": "openai", "FATHOM_EMBEDDING_MODEL": "text-embedding-3-small",
+            "FATHOM_EMBEDDING_API_KEY": "sk-test", "FATHOM_EMBEDDING_BASE_URL": server.url})
+        started.append((server, process))
+        wait_for_worker(name)
+        return server, queue
+
+    yield start
+    for server, process in started:
+        stop_worker(process)
+        server.close()
+
+
+def _wait(condition, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_worker_retries_provider_errors_then_embeds(api, embedding_worker):
+    server, queue = embedding_worker(statuses=[503, 429])
+    ids = [row["id"] for row in api.post("/v1/deltas", [{"content": "kelp forest survey"},
+                                                        {"content": "sea urchin count"}], format="json").json()]
+
+    embed_deltas.apply_async(args=[ids], queue=queue)
+
+    _wait(lambda: not Delta.objects.filter(pk__in=ids, embedding__isnull=True).exists(), "the embeddings")
+    assert len(server.requests) == 3, "two provider errors retried, then the answer"
+    assert all(request["input"] == ["kelp forest survey", "sea urchin count"] for request in server.requests)
+    assert set(Delta.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {
+        "openai:text-embedding-3-small"}
+
+
+def test_a_redelivered_embedding_task_embeds_nothing_twice(api, embedding_worker):
+    server, queue = embedding_worker()
+    first, second = [row["id"] for row in api.post("/v1/deltas", [{"content": "tide table"},
+                                                                  {"content": "moon phase"}], format="json").json()]
+
+    embed_deltas.apply_async(args=[[first]], queue=queue)
+    _wait(lambda: Delta.objects.get(pk=first).embedding is not None, "the first embedding")
+    vector = list(Delta.objects.get(pk=first).embedding)
+    embed_deltas.apply_async(args=[[first]], queue=queue)  # the same task again, as a redelivery would
+    embed_deltas.apply_async(args=[[first, second]], queue=queue)
+    _wait(lambda: Delta.objects.get(pk=second).embedding is not None, "the second embedding")
+
+    assert [request["input"] for request in server.requests] == [["tide table"], ["moon phase"]]
+    assert list(Delta.objects.get(pk=first).embedding) == vector
+
+
+def test_provenance_written_by_another_process_is_found_on_the_way_up_at_once(api, workspace, transactional_db):
+    ids = [row["id"] for row in api.post("/v1/deltas", [{"content": "glacier melt gauge reading"},
+                                                        {"content": "glacier moraine photo"}], format="json").json()]
+
+    def containers():
+        result = api.post("/v1/search", {"query": "glacier gauge", "limit": 1}, format="json").json()
+        return {row["id"]: row for row in result["rows"] if row["role"] == "container"}
+
+    assert containers() == {}
+    script = ("from fathom.models import Workspace; from lake.services import provenance_create; "
+              f"print(provenance_create(workspace=Workspace.objects.get(slug={workspace.slug!r}), "
+              f"title='Glacier fieldwork', child_ids={ids!r}).id)")
+    written = subprocess.run([sys.executable, "manage.py", "shell", "-c", script], cwd=REPO_ROOT, env=worker_env(),
+                             capture_output=True, text=True, timeout=120, check=True)
+    episode_id = written.stdout.strip().splitlines()[-1]
+
+    # This process searched before the provenance existed; it finds it now, with nothing to expire.
+    found = containers()
+    assert list(found) == [episode_id] and found[episode_id]["depth"] == 1
+    # And a third process reads the same index.
+    other = subprocess.run([sys.executable, "manage.py", "fathom", "lake", "search", "glacier gauge", "--limit", "1",
+                            "--workspace", workspace.slug, "--json"], cwd=REPO_ROOT, env=worker_env(),
+                           capture_output=True, text=True, timeout=120, check=True)
+    assert f"prov · [L1 · 2 deltas · {episode_id}] Glacier fieldwork" in other.stdout
+    rows = json.loads(other.stdout[other.stdout.index("\n["):])
+    assert {row["id"] for row in rows if row["role"] == "container"} == {episode_id}
