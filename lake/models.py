@@ -61,8 +61,10 @@ class Delta(WorkspaceScoped):
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["workspace", "created_at", "id"], name="lake_delta_ws_time"),
-            GinIndex(fields=["tags"], name="lake_delta_tags"),
-            GinIndex(fields=["search_vector"], name="lake_delta_fts"),
+            # No pending list (fastupdate off): every search would scan what is pending linearly
+            # until autovacuum merges it, so recall slows right after a bulk write.
+            GinIndex(fields=["tags"], name="lake_delta_tags", fastupdate=False),
+            GinIndex(fields=["search_vector"], name="lake_delta_fts", fastupdate=False),
             HnswIndex(fields=["embedding"], name="lake_delta_embedding_hnsw", m=16, ef_construction=64,
                       opclasses=["vector_cosine_ops"]),
             HnswIndex(fields=["provenance_embedding"], name="lake_delta_centroid_hnsw", m=16, ef_construction=64,

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from lake.models import KIND_PREFIX, TEXT_SEARCH_CONFIG
+from lake.models import KIND_PREFIX, PROVENANCE_TAG, TEXT_SEARCH_CONFIG
 from lake.search.plan import Filters, Step
 
 # Stands in for "no centroid" in LEAST(summary distance, centroid distance), as in seed 000.
@@ -65,6 +65,8 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
     where, params = _filter_sql(step.filters)
     use_vector = query_vector is not None and step.mode in ("hybrid", "vector")
     use_text = step.mode in ("hybrid", "text") and step.query.strip()
+    # Any word may match (OR): fusion with the vector ranking sorts out the best. Written inline, not
+    # in a CTE, so the planner sees a constant and uses the GIN index.
     tsquery = (f"replace(plainto_tsquery('{TEXT_SEARCH_CONFIG}', %(text)s)::text, ' & ', ' | ')::tsquery"
                if use_text else "NULL::tsquery")
     vector = "%(vector)s::vector" if use_vector else "NULL::vector"
@@ -76,12 +78,11 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
         ), cen AS MATERIALIZED (
             SELECT d.id FROM lake_delta AS d
             WHERE {"true" if use_vector else "false"} AND d.workspace_id = %(ws)s
-                AND d.provenance_embedding IS NOT NULL {where}
+                AND d.tags @> ARRAY['{PROVENANCE_TAG}']::varchar[] AND d.provenance_embedding IS NOT NULL {where}
             ORDER BY d.provenance_embedding <=> {vector} LIMIT %(pool)s
-        ), q AS (SELECT {tsquery} AS query
         ), txt AS MATERIALIZED (
-            SELECT d.id, ts_rank_cd(d.search_vector, q.query) AS text_rank FROM lake_delta AS d, q
-            WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ q.query {where}
+            SELECT d.id, ts_rank_cd(d.search_vector, {tsquery}) AS text_rank FROM lake_delta AS d
+            WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ {tsquery} {where}
             ORDER BY text_rank DESC, d.id LIMIT %(pool)s
         ), found AS (
             SELECT id, true AS by_vector, NULL::real AS text_rank FROM vec

@@ -77,7 +77,7 @@ def expansion(*, workspace_id: int, surfaced_ids: list[str], child_ids: list[str
             SELECT NULL, NULL, NULL, {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector}
             FROM lake_delta AS d
             WHERE d.workspace_id = %(ws)s AND d.id <> ALL(%(known)s::text[])
-                AND d.id IN (SELECT parent_id FROM lineage UNION SELECT unnest(%(children)s::text[]))
+                AND d.id = ANY(ARRAY(SELECT parent_id FROM lineage) || %(children)s::text[])
             """,
             {"ids": list(surfaced_ids), "ws": workspace_id, "levels": max_levels, "known": list(known_ids),
              "children": list(child_ids), "vector": query_vector},

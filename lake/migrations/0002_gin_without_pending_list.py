@@ -1,0 +1,35 @@
+import django.contrib.postgres.indexes
+from django.db import migrations
+
+# ALTER INDEX keeps the indexes (no rebuild); gin_clean_pending_list merges what is already pending.
+SQL = """
+ALTER INDEX lake_delta_tags SET (fastupdate = off);
+ALTER INDEX lake_delta_fts SET (fastupdate = off);
+SELECT gin_clean_pending_list('lake_delta_tags'::regclass), gin_clean_pending_list('lake_delta_fts'::regclass);
+"""
+REVERSE_SQL = "ALTER INDEX lake_delta_tags RESET (fastupdate); ALTER INDEX lake_delta_fts RESET (fastupdate);"
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('lake', '0001_initial'),
+    ]
+
+    operations = [
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunSQL(SQL, REVERSE_SQL)],
+            state_operations=[
+                migrations.RemoveIndex(model_name='delta', name='lake_delta_tags'),
+                migrations.RemoveIndex(model_name='delta', name='lake_delta_fts'),
+                migrations.AddIndex(
+                    model_name='delta',
+                    index=django.contrib.postgres.indexes.GinIndex(fastupdate=False, fields=['tags'], name='lake_delta_tags'),
+                ),
+                migrations.AddIndex(
+                    model_name='delta',
+                    index=django.contrib.postgres.indexes.GinIndex(fastupdate=False, fields=['search_vector'], name='lake_delta_fts'),
+                ),
+            ],
+        ),
+    ]
