@@ -22,15 +22,14 @@ from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from fathom.tracing import span
 from lake.models import level_of
-from lake.search.execute import Candidate, configure_scans, run_step
-from lake.search.expand import expansion, strips
+from lake.search.execute import Candidate, prepare, run_step
+from lake.search.expand import surroundings
 from lake.search.plan import (
     MAX_STEPS,
     Filters,
     Plan,
     Step,
     default_plan,
-    planner_configured,
     planner_plan,
     with_filters,
 )
@@ -112,7 +111,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     strips, the constituents of provenance hits and the provenance containing what surfaced.
     `filters` (tags, kind, source, since, until) narrow every step's hits; `plan` overrides the
     planner. Costs a constant number of queries whatever the size of the result: one per step
-    plus four: the planner check, the scan settings, the strips, and both directions of expansion."""
+    plus two (the scan settings with the planner check; strips and expansion together)."""
     query = " ".join(str(query).split())
     if not query:
         raise ApplicationError("a search needs a query", details={"field": "query"})
@@ -123,15 +122,14 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     if isinstance(filters, Mapping):
         filters = Filters(**{key: tuple(value) if key == "tags" else value for key, value in filters.items()})
     config = DEPTHS[depth]
-    plan = with_filters(plan or plan_for(workspace=workspace, query=query), filters or Filters())
+    pool = max(limit * config.pool_factor, config.min_pool)
+    planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
+    plan = with_filters(plan or plan_for(workspace=workspace, query=query, planner=planner), filters or Filters())
     if not 1 <= len(plan.steps) <= MAX_STEPS:
         raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")
     warnings: list[str] = [plan.note] if plan.note else []
 
     vectors = _query_vectors(plan, warnings)
-    pool = max(limit * config.pool_factor, config.min_pool)
-    if any(vector is not None for vector in vectors.values()):
-        configure_scans(ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
     candidates: dict[str, Candidate] = {}
     for index, step in enumerate(plan.steps):
         run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
@@ -139,23 +137,19 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     hits = fuse(list(candidates.values()), len(plan.steps))[:limit]
     main_vector = vectors.get(plan.steps[0].query)
 
-    # Stage 3: strips around moment hits.
+    # Stages 3 and 4: strips around moment hits; down (ids from the hits' own tags) and up.
     moment_hits = [hit.candidate for hit in hits if not is_named_stretch(hit.candidate)]
-    strip_rows = strips(workspace_id=workspace.pk, anchors=[(c.id, c.created_at) for c in moment_hits],
-                        width=config.strip_width, query_vector=main_vector)
-    # Stage 4: down (ids from the hits' own tags) and up (one recursive query).
     children_of = {}
     if config.expand:
         children_of = {hit.candidate.id: _from_ids(hit.candidate.tags) for hit in hits
                        if "kind:provenance" in hit.candidate.tags or "kind:sediment" in hit.candidate.tags}
-    surfaced = [hit.candidate.id for hit in hits] + [row.id for rows in strip_rows.values() for row in rows]
-    child_ids = [child for children in children_of.values() for child in children]
-    known = {c.id: c for c in candidates.values()} | {row.id: row for rows in strip_rows.values() for row in rows}
-    lineage = []
-    if config.expand:
-        lineage, found = expansion(workspace_id=workspace.pk, surfaced_ids=list(dict.fromkeys(surfaced + child_ids)),
-                                   child_ids=child_ids, known_ids=list(known), query_vector=main_vector)
-        known |= found
+    child_ids = list(dict.fromkeys(child for children in children_of.values() for child in children))
+    around = surroundings(workspace_id=workspace.pk, anchors=[(c.id, c.created_at) for c in moment_hits],
+                          width=config.strip_width, expand=config.expand, hit_ids=[hit.candidate.id for hit in hits],
+                          child_ids=child_ids, known_ids=list(candidates), query_vector=main_vector)
+    strip_rows, lineage = around.strips, around.lineage
+    known = ({c.id: c for c in candidates.values()} | {row.id: row for rows in strip_rows.values() for row in rows}
+             | around.rows)
 
     rows = _rows(hits, strip_rows, children_of, lineage, known)
     strip_of = {anchor: [row.id for row in rows_] for anchor, rows_ in strip_rows.items()}
@@ -164,10 +158,11 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     return SearchResult(query=query, depth=depth, plan=plan, rows=rows, rendered=rendered, warnings=warnings)
 
 
-def plan_for(*, workspace: Workspace, query: str) -> Plan:
-    """The plan for a query: the planner model's when the `planner` role is assigned, else the
-    default plan. The planner's call and any fallback (with its reason) are traced as `lake.plan`."""
-    if not planner_configured(workspace):
+def plan_for(*, workspace: Workspace, query: str, planner: bool) -> Plan:
+    """The plan for a query: the planner model's when the `planner` role has a model of its own
+    (`planner`, see `execute.prepare`), else the default plan. The planner's call and any fallback
+    (with its reason) are traced as `lake.plan`."""
+    if not planner:
         return default_plan(query)
     with span("lake.plan", workspace=workspace, actor_id="lake:search-planner", query=query) as traced:
         plan = planner_plan(workspace=workspace, query=query, now=timezone.now())

@@ -50,13 +50,23 @@ class Candidate:
         return "summary" if self.summary_distance is not None else None
 
 
-def configure_scans(*, ef_search: int) -> None:
-    """Session settings for this connection's vector scans (one query)."""
+def prepare(*, workspace_id: int, ef_search: int) -> bool:
+    """Set this connection's vector scans (`ef_search`, pgvector 0.8's iterative scans so that a
+    selective filter still fills the pool) and say whether the `planner` role has a model of its
+    own in this workspace or the deployment: one round trip for both."""
+    from django.db.models import Q
+
+    from fathom.llm.models import ModelAssignment
+
+    planner = ModelAssignment.objects.filter(Q(workspace_id=workspace_id) | Q(workspace=None), role="planner")
+    planner_sql, planner_params = planner.values("pk")[:1].query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-            [str(ef_search)],
+            "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+            f"EXISTS ({planner_sql})",
+            [str(ef_search), *planner_params],
         )
+        return cursor.fetchone()[2]
 
 
 def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | None, pool: int,

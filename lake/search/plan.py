@@ -99,17 +99,6 @@ class PlanRejected(ValueError):
     """The planner's answer is not a usable plan (the message says why)."""
 
 
-def planner_configured(workspace) -> bool:
-    """True when the `planner` role has a model of its own in this workspace or the deployment.
-    A catch-all ("*") model does not count: planning adds a model call to every recall, so it is
-    switched on by assigning the role."""
-    from django.db.models import Q
-
-    from fathom.llm.models import ModelAssignment
-
-    return ModelAssignment.objects.filter(Q(workspace=workspace) | Q(workspace=None), role="planner").exists()
-
-
 def planner_plan(*, workspace, query: str, now: datetime) -> Plan:
     """Ask the planner role for a plan. A failed call or a malformed answer falls back to the
     default plan, with the reason in the plan's note (the caller reports it)."""
