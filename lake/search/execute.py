@@ -16,6 +16,7 @@ from lake.search.plan import Filters, Step
 
 # Stands in for "no centroid" in LEAST(summary distance, centroid distance), as in seed 000.
 NO_DISTANCE = 999.0
+COMMON_WORD_ROWS = 2000
 COLUMNS = "d.id, d.created_at, d.source, d.tags, d.content, d.media_hash"
 
 
@@ -75,10 +76,10 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
     where, params = _filter_sql(step.filters)
     use_vector = query_vector is not None and step.mode in ("hybrid", "vector")
     use_text = step.mode in ("hybrid", "text") and step.query.strip()
-    # Any word may match (OR): fusion with the vector ranking sorts out the best. Written inline, not
-    # in a CTE, so the planner sees a constant and uses the GIN index.
-    tsquery = (f"replace(plainto_tsquery('{TEXT_SEARCH_CONFIG}', %(text)s)::text, ' & ', ' | ')::tsquery"
-               if use_text else "NULL::tsquery")
+    # Any word may match (OR): fusion with the vector ranking sorts out the best. A word that the
+    # planner's statistics put in more than COMMON_WORD_ROWS deltas is left out: it says little
+    # about any of them (think IDF), and ranking all its matches would cost more than the search.
+    tsquery = "(SELECT query FROM text_query)" if use_text else "NULL::tsquery"
     vector = "%(vector)s::vector" if use_vector else "NULL::vector"
     sql = f"""
         WITH vec AS MATERIALIZED (
@@ -90,6 +91,16 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
             WHERE {"true" if use_vector else "false"} AND d.workspace_id = %(ws)s
                 AND d.tags @> ARRAY['{PROVENANCE_TAG}']::varchar[] AND d.provenance_embedding IS NOT NULL {where}
             ORDER BY d.provenance_embedding <=> {vector} LIMIT %(pool)s
+        ), common AS (
+            SELECT s.lexeme FROM pg_stats AS st, pg_class AS c,
+                unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
+            WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta' AND st.attname = 'search_vector'
+                AND c.oid = 'lake_delta'::regclass AND s.freq * c.reltuples > %(common)s
+        ), text_query AS MATERIALIZED (
+            SELECT string_agg(chr(39) || replace(w.lexeme, chr(39), chr(39) || chr(39)) || chr(39), ' | ')::tsquery
+                AS query
+            FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS w
+            WHERE w.lexeme NOT IN (SELECT lexeme FROM common WHERE lexeme IS NOT NULL) AND strpos(w.lexeme, chr(92)) = 0
         ), txt AS MATERIALIZED (
             SELECT d.id, ts_rank_cd(d.search_vector, {tsquery}) AS text_rank FROM lake_delta AS d
             WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ {tsquery} {where}
@@ -105,7 +116,8 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
         FROM pool JOIN lake_delta AS d ON d.id = pool.id
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, {"ws": workspace_id, "vector": query_vector, "text": step.query, "pool": pool, **params})
+        cursor.execute(sql, {"ws": workspace_id, "vector": query_vector, "text": step.query, "pool": pool,
+                             "common": COMMON_WORD_ROWS, **params})
         rows = cursor.fetchall()
     for row in rows:
         candidate = candidates.get(row[0]) or candidate_from_row(row)
