@@ -209,3 +209,23 @@ def test_bad_search_input_is_refused_with_the_field(api):
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("depth:")
     response = api.post("/v1/search", {"query": "x", "filters": {"since": "later"}}, format="json")
     assert response.status_code == 400 and response.json()["error"]["message"].startswith("filters.since:")
+
+
+def test_a_word_the_statistics_find_everywhere_leaves_the_full_text_step(api, moments, monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setattr("lake.search.execute.COMMON_WORD_ROWS", 5)
+    everywhere = moments(*[f"weather report {word}" for word in ("calm", "gusty", "humid", "foggy", "clear",
+                                                                "stormy", "mild", "frosty")], embed=False)
+    (glacier,) = moments("weather over the glacier camp", embed=False, start=T0 + timedelta(days=1))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE lake_delta")
+
+    result = _search(api, "weather glacier", depth="shallow")
+
+    assert [row["id"] for row in result["rows"] if row["role"] == "hit"] == [glacier.id]
+    assert _row(result, glacier.id)["scores"]["found_by"] == ["text"]
+    assert all(_row(result, delta.id) is None for delta in everywhere)
+    # Below the threshold the same word is a match like any other.
+    monkeypatch.setattr("lake.search.execute.COMMON_WORD_ROWS", 2000)
+    assert len([row for row in _search(api, "weather glacier", depth="shallow")["rows"] if row["role"] == "hit"]) == 9
