@@ -31,7 +31,7 @@ from django.db import connection
 from fathom.models import Workspace
 from lake.models import Delta
 from lake.search import Step, deltas_search
-from lake.search.execute import configure_scans, run_step
+from lake.search.execute import prepare, run_step
 from lake.search.plan import Filters
 from lake.services import MAX_BATCH, deltas_create, deltas_reembed, provenance_create
 
@@ -39,6 +39,9 @@ N = int(os.environ.get("LAKE_BENCH_DELTAS", "100000"))
 VECTORS = os.environ.get("LAKE_BENCH_VECTORS", "clustered")
 QUERIES = int(os.environ.get("LAKE_BENCH_QUERIES", "200"))
 K = 10
+# Each timed query runs this many times: the raw figures count every run; "best of" takes each
+# query's fastest run, which filters out the waits for a CPU that other processes cause.
+REPEATS = int(os.environ.get("LAKE_BENCH_REPEATS", "3"))
 TOPICS, TOPIC_WORDS, SHARED_WORDS = 400, 40, 6000
 SAMPLE_TAG = "bench:sample"  # on 5% of the moments: the selective filter
 EPISODE_SIZE, TOPIC_SIZE = 25, 10  # moments per L1 episode, episodes per L2 topic
@@ -82,7 +85,7 @@ def test_lake_at_scale(transactional_db, monkeypatch):
     began = time.perf_counter()
     embedded = deltas_reembed(workspace=workspace, missing_only=True, batch_size=1000)
     embed_s = time.perf_counter() - began
-    figures["embed (hashing + UPDATE, 1,000/batch)"] = f"{embedded / embed_s:,.0f} rows/s ({embed_s:.1f} s)"
+    figures[f"embed ({VECTORS} embedder + UPDATE, 1,000/batch)"] = f"{embedded / embed_s:,.0f} rows/s ({embed_s:.1f} s)"
     with connection.cursor() as cursor:
         # The graph of 100,000 x 384 does not fit the default 64MB: an operator building the index
         # gives it room, as pgvector advises (a build that spills is several times slower).
@@ -131,26 +134,35 @@ def test_lake_at_scale(transactional_db, monkeypatch):
 
     # 3. The vector step, as search runs it for limit 10 at depth normal (pool 30), against exact search.
     vector_ms, recalls = _vector_step(workspace, queries, vectors, Filters())
-    figures["vector step p50 / p95"] = f"{_pct(vector_ms, 50):.2f} / {_pct(vector_ms, 95):.2f} ms"
+    figures["vector step p50 / p95, raw"] = _latency(vector_ms, raw=True)
+    figures[f"vector step p50 / p95, best of {REPEATS}"] = _latency(vector_ms)
     figures["vector step recall@10 (vs exact)"] = f"{statistics.mean(recalls):.3f} (min {min(recalls):.2f})"
     ratios += [("vector step recall@10", statistics.mean(recalls), TARGETS["recall"], True),
-               ("vector step p95 (ms)", _pct(vector_ms, 95), TARGETS["vector_p95_ms"], False)]
+               ("vector step p95 (ms), raw", _pct(_flat(vector_ms), 95), TARGETS["vector_p95_ms"], False),
+               (f"vector step p95 (ms), best of {REPEATS}", _pct(_best(vector_ms), 95), TARGETS["vector_p95_ms"],
+                False)]
     filtered_ms, filtered_recalls = _vector_step(workspace, queries[:50], vectors, Filters(tags=(SAMPLE_TAG,)))
-    figures["vector step, 5% filter: p95, recall@10"] = (
-        f"{_pct(filtered_ms, 95):.2f} ms, {statistics.mean(filtered_recalls):.3f}")
+    figures["vector step, 5% filter: p50 / p95 raw, recall@10"] = (
+        f"{_latency(filtered_ms, raw=True)}, {statistics.mean(filtered_recalls):.3f}")
 
     # 4. Full search, no planner model: embedding, plan, step, fusion, strips, expansion, render.
     for query in queries[:10]:
         deltas_search(workspace=workspace, query=query, limit=K)  # warm the connection and caches
     search_ms, _ = _searches(workspace, queries, {})
-    figures["full search p50 / p95"] = f"{_pct(search_ms, 50):.1f} / {_pct(search_ms, 95):.1f} ms"
-    ratios.append(("full search p95 (ms)", _pct(search_ms, 95), TARGETS["search_p95_ms"], False))
+    figures["full search p50 / p95, raw"] = _latency(search_ms, raw=True)
+    figures[f"full search p50 / p95, best of {REPEATS}"] = _latency(search_ms)
+    ratios += [("full search p95 (ms), raw", _pct(_flat(search_ms), 95), TARGETS["search_p95_ms"], False),
+               (f"full search p95 (ms), best of {REPEATS}", _pct(_best(search_ms), 95), TARGETS["search_p95_ms"],
+                False)]
     filtered_search_ms, hit_counts = _searches(workspace, queries, {"tags": [SAMPLE_TAG]})
     full_k = sum(1 for count in hit_counts if count == K) / len(hit_counts)
-    figures["full search, 5% filter p50 / p95"] = (
-        f"{_pct(filtered_search_ms, 50):.1f} / {_pct(filtered_search_ms, 95):.1f} ms")
+    figures["full search, 5% filter p50 / p95, raw"] = _latency(filtered_search_ms, raw=True)
+    figures[f"full search, 5% filter p50 / p95, best of {REPEATS}"] = _latency(filtered_search_ms)
     figures["5% filter: searches returning the full k=10"] = f"{full_k:.0%} (fewest hits {min(hit_counts)})"
-    ratios += [("full search p95, 5% filter (ms)", _pct(filtered_search_ms, 95), TARGETS["search_p95_ms"], False),
+    ratios += [("5% filter search p95 (ms), raw", _pct(_flat(filtered_search_ms), 95), TARGETS["search_p95_ms"],
+                False),
+               (f"5% filter search p95 (ms), best of {REPEATS}", _pct(_best(filtered_search_ms), 95),
+                TARGETS["search_p95_ms"], False),
                ("5% filter returns full k", full_k, 1.0, True)]
 
     exact_cache: dict = {}
@@ -158,7 +170,7 @@ def test_lake_at_scale(transactional_db, monkeypatch):
     for ef_search in (40, 64, 100, 200):
         latencies, recalls = _vector_step(workspace, queries[:100], vectors, Filters(), ef_search=ef_search,
                                           exact_cache=exact_cache)
-        sweep.append(f"{ef_search}: {statistics.mean(recalls):.3f} @ p95 {_pct(latencies, 95):.1f} ms")
+        sweep.append(f"{ef_search}: {statistics.mean(recalls):.3f} @ p95 {_pct(_best(latencies), 95):.1f} ms")
     figures["vector step recall@10 by hnsw.ef_search"] = ", ".join(sweep)
     figures["load average (1 min) before / after"] = f"{load_before:.1f} / {os.getloadavg()[0]:.1f}"
 
@@ -173,12 +185,15 @@ def _vector_step(workspace, queries, vectors, filters, *, ef_search=None, exact_
     pool = 3 * K  # what deltas_search asks of each ranking for limit 10 at depth normal
     exact_cache = {} if exact_cache is None else exact_cache
     for query in queries:
-        configure_scans(ef_search=ef_search or max(settings.LAKE_HNSW_EF_SEARCH, pool))
-        candidates = {}
-        began = time.perf_counter()
-        run_step(workspace_id=workspace.pk, index=0, step=Step(query=query, mode="vector", filters=filters),
-                 query_vector=vectors[query], pool=pool, candidates=candidates)
-        latencies.append((time.perf_counter() - began) * 1000)
+        prepare(workspace_id=workspace.pk, ef_search=ef_search or max(settings.LAKE_HNSW_EF_SEARCH, pool))
+        runs = []
+        for _ in range(REPEATS):
+            candidates = {}
+            began = time.perf_counter()
+            run_step(workspace_id=workspace.pk, index=0, step=Step(query=query, mode="vector", filters=filters),
+                     query_vector=vectors[query], pool=pool, candidates=candidates)
+            runs.append((time.perf_counter() - began) * 1000)
+        latencies.append(runs)
         found = sorted(c.summary_distance for c in candidates.values() if c.summary_distance is not None)[:K]
         if (query, filters) not in exact_cache:
             exact_cache[(query, filters)] = _exact(workspace, vectors[query], filters)
@@ -207,9 +222,12 @@ def _exact(workspace, vector, filters):
 def _searches(workspace, queries, filters):
     latencies, hit_counts = [], []
     for query in queries:
-        began = time.perf_counter()
-        result = deltas_search(workspace=workspace, query=query, limit=K, filters=filters)
-        latencies.append((time.perf_counter() - began) * 1000)
+        runs = []
+        for _ in range(REPEATS):
+            began = time.perf_counter()
+            result = deltas_search(workspace=workspace, query=query, limit=K, filters=filters)
+            runs.append((time.perf_counter() - began) * 1000)
+        latencies.append(runs)
         hit_counts.append(len(result.hits))
     return latencies, hit_counts
 
@@ -320,6 +338,19 @@ def _purge_embedding_queue() -> None:
         conn.default_channel.queue_purge("memory")
 
 
+def _flat(runs_per_query) -> list[float]:
+    return [run for runs in runs_per_query for run in runs]
+
+
+def _best(runs_per_query) -> list[float]:
+    return [min(runs) for runs in runs_per_query]
+
+
+def _latency(runs_per_query, *, raw: bool = False) -> str:
+    values = _flat(runs_per_query) if raw else _best(runs_per_query)
+    return f"{_pct(values, 50):.2f} / {_pct(values, 95):.2f} ms"
+
+
 def _pct(values, percent) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(percent / 100 * (len(ordered) - 1)))]
@@ -334,8 +365,8 @@ def _print(figures, ratios) -> None:
     width = max(len(name) for name in figures)
     for name, value in figures.items():
         print(f"  {name:<{width}}  {value}")
-    print("\n  target                              measured    target    ratio   met")
+    print(f"\n  {'target':<42}  measured    target    ratio   met")
     for name, measured, target, higher_is_better in ratios:
         ratio = measured / target
         met = measured >= target if higher_is_better else measured <= target
-        print(f"  {name:<34}  {measured:>8.3f}  {target:>8.3f}  {ratio:>6.2f}x  {'yes' if met else 'NO'}")
+        print(f"  {name:<42}  {measured:>8.3f}  {target:>8.3f}  {ratio:>6.2f}x  {'yes' if met else 'NO'}")
