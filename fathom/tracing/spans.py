@@ -291,7 +291,10 @@ class Buffer:
         from fathom.tracing.writer import write_events
 
         written = write_events(events)
-        otel.export(events)
+        try:
+            otel.export(events)
+        except Exception:  # noqa: BLE001 - like a failed write: the trace suffers, never the traced work
+            logger.warning("exporting %d trace events over OTLP failed", len(events), exc_info=True)
         return written
 
 

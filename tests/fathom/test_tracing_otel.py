@@ -138,3 +138,23 @@ def test_nothing_is_exported_without_an_endpoint(workspace, scripted_llm, settin
 
     assert collector.requests == [] and otel._pipelines == {}
     collector.httpd.shutdown()
+
+
+def test_an_export_that_fails_leaves_the_call_and_its_trace_rows(workspace, scripted_llm, settings, monkeypatch,
+                                                                 caplog):
+    from fathom.tracing.models import TraceEvent
+
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT = "http://127.0.0.1:9/v1/traces"
+
+    def broken(_events):
+        raise ValueError("exporter broke")
+
+    monkeypatch.setattr(otel, "export", broken)
+    scripted_llm.reply("still answered")
+
+    with span("trace.prompt", workspace=workspace) as root:
+        answer = complete(workspace=workspace, role="main", messages=[Message.user("x")])
+
+    assert answer.text == "still answered"
+    assert TraceEvent.objects.filter(trace_id=root.trace_id, kind="llm.call.completed").count() == 1
+    assert "exporting" in caplog.text and "exporter broke" in caplog.text
