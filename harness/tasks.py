@@ -19,8 +19,11 @@ def session_tick(self, session_id: str) -> str:
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, soft_time_limit=60,
              time_limit=90, expires=60)
 def harness_sweep() -> int:
-    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers)."""
-    return len(runtime.sessions_sweep())
+    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), and
+    enqueue again the unfinished fires outside sessions whose runner died."""
+    from harness.fires.services import fires_sweep
+
+    return len(runtime.sessions_sweep()) + len(fires_sweep())
 
 
 @shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)

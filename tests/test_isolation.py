@@ -37,6 +37,23 @@ def harness_sessions_case(owner) -> IsolationCase:
     )
 
 
+def harness_fires_case(owner) -> IsolationCase:
+    from harness.fires.models import Fire
+    from harness.runtime.models import Trigger
+
+    sid = owner.post("/v1/sessions", {"title": "a's session"}, format="json").json()["id"]
+    fid = owner.post("/v1/introspect", {"question": "a's question"}, format="json").json()["fire_id"]
+    return IsolationCase(
+        list_path="/v1/fires",
+        ids=[fid],
+        probes=[Probe("GET", f"/v1/fires/{fid}"), Probe("POST", f"/v1/fires/{fid}/cancel"),
+                Probe("GET", f"/v1/fires?session={sid}"), Probe("POST", f"/v1/sessions/{sid}/sit", {"prompt": "intruder"}),
+                Probe("GET", f"/v1/sessions/{sid}/events?after=0")],
+        intact=lambda: (Fire.objects.get(pk=fid).cancel_requested_at is None
+                        and not Trigger.objects.filter(session_id=sid).exists()),
+    )
+
+
 def proposals_case(owner) -> IsolationCase:
     from proposals.models import Decision, Proposal
 
@@ -113,7 +130,8 @@ def festinger_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case, proposals_case, deltas_case, festinger_case, traces_case]
+CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, festinger_case,
+         traces_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

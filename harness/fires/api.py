@@ -45,9 +45,24 @@ class FireOutput(FireSummaryOutput):
             "children", "turns"]
 
 
+TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
+                "model", "provider", "input_tokens", "output_tokens", "cost", "error"]
+TRACE_LIMIT = 2000
+
+
 def fire_detail(fire: Fire) -> dict:
     fire = (Fire.objects.prefetch_related("turns__calls", "children").get(pk=fire.pk))
-    return FireOutput(fire).data
+    return {**FireOutput(fire).data, "trace": fire_trace(fire)}
+
+
+def fire_trace(fire: Fire) -> list[dict]:
+    """The fire's trace events (model calls, tool calls, its child fires), oldest first."""
+    from fathom.tracing.models import TraceEvent
+
+    if not fire.trace_id:
+        return []
+    return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
+                .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
 
 
 class FireListView(generics.ListAPIView):
@@ -62,7 +77,7 @@ class FireListView(generics.ListAPIView):
 
 
 class FireDetailView(APIView):
-    @extend_schema(responses=FireOutput, summary="A fire: turns, tool calls, stop reason, trace id, counts, cost")
+    @extend_schema(responses=FireOutput, summary="A fire: turns, tool calls, stop reason, trace, counts, cost")
     def get(self, request, fire_id):
         return Response(fire_detail(services.fire_get(workspace=request.workspace, fire_id=fire_id)))
 

@@ -168,7 +168,12 @@ def _problem(tool, name: str, args, by_name: dict) -> str:
 
 def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
     try:
-        with transaction.atomic():  # a savepoint: a tool that raises leaves no half-writes
+        if tool.transactional:
+            with transaction.atomic():  # a savepoint: a tool that raises leaves no half-writes
+                value = tool.run(ctx, args)
+        else:
+            # It reads, or commits as it goes (introspect's child fire keeps its own journal, which
+            # must be durable on its own: a worker dying inside it resumes the child, not redoes it).
             value = tool.run(ctx, args)
     except ToolError as exc:
         return f"error: {exc}", False

@@ -3,6 +3,7 @@ cancel; and the turn work that makes a session turn a fire."""
 
 import logging
 import uuid
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -69,6 +70,24 @@ def fire_enqueue(*, fire: Fire) -> None:
     from harness.tasks import fire_run as task
 
     transaction.on_commit(lambda: task.delay(str(fire.pk)))
+
+
+def fires_sweep() -> list:
+    """Enqueue again every top-level fire outside a session turn (an asynchronous introspection)
+    that is unfinished and has no live runner: its worker died, or its task was lost. Fires of a
+    session turn are resumed by the session sweep. Run by beat."""
+    swept = []
+    orphans = Fire.objects.filter(status__in=[Fire.Status.ACCEPTED, Fire.Status.RUNNING], turn__isnull=True,
+                                  parent__isnull=True)
+    for fire in orphans.only("pk", "workspace_id", "runner", "runner_heartbeat_at", "created_at"):
+        stale_after = harness_settings_get(workspace_id=fire.workspace_id).stale_after_seconds
+        if claims.is_live(fire.runner, fire.runner_heartbeat_at, stale_after=stale_after):
+            continue
+        if not fire.runner and fire.created_at > timezone.now() - timedelta(seconds=stale_after):
+            continue  # just accepted: its task is most likely still on its way to a worker
+        fire_enqueue(fire=fire)
+        swept.append(fire.pk)
+    return swept
 
 
 def fire_cancel(*, fire: Fire) -> Fire:

@@ -37,6 +37,13 @@ def claim(model, pk, *, stale_after: int) -> bool:
     return False
 
 
+def is_live(runner: str, heartbeat_at, *, stale_after: int) -> bool:
+    """Whether a row's holder still counts as working on it (the claim's rule, for sweeps)."""
+    if not runner or heartbeat_at is None or heartbeat_at < timezone.now() - timedelta(seconds=stale_after):
+        return False
+    return not _is_dead_here(runner)
+
+
 def heartbeat(model, pk) -> None:
     """Record that this runner is alive and still holds the claim; raise ClaimLost if it does not."""
     if not model.objects.filter(pk=pk, runner=runner_id()).update(runner_heartbeat_at=timezone.now()):

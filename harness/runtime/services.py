@@ -9,7 +9,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -162,8 +161,8 @@ def session_tick(*, session_id, work: TurnWork | None = None) -> str:
 
 def sessions_sweep(*, stale_after: int | None = None) -> list:
     """Tick every session that has work but no live runner: queued triggers nobody ticked (a lost
-    message), user messages due to fire again, turns whose runner died. Run by beat."""
-    now = timezone.now()
+    message), user messages due to fire again, turns whose runner died (silent for `stale_after`
+    seconds, or a process of this host that no longer exists). Run by beat."""
     candidates = (
         Session.objects.filter(status=Session.Status.OPEN)
         .filter(Q(triggers__state=Trigger.State.QUEUED) | Q(turns__status=Turn.Status.RUNNING)
@@ -175,7 +174,7 @@ def sessions_sweep(*, stale_after: int | None = None) -> list:
     for pk, workspace_id, runner, heartbeat_at in candidates:
         limit = stale_after if stale_after is not None else harness_settings_get(
             workspace_id=workspace_id).stale_after_seconds
-        if runner and heartbeat_at and heartbeat_at >= now - timedelta(seconds=limit):
+        if claims.is_live(runner, heartbeat_at, stale_after=limit):
             continue
         session_tick_enqueue(session_id=pk)
         ticked.append(pk)

@@ -1,15 +1,20 @@
-"""Harness fixtures: sessions, a live ASGI server (uvicorn, as `fathom up` runs it)."""
+"""Harness fixtures: sessions, a live ASGI server (uvicorn, as `fathom up` runs it), worker
+processes a test starts (and kills) itself, a local wire-protocol model server."""
 
 import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import httpx
 import pytest
 
 from harness.runtime.services import session_create
-from tests.conftest import REPO_ROOT, worker_env
+from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for_worker, worker_env
+from tests.harness.model_server import ModelServer
+
+ALL_QUEUES = ["fires", "quality", "memory", "maintenance"]
 
 
 @pytest.fixture
@@ -52,3 +57,33 @@ def live_server_url(django_db_setup, django_db_blocker):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def model(workspace):
+    """The workspace's main role answered by a local OpenAI-wire server (other roles: offline)."""
+    from fathom.llm.services import model_assign, model_create
+
+    server = ModelServer().start()
+    row = model_create(name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
+                       base_url=server.url, api_key="sk-local")
+    model_assign(workspace=workspace, role="main", model=row)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def workers():
+    """start(queues) -> a new real worker process (concurrency 1), stopped after the test."""
+    started = []
+
+    def start(queues=ALL_QUEUES):
+        name = f"w-{uuid.uuid4().hex[:6]}"
+        process = start_worker(name, queues=queues)
+        started.append(process)
+        wait_for_worker(name)
+        return process
+
+    yield start
+    for process in started:
+        stop_worker(process)

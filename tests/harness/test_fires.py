@@ -320,3 +320,23 @@ def test_an_unknown_tool_error_names_the_fires_tools_only(scripted_llm, workspac
     assert "deliberate" not in {t["name"] for t in scripted_llm.sent[0].tools}
     with pytest.raises(ToolError):
         raise ToolError("sanity")
+
+
+def test_the_sweep_enqueues_fires_outside_sessions_whose_runner_is_gone(workspace, monkeypatch):
+    from harness.fires import services
+
+    enqueued = []
+    monkeypatch.setattr(services, "fire_enqueue", lambda *, fire: enqueued.append(fire.pk))
+    # given an async introspection whose worker died, one still running, one just accepted, one done
+    orphan = fire_create(workspace=workspace, mode="introspective", question="orphan")
+    Fire.objects.filter(pk=orphan.pk).update(status="running", runner="gone:1:1",
+                                             runner_heartbeat_at=claims.timezone.now() - claims.timedelta(hours=1))
+    live = fire_create(workspace=workspace, mode="introspective", question="live")
+    Fire.objects.filter(pk=live.pk).update(status="running", runner="elsewhere:1:1",
+                                           runner_heartbeat_at=claims.timezone.now())
+    fresh = fire_create(workspace=workspace, mode="introspective", question="fresh")
+    done = fire_create(workspace=workspace, mode="introspective", question="done")
+    Fire.objects.filter(pk=done.pk).update(status="finished")
+    # then only the orphan is enqueued again
+    assert services.fires_sweep() == [orphan.pk] and enqueued == [orphan.pk]
+    assert fresh.pk not in enqueued and live.pk not in enqueued

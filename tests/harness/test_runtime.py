@@ -257,3 +257,16 @@ def test_the_sweep_ticks_sessions_with_work_and_no_live_runner(workspace):
 def test_harness_settings_are_created_once_per_workspace(workspace):
     assert harness_settings_get(workspace_id=workspace.pk).pk == harness_settings_get(workspace_id=workspace.pk).pk
     assert HarnessSettings.objects.filter(workspace=workspace).count() == 1
+
+
+def test_the_sweep_does_not_wait_for_a_runner_that_died_on_this_host(workspace):
+    # given a session whose turn is held by a process of this host that no longer exists, with a
+    # fresh heartbeat (it was killed a moment ago)
+    session = session_create(workspace=workspace)
+    message_send(session=session, content="mid-turn")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = claims.runner_id().split(":")[0]
+    Session.objects.filter(pk=session.pk).update(runner=f"{host}:{dead.pid}:1", runner_heartbeat_at=claims.timezone.now())
+    # then the sweep ticks it at once
+    assert session.pk in sessions_sweep()

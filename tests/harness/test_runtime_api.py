@@ -1,13 +1,13 @@
 """REST for sessions, messages, events and profiles; the real worker and the live SSE stream."""
 
 import json
-import time
 
 import httpx
 import pytest
 
 from fathom.services import apikey_create
 from harness.runtime.models import Session, SessionEvent, Trigger
+from tests.harness.support import read_sse, wait_for, wait_for_background_work
 
 
 def test_it_opens_a_session_with_the_default_agent_profile(api):
@@ -86,16 +86,6 @@ def test_profiles_are_created_changed_and_reach_a_session_on_refresh(api):
 
 # --- with a real worker and a live server -----------------------------------------------------------------
 
-def wait_for(predicate, timeout=20.0, every=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
-
-
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_runs_the_turn_for_a_sent_message(celery_worker, api, session):
@@ -110,36 +100,6 @@ def test_a_worker_runs_the_turn_for_a_sent_message(celery_worker, api, session):
     assert trigger.state == Trigger.State.CONSUMED and trigger.addressed
     assert not Session.objects.get(pk=session.pk).runner
     wait_for_background_work(session)
-
-
-def wait_for_background_work(session):
-    """The fires' background writes (judge axes, embeddings) are done, so nothing still writes when
-    the test's tables are flushed."""
-    from lake.models import Delta
-
-    def settled():
-        fires = list(session.fires.values_list("pk", flat=True))
-        judged = Delta.objects.filter(tags__overlap=[f"fire:{pk}" for pk in fires],
-                                      tags__contains=["kind:judge-axes"]).count()
-        return judged == len(fires) and not Delta.objects.filter(workspace=session.workspace,
-                                                                 embedding__isnull=True).exists()
-
-    wait_for(settled)
-
-
-def read_sse(response, count: int = 0, until: str = "") -> list[dict]:
-    events, current = [], {}
-    for line in response.iter_lines():
-        if line == "":
-            if "data" in current:
-                events.append(current)
-                if len(events) == count or current.get("event") == until:
-                    return events
-            current = {}
-        elif not line.startswith(":"):
-            field, _, value = line.partition(":")
-            current[field] = value.removeprefix(" ")
-    return events
 
 
 @pytest.mark.worker
