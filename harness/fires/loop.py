@@ -12,6 +12,7 @@ continues where the journal ends."""
 import json
 import logging
 import time
+from contextlib import nullcontext
 
 import jsonschema
 from django.db import transaction
@@ -20,7 +21,7 @@ from django.utils import timezone
 
 from harness.fires import writes
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.fires.prompt import render_messages
+from harness.fires.prompt import render_messages, render_preamble
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, Session, SessionEvent
@@ -74,15 +75,16 @@ def run_threaded_fire(fire: Fire) -> Fire:
 def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
     tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
+    preamble = render_preamble(fire, history_limit=limits.history_messages)
+    turns = _journal(fire, MAIN)  # read once (a resumed fire's committed turns), then kept as it grows
     while True:
-        turns = _journal(fire, MAIN)
         last = turns[-1] if turns else None
         if last is not None:
             response = _run_pending_calls(fire, last, by_name)
             if response is not None:
                 _respond(fire, response, forced=last.forced)
                 return
-            turns = _journal(fire, MAIN)  # with the results just recorded
+            turns[-1] = last = FireTurn.objects.prefetch_related("calls").get(pk=last.pk)  # with its results
         _check_cancel(fire)
         forced = len(turns) >= limits.max_turns_per_fire
         if forced and last is not None and last.forced:
@@ -91,8 +93,8 @@ def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
             return
         offered = [by_name["respond"]] if forced else tools
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
-                                   max_turns=limits.max_turns_per_fire)
-        _model_turn(fire, len(turns) + 1, MAIN, messages, offered, forced=forced)
+                                   max_turns=limits.max_turns_per_fire, preamble=preamble)
+        turns.append(_model_turn(fire, len(turns) + 1, MAIN, messages, offered, forced=forced))
 
 
 def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None:
@@ -167,13 +169,13 @@ def _problem(tool, name: str, args, by_name: dict) -> str:
 
 
 def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
+    # A tool that writes runs in a savepoint, so one that raises leaves no half-writes. A tool that
+    # reads, or commits as it goes (introspect's child fire keeps its own journal, which must be
+    # durable on its own: a worker dying inside it resumes the child rather than redoing it), runs
+    # outside one, unless a transaction is open already and a failed query must not poison it.
+    savepoint = tool.transactional or transaction.get_connection().in_atomic_block
     try:
-        if tool.transactional:
-            with transaction.atomic():  # a savepoint: a tool that raises leaves no half-writes
-                value = tool.run(ctx, args)
-        else:
-            # It reads, or commits as it goes (introspect's child fire keeps its own journal, which
-            # must be durable on its own: a worker dying inside it resumes the child, not redoes it).
+        with transaction.atomic() if savepoint else nullcontext():
             value = tool.run(ctx, args)
     except ToolError as exc:
         return f"error: {exc}", False
@@ -188,7 +190,7 @@ def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
 
 
 def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None, latency_ms: float = 0) -> None:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins the tool's transaction when there is one
         FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
                                     position=position, name=call["name"],
                                     arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
@@ -275,13 +277,17 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
             latency_ms=completion.latency_ms, call_id=completion.call_id or "",
         )
-        Fire.objects.filter(pk=fire.pk).update(
-            model_calls=F("model_calls") + 1, input_tokens=F("input_tokens") + usage.input_tokens,
-            output_tokens=F("output_tokens") + usage.output_tokens, cost=F("cost") + completion.cost)
+        # The counters and the fire's heartbeat in one statement; no row means the claim was taken over.
+        if not Fire.objects.filter(pk=fire.pk, runner=claims.runner_id()).update(
+                model_calls=F("model_calls") + 1, input_tokens=F("input_tokens") + usage.input_tokens,
+                output_tokens=F("output_tokens") + usage.output_tokens, cost=F("cost") + completion.cost,
+                runner_heartbeat_at=timezone.now()):
+            raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
-        _heartbeat(fire)
+        if fire.session_id and fire.depth == 0:
+            claims.heartbeat(Session, fire.session_id)
     return turn
 
 

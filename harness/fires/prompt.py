@@ -84,13 +84,23 @@ def system_message(fire: Fire) -> str:
     return "\n\n".join(parts)
 
 
-def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, forced: bool, max_turns: int) -> list:
-    from fathom.llm import Message, ToolCall
+def render_preamble(fire: Fire, *, history_limit: int) -> list:
+    """What every turn of the fire starts with (the system message, the river, the work set): the
+    same for the whole fire, so the loop renders it once."""
+    from fathom.llm import Message
 
     messages = [Message.system(system_message(fire))]
     messages += _history(fire, history_limit)
     for entry in fire.work_set.get("messages", []):
         messages.append(Message.user(entry["content"]))
+    return messages
+
+
+def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, forced: bool, max_turns: int,
+                    preamble: list | None = None) -> list:
+    from fathom.llm import Message, ToolCall
+
+    messages = list(preamble if preamble is not None else render_preamble(fire, history_limit=history_limit))
     for index, turn in enumerate(turns):
         whole = index >= len(turns) - RECENT_TURNS_WHOLE
         calls = {c.call_id: c for c in turn.calls.all()}

@@ -14,7 +14,7 @@ def channel_for(session_id) -> str:
     return f"fathom:harness:session:{session_id}:events"
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def event_emit(*, session_id, workspace_id, kind: str, data: dict | None = None, turn=None) -> SessionEvent:
     """Append an event. Its number is taken with an UPDATE of the session row, whose lock lasts
     until commit: events become visible in number order, so resuming after N never skips one."""

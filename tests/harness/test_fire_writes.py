@@ -91,5 +91,6 @@ def test_offline_the_fire_searches_the_lake_and_cites_what_it_found(session):
     assert fire.status == "finished"
     assert [c.name for c in fire.tool_calls.order_by("created_at")][:1] == ["semantic"]
     assert fire.response["cited_ids"] == [found.pk] and fire.response["body"].startswith("[offline]")
+    assert f"[{found.pk}]" in fire.response["body"] and "the lighthouse keeper logs the storms" in fire.response["body"]
     assert Delta.objects.filter(tags__contains=["kind:card", f"fire:{fire.pk}"]).exists()
 

@@ -1,0 +1,115 @@
+"""The harness's own cost, with an instant scripted model (figures printed, nothing asserted on time).
+
+    make bench
+    .venv/bin/python -m pytest tests/bench/bench_harness.py -s -q -o python_files='bench_*.py'
+
+1. Overhead per turn: fires of TURNS tool turns (a no-op tool) run in this process; the time from
+   one committed turn to the next is a whole turn of the loop: render the prompt, the model call
+   (the scripted model: a Redis round trip), commit the FireTurn, trace spans, run the tool, commit
+   its result and the AgentStream event, heartbeats. The scripted call alone is measured too.
+2. Fires per second with one and with two worker processes (real Celery workers, concurrency 1
+   each): FIRES sessions in their own workspaces (each its own script, so answers never cross),
+   one message each, timed from the first send until every fire is finished."""
+
+import statistics
+import time
+import uuid
+
+import pytest
+
+from fathom.llm import Message, complete
+from fathom.llm.scripted import Script
+from fathom.models import Workspace
+from harness.fires.models import Fire, FireTurn
+from harness.fires.services import fire_create, fire_run
+from harness.runtime.services import harness_settings_get, message_send, session_create
+from harness.tools.base import REGISTRY, Tool, register
+from tests.conftest import start_worker, stop_worker, wait_for_worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TURNS = 20
+OVERHEAD_FIRES = 6
+FIRES = 24
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+@pytest.fixture
+def noop_tool():
+    register(Tool(name="noop", description="does nothing", run=lambda ctx, args: "ok",
+                  parameters={"type": "object", "properties": {}}))
+    yield
+    REGISTRY.pop("noop", None)
+
+
+def test_harness_overhead_per_turn(workspace, scripted_llm, noop_tool):
+    limits = harness_settings_get(workspace_id=workspace.pk)
+    limits.max_turns_per_fire = TURNS + 5
+    limits.save()
+
+    # the scripted model alone: what a turn spends that is not the harness
+    for _ in range(50):
+        scripted_llm.reply("x")
+    calls = []
+    for _ in range(50):
+        started = time.perf_counter()
+        complete(workspace=workspace, role="main", messages=[Message.user("q")])
+        calls.append((time.perf_counter() - started) * 1000)
+
+    turns, fires = [], []
+    for _ in range(OVERHEAD_FIRES):
+        fire = fire_create(workspace=workspace, mode="introspective", question="bench")
+        for _ in range(TURNS):
+            scripted_llm.call_tool("noop")
+        scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "done"}}]).call_tool("skip")
+        started = time.perf_counter()
+        fire = fire_run(fire_id=fire.pk)
+        fires.append((time.perf_counter() - started) * 1000)
+        assert fire.status == "finished" and fire.model_calls == TURNS + 2
+        stamps = list(FireTurn.objects.filter(fire=fire, phase="main").order_by("number")
+                      .values_list("created_at", flat=True))
+        turns += [(b - a).total_seconds() * 1000 for a, b in zip(stamps, stamps[1:], strict=False)]
+    turns = turns[TURNS - 1:]  # the first fire warms caches and connections up
+
+    model_p50 = statistics.median(calls)
+    print(f"\n[harness] per turn, {len(turns)} turns ({TURNS}-turn fires, no-op tool, instant scripted model):"
+          f" p50 {percentile(turns, 50):.1f} ms, p95 {percentile(turns, 95):.1f} ms"
+          f" (the scripted model call alone: p50 {model_p50:.1f} ms, p95 {percentile(calls, 95):.1f} ms;"
+          f" harness own p50 ~{percentile(turns, 50) - model_p50:.1f} ms)")
+    print(f"[harness] whole fire of {TURNS + 2} model calls incl. writes and review: "
+          f"p50 {statistics.median(fires[1:]):.0f} ms")
+
+
+def test_fires_per_second_with_one_and_two_workers(django_db_blocker):
+    rates = {}
+    for count in (1, 2):
+        sessions = []
+        for _ in range(FIRES):
+            workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
+            script = Script.install(workspace, roles=("main",))
+            script.reply(tool_calls=[{"name": "respond", "arguments": {"body": "done"}}]).call_tool("skip")
+            sessions.append(session_create(workspace=workspace))
+        names = [f"bench-{uuid.uuid4().hex[:6]}" for _ in range(count)]
+        workers = [start_worker(name) for name in names]
+        try:
+            for name in names:
+                wait_for_worker(name, timeout=60)
+            started = time.perf_counter()
+            for session in sessions:
+                message_send(session=session, content="bench")
+            deadline = time.monotonic() + 300
+            while Fire.objects.filter(session__in=sessions, status="finished").count() < FIRES:
+                assert time.monotonic() < deadline, "the fires did not finish"
+                time.sleep(0.02)
+            elapsed = time.perf_counter() - started
+        finally:
+            for worker in workers:
+                stop_worker(worker)
+        rates[count] = FIRES / elapsed
+        print(f"\n[harness] {FIRES} fires (session tick + fire + writes + review) on {count} worker process(es): "
+              f"{elapsed:.2f} s, {rates[count]:.1f} fires/s")
+    print(f"[harness] two workers / one: x{rates[2] / rates[1]:.2f}")
