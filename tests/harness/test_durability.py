@@ -17,6 +17,7 @@ from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.runtime import services as runtime_services
 from harness.runtime.models import Session, SessionEvent, Trigger
 from harness.runtime.services import harness_settings_get, message_send
+from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.conftest import ALL_QUEUES
 from tests.harness.support import fire_write_kinds, wait_for, wait_for_background_work
@@ -117,6 +118,9 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
         "kind:provenance+kind:qa-marker": 1, "kind:judge-axes": 1}
     assert fire_write_kinds(child) == {
         "kind:card": 1, "affirms": 1, "kind:provenance+kind:qa-marker": 1, "kind:judge-axes": 1}
+    marker = Delta.objects.get(tags__contains=["kind:qa-marker", f"fire:{parent.pk}"])
+    assert "provenance-level:0" in marker.tags and f"from:{rover.pk}" in marker.tags
+    wait_for(lambda: Delta.objects.get(pk=marker.pk).provenance_embedding is not None)  # its centroid
     events = Counter(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
     assert (events["TurnStarted"], events["AssistantOutput"], events["TurnEnded"]) == (1, 1, 1)
     message.refresh_from_db()
