@@ -265,8 +265,9 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
 
     completion = complete(
         workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
+        # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
-                                         citations_argument="cited_ids"),
+                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
     )
     usage = completion.usage
     with transaction.atomic():

@@ -66,4 +66,13 @@ def _is_dead_here(holder: str) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _is_zombie(int(pid))
+
+
+def _is_zombie(pid: int) -> bool:
+    # A killed worker child whose parent died too waits to be reaped; it runs nothing any more.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
