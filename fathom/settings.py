@@ -208,7 +208,7 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
 # (see fathom.llm.middleware). Apps add theirs here.
 FATHOM_MODEL_MIDDLEWARE: list[str] = ["festinger.recollection.RecollectionMiddleware"]
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
-FATHOM_MEDIA_RESOLVER = ""  # set by the app that stores media (the lake)
+FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
@@ -246,4 +246,6 @@ EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EM
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
 # Candidates an HNSW scan keeps while searching: higher is better recall, slower.
+# The largest image POST /v1/media keeps.
+FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)

@@ -3,7 +3,7 @@ edited (deltas are immutable except for their embeddings)."""
 
 from django.contrib import admin, messages
 
-from lake.models import Delta, IdempotentWrite
+from lake.models import Delta, IdempotentWrite, Media
 
 
 class KindFilter(admin.SimpleListFilter):
@@ -90,3 +90,20 @@ class IdempotentWriteAdmin(admin.ModelAdmin):
     @admin.display(description="deltas")
     def count(self, record):
         return len(record.delta_ids)
+
+
+@admin.register(Media)
+class MediaAdmin(admin.ModelAdmin):
+    """Uploaded images, read-only: deltas name them by hash; the bytes are served at /v1/media/<hash>."""
+
+    list_display = ("hash", "media_type", "size", "workspace", "created_at")
+    list_filter = ("workspace", "media_type")
+    search_fields = ("hash",)
+    exclude = ("data",)
+    readonly_fields = ("workspace", "hash", "media_type", "size", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

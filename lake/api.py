@@ -1,13 +1,16 @@
 """REST for the lake: write deltas (one or a batch), list and read them, search, statistics.
 Thin: validate, call a service or selector, serialise."""
 
+from django.conf import settings
 from django.db.models import BooleanField, ExpressionWrapper, Q
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fathom.models import Role
+from lake.media import media_get, media_store
 from lake.models import Delta
 from lake.search import DEPTHS, MAX_LIMIT
 from lake.selectors import (
@@ -179,3 +182,32 @@ class StatsView(APIView):
     @extend_schema(responses=dict, summary="Counts of this workspace's lake")
     def get(self, request):
         return Response(lake_stats(workspace=request.workspace))
+
+
+class MediaOut(serializers.Serializer):
+    hash = serializers.CharField(help_text="what deltas name as media_hash and see_image opens")
+    media_type = serializers.CharField()
+    size = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class MediaUploadView(APIView):
+    """`POST` the raw bytes of a PNG, JPEG, GIF or WebP image (`curl --data-binary @photo.png`); the
+    answer names it by the SHA-256 of its bytes. The same image again answers 200 with the same hash."""
+
+    parser_classes = []  # the body is read raw, never parsed
+
+    @extend_schema(request={"application/octet-stream": bytes}, responses={201: MediaOut, 200: MediaOut},
+                   summary="Store an image; deltas name it by the returned hash")
+    def post(self, request):
+        data = request._request.read(settings.FATHOM_MEDIA_MAX_BYTES + 1)  # not .body: its limit is for forms
+        media, created = media_store(workspace=request.workspace, data=data)
+        return Response(MediaOut(media).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class MediaDetailView(APIView):
+    @extend_schema(responses={(200, "application/octet-stream"): bytes}, summary="The image's bytes")
+    def get(self, request, media_hash):
+        media = media_get(workspace_id=request.workspace.pk, media_hash=media_hash)
+        return HttpResponse(bytes(media.data), content_type=media.media_type,
+                            headers={"Cache-Control": "private, max-age=31536000, immutable"})

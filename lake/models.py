@@ -121,3 +121,19 @@ class IdempotentWrite(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.key} ({len(self.delta_ids)} deltas)"
+
+
+class Media(WorkspaceScoped):
+    """Image bytes a delta names by `media_hash` (the SHA-256 of the bytes), kept in PostgreSQL so every
+    process reads the same store; the model opens them with the see_image tool."""
+
+    hash = models.CharField(max_length=64)
+    media_type = models.CharField(max_length=32)
+    size = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "hash"], name="media_unique_hash")]
+
+    def __str__(self):
+        return f"{self.media_type} {self.hash[:12]}"

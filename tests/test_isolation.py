@@ -92,6 +92,17 @@ def deltas_case(owner) -> IsolationCase:
     )
 
 
+def media_case(owner) -> IsolationCase:
+    from lake.models import Media
+
+    image = b"\x89PNG\r\n\x1a\n" + b"a's picture"
+    created = owner.post("/v1/media", image, content_type="application/octet-stream").json()
+    return IsolationCase(
+        probes=[Probe("GET", f"/v1/media/{created['hash']}")],
+        intact=lambda: bytes(Media.objects.get(hash=created["hash"]).data) == image,
+    )
+
+
 def traces_case(owner) -> IsolationCase:
     from fathom.llm import Message, complete
     from fathom.tracing import span
@@ -130,8 +141,8 @@ def festinger_case(owner) -> IsolationCase:
     )
 
 
-CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, festinger_case,
-         traces_case]
+CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
+         festinger_case, traces_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)
