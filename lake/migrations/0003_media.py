@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fathom', '0004_trace_list_and_usage'),
-        ('lake', '0001_initial'),
+        ('lake', '0002_search_storage'),
     ]
 
     operations = [
