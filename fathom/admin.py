@@ -1,7 +1,29 @@
 from django.contrib import admin, messages
 
-from fathom.models import ApiKey, Membership, Workspace
+from fathom.models import ApiKey, Membership, Role, Workspace
 from fathom.services import apikey_create, apikey_revoke
+
+
+def rows_visible_to(request, queryset):
+    """A workspace-scoped queryset as a staff user may see it: superusers everything, others only
+    the rows of workspaces they are members of."""
+    if request.user.is_superuser:
+        return queryset
+    return queryset.filter(workspace__in=Workspace.objects.filter(memberships__user=request.user))
+
+
+class WorkspaceScopedAdmin(admin.ModelAdmin):
+    """The admin of a workspace-scoped model: staff see the rows of their own workspaces, and may put
+    new rows only in workspaces where they are owner or operator."""
+
+    def get_queryset(self, request):
+        return rows_visible_to(request, super().get_queryset(request))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "workspace" and not request.user.is_superuser:
+            kwargs["queryset"] = Workspace.objects.filter(
+                memberships__user=request.user, memberships__role__in=(Role.OWNER, Role.OPERATOR))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 class MembershipInline(admin.TabularInline):

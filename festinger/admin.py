@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from fathom.admin import WorkspaceScopedAdmin
 from fathom.errors import ApplicationError
 from fathom.models import Membership, Role, Workspace
 from festinger import selectors
@@ -43,14 +44,6 @@ def visible_workspaces(request):
     if request.user.is_superuser:
         return Workspace.objects.all()
     return Workspace.objects.filter(memberships__user=request.user).distinct()
-
-
-class WorkspaceScopedAdmin(admin.ModelAdmin):
-    def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(workspace__in=visible_workspaces(request))
 
 
 class ReadOnlyAdmin(WorkspaceScopedAdmin):

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from fathom.admin import WorkspaceScopedAdmin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.runtime.models import (
     AgentProfile,
@@ -13,7 +14,7 @@ from harness.runtime.models import (
 
 
 @admin.register(AgentProfile)
-class AgentProfileAdmin(admin.ModelAdmin):
+class AgentProfileAdmin(WorkspaceScopedAdmin):
     list_display = ["slug", "name", "workspace", "version", "updated_at"]
     list_filter = ["workspace"]
     search_fields = ["slug", "name"]
@@ -21,7 +22,7 @@ class AgentProfileAdmin(admin.ModelAdmin):
 
 
 @admin.register(UserProfile)
-class UserProfileAdmin(admin.ModelAdmin):
+class UserProfileAdmin(WorkspaceScopedAdmin):
     list_display = ["slug", "name", "workspace", "version", "updated_at"]
     list_filter = ["workspace"]
     search_fields = ["slug", "name"]
@@ -47,7 +48,7 @@ class TurnInline(admin.TabularInline):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "title", "tag", "workspace", "status", "turn_count", "runner", "created_at"]
     list_filter = ["status", "workspace"]
     search_fields = ["id", "tag", "title"]
@@ -57,7 +58,7 @@ class SessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SessionEvent)
-class SessionEventAdmin(admin.ModelAdmin):
+class SessionEventAdmin(WorkspaceScopedAdmin):
     list_display = ["session", "seq", "kind", "turn", "created_at"]
     list_filter = ["kind"]
     search_fields = ["session__id"]
@@ -68,7 +69,7 @@ class SessionEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(HarnessSettings)
-class HarnessSettingsAdmin(admin.ModelAdmin):
+class HarnessSettingsAdmin(WorkspaceScopedAdmin):
     list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds"]
 
 
@@ -90,7 +91,7 @@ class FireTurnInline(admin.TabularInline):
 
 
 @admin.register(Fire)
-class FireAdmin(admin.ModelAdmin):
+class FireAdmin(WorkspaceScopedAdmin):
     """Fires with their journal: every model turn and every tool call with its whole result."""
 
     list_display = ["id", "mode", "status", "stop_reason", "session", "depth", "model_calls", "cost", "created_at"]

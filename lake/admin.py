@@ -3,6 +3,7 @@ edited (deltas are immutable except for their embeddings)."""
 
 from django.contrib import admin, messages
 
+from fathom.admin import WorkspaceScopedAdmin
 from lake.models import Delta, IdempotentWrite, Media
 
 
@@ -32,7 +33,7 @@ class EmbeddedFilter(admin.SimpleListFilter):
 
 
 @admin.register(Delta)
-class DeltaAdmin(admin.ModelAdmin):
+class DeltaAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "created_at", "workspace", "source", "kinds_shown", "title_shown", "embedded"]
     list_filter = [KindFilter, EmbeddedFilter, "workspace"]
     search_fields = ["id", "content"]
@@ -79,7 +80,7 @@ class DeltaAdmin(admin.ModelAdmin):
 
 
 @admin.register(IdempotentWrite)
-class IdempotentWriteAdmin(admin.ModelAdmin):
+class IdempotentWriteAdmin(WorkspaceScopedAdmin):
     list_display = ["key", "workspace", "created_at", "count"]
     search_fields = ["key"]
     readonly_fields = ["workspace", "key", "request_hash", "delta_ids", "created_at"]
@@ -93,7 +94,7 @@ class IdempotentWriteAdmin(admin.ModelAdmin):
 
 
 @admin.register(Media)
-class MediaAdmin(admin.ModelAdmin):
+class MediaAdmin(WorkspaceScopedAdmin):
     """Uploaded images, read-only: deltas name them by hash; the bytes are served at /v1/media/<hash>."""
 
     list_display = ("hash", "media_type", "size", "workspace", "created_at")

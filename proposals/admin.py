@@ -14,6 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from fathom.admin import WorkspaceScopedAdmin
 from fathom.errors import ApplicationError
 from fathom.models import Membership, Role
 from proposals import dispatch, routines, selectors, services
@@ -42,22 +43,6 @@ def _decider(request) -> str:
     return f"operator:{request.user.get_username()}"
 
 
-class WorkspaceMembershipMixin:
-    """Non-superusers see only rows of workspaces they belong to."""
-
-    def get_queryset(self, request):
-        queryset = super().get_queryset(request)
-        if request.user.is_superuser:
-            return queryset
-        return queryset.filter(workspace__memberships__user=request.user).distinct()
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "workspace" and not request.user.is_superuser:
-            kwargs["queryset"] = db_field.related_model.objects.filter(
-                memberships__user=request.user, memberships__role__in=_DECIDING_ROLES)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-
 class DecisionInline(admin.TabularInline):
     model = Decision
     fk_name = "proposal"
@@ -80,7 +65,7 @@ class DecisionInline(admin.TabularInline):
 
 
 @admin.register(Proposal)
-class ProposalAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class ProposalAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "title", "tool", "level", "status_badge", "workspace", "producer", "created_at",
                     "latest_decision", "decide_buttons"]
     list_display_links = ["id", "title"]
@@ -251,7 +236,7 @@ class ProposalAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 
 
 @admin.register(Decision)
-class DecisionAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class DecisionAdmin(WorkspaceScopedAdmin):
     """The audit trail, read-only."""
 
     list_display = ["created_at", "proposal", "action", "decided_by", "result_ref", "error"]
@@ -270,7 +255,7 @@ class DecisionAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 
 
 @admin.register(ProposalPolicy)
-class ProposalPolicyAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class ProposalPolicyAdmin(WorkspaceScopedAdmin):
     list_display = ["workspace", "auto_approve_max_level"]
     list_editable = ["auto_approve_max_level"]
 
@@ -286,7 +271,7 @@ class RoutineRunInline(admin.TabularInline):
 
 
 @admin.register(Routine)
-class RoutineAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class RoutineAdmin(WorkspaceScopedAdmin):
     """Routines minted from proposals. Switch one off or change its schedule on its periodic task."""
 
     list_display = ["name", "workspace", "schedule", "timezone", "enabled", "route", "proposal", "created_at"]
@@ -323,7 +308,7 @@ class RoutineAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 
 
 @admin.register(HelperHost)
-class HelperHostAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class HelperHostAdmin(WorkspaceScopedAdmin):
     list_display = ["name", "workspace", "executor", "enabled", "timeout_seconds", "description"]
     list_filter = [("workspace", admin.RelatedOnlyFieldListFilter), "executor", "enabled"]
 
@@ -348,7 +333,7 @@ class HelperHostAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
 
 
 @admin.register(HelperJob)
-class HelperJobAdmin(WorkspaceMembershipMixin, admin.ModelAdmin):
+class HelperJobAdmin(WorkspaceScopedAdmin):
     list_display = ["id", "title", "host", "status", "exit_code", "timed_out", "started_at", "finished_at",
                     "delta_id"]
     list_filter = ["status", "host", ("workspace", admin.RelatedOnlyFieldListFilter)]

@@ -8,11 +8,12 @@ from django.db.models.functions import Coalesce
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from fathom.admin import WorkspaceScopedAdmin, rows_visible_to
 from fathom.tracing import selectors
 from fathom.tracing.models import Trace, TraceEvent
 
 
-class ReadOnly(admin.ModelAdmin):
+class ReadOnly(WorkspaceScopedAdmin):
     def has_add_permission(self, request):
         return False
 
@@ -53,7 +54,7 @@ class TraceAdmin(ReadOnly):
 
     def get_queryset(self, request):
         llm = selectors.LLM
-        return selectors.trace_roots().annotate(
+        return rows_visible_to(request, selectors.trace_roots()).annotate(
             model_calls=_in_trace(Count("id"), name=llm, kind="llm.call.started"),
             failed_calls=_in_trace(Count("id"), name=llm, status="error"),
             tool_calls=_in_trace(Count("id"), name=selectors.TOOL, kind="worker.tool.call"),
