@@ -9,7 +9,13 @@ def rows_visible_to(request, queryset):
     the rows of workspaces they are members of."""
     if request.user.is_superuser:
         return queryset
-    return queryset.filter(workspace__in=Workspace.objects.filter(memberships__user=request.user))
+    return queryset.filter(workspace__in=workspaces_visible_to(request))
+
+
+def workspaces_visible_to(request):
+    if request.user.is_superuser:
+        return Workspace.objects.all()
+    return Workspace.objects.filter(memberships__user=request.user)
 
 
 class WorkspaceScopedAdmin(admin.ModelAdmin):
@@ -24,6 +30,16 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
             kwargs["queryset"] = Workspace.objects.filter(
                 memberships__user=request.user, memberships__role__in=(Role.OWNER, Role.OPERATOR))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class ReadOnlyAdmin(WorkspaceScopedAdmin):
+    """Rows written by the code (records, traces, media): shown, never added or edited here."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 class MembershipInline(admin.TabularInline):

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
 from fathom.errors import ApplicationError
 from fathom.models import Membership, Role, Workspace
 from festinger import selectors
@@ -40,25 +40,13 @@ def may_act(request, workspace_id: int) -> bool:
         user=request.user, workspace_id=workspace_id, role__in=_ACTING_ROLES).exists()
 
 
-def visible_workspaces(request):
-    if request.user.is_superuser:
-        return Workspace.objects.all()
-    return Workspace.objects.filter(memberships__user=request.user).distinct()
-
-
-class ReadOnlyAdmin(WorkspaceScopedAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
+class RecordAdmin(ReadOnlyAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
 
 @admin.register(Concept)
-class ConceptAdmin(ReadOnlyAdmin):
+class ConceptAdmin(RecordAdmin):
     list_display = ["token", "workspace", "encounter_count", "saliency", "novelty", "is_common", "last_seen"]
     list_filter = ["is_common", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["token"]
@@ -99,7 +87,7 @@ class EdgeAdmin(WorkspaceScopedAdmin):
 
 
 @admin.register(EdgeHistory)
-class EdgeHistoryAdmin(ReadOnlyAdmin):
+class EdgeHistoryAdmin(RecordAdmin):
     list_display = ["created_at", "action", "concept", "parent", "dimension", "moved_to", "actor", "reason", "conflict"]
     list_filter = ["action", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["concept__token", "parent__token", "reason", "actor"]
@@ -219,7 +207,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
 
     def overview_view(self, request):
         rows = []
-        for workspace in visible_workspaces(request).order_by("slug"):
+        for workspace in workspaces_visible_to(request).order_by("slug"):
             rows.append({"workspace": workspace, "pending": selectors.pending_count(workspace=workspace),
                          "last_run": selectors.last_run(workspace=workspace),
                          "config": WorldConfig.objects.filter(workspace=workspace).first(),
@@ -239,7 +227,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
 
 
 @admin.register(ResolutionRun)
-class ResolutionRunAdmin(ReadOnlyAdmin):
+class ResolutionRunAdmin(RecordAdmin):
     list_display = ["id", "workspace", "trigger", "status", "created_at", "finished_at", "processed", "resolved",
                     "dismissed", "failed", "error"]
     list_filter = ["status", ("workspace", admin.RelatedOnlyFieldListFilter)]

@@ -3,7 +3,7 @@ edited (deltas are immutable except for their embeddings)."""
 
 from django.contrib import admin, messages
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
 from lake.models import Delta, IdempotentWrite, Media
 
 
@@ -94,17 +94,11 @@ class IdempotentWriteAdmin(WorkspaceScopedAdmin):
 
 
 @admin.register(Media)
-class MediaAdmin(WorkspaceScopedAdmin):
+class MediaAdmin(ReadOnlyAdmin):
     """Uploaded images, read-only: deltas name them by hash; the bytes are served at /v1/media/<hash>."""
 
     list_display = ("hash", "media_type", "size", "workspace", "created_at")
-    list_filter = ("workspace", "media_type")
+    list_filter = (("workspace", admin.RelatedOnlyFieldListFilter), "media_type")
     search_fields = ("hash",)
     exclude = ("data",)
     readonly_fields = ("workspace", "hash", "media_type", "size", "created_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
 from fathom.errors import ApplicationError
 from fathom.models import Membership, Role
 from proposals import dispatch, routines, selectors, services
@@ -236,19 +236,13 @@ class ProposalAdmin(WorkspaceScopedAdmin):
 
 
 @admin.register(Decision)
-class DecisionAdmin(WorkspaceScopedAdmin):
+class DecisionAdmin(ReadOnlyAdmin):
     """The audit trail, read-only."""
 
     list_display = ["created_at", "proposal", "action", "decided_by", "result_ref", "error"]
     list_filter = ["action", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["decided_by", "reason", "result_ref"]
     list_select_related = ["proposal"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     def has_delete_permission(self, request, obj=None):
         return False

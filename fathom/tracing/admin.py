@@ -8,21 +8,13 @@ from django.db.models.functions import Coalesce
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from fathom.admin import WorkspaceScopedAdmin, rows_visible_to
+from fathom.admin import ReadOnlyAdmin, rows_visible_to
 from fathom.tracing import selectors
 from fathom.tracing.models import Trace, TraceEvent
 
 
-class ReadOnly(WorkspaceScopedAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(TraceEvent)
-class TraceEventAdmin(ReadOnly):
+class TraceEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "kind", "workspace", "trace_id", "actor_id", "model", "input_tokens", "output_tokens",
                     "cost", "duration_ms", "status"]
     list_filter = ["kind", "status", ("workspace", admin.RelatedOnlyFieldListFilter)]
@@ -41,7 +33,7 @@ def _in_trace(aggregate, output_field=None, **filters):
 
 
 @admin.register(Trace)
-class TraceAdmin(ReadOnly):
+class TraceAdmin(ReadOnlyAdmin):
     list_display = ["trace_id", "name", "workspace", "actor_id", "at", "ended", "model_calls", "failed_calls",
                     "tool_calls", "tokens_in", "tokens_out", "total_cost", "errors"]
     list_filter = ["name", ("workspace", admin.RelatedOnlyFieldListFilter)]
