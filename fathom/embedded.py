@@ -150,6 +150,9 @@ class EmbeddedRedis:
             # Redis refuses to exit when its final save fails (a full disk, a data dir removed under it).
             logger.warning("embedded redis (pid %s) did not exit on SIGTERM; killing it", pid)
             os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 2
+            while _alive(pid) and time.monotonic() < deadline:  # SIGKILL lands asynchronously
+                time.sleep(0.02)
             (self.dir / "redis.pid").unlink(missing_ok=True)
         return True
 
