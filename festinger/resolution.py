@@ -16,6 +16,7 @@ import json
 import logging
 import re
 import uuid
+from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 DECISIONS = ("decompose", "update", "dismiss", "misclassification")
 # Conflicts per run; a full batch that resolved something continues in a new run.
 RESOLUTION_BATCH = 10
-LOCK_SECONDS = 900
+LOCK_SECONDS = 900  # longer than the task's hard time limit: a run older than this has no live worker
+LOST_RUN_ERROR = "worker lost: run did not finish"
 
 DECISION_SCHEMA = {"type": "json_schema", "json_schema": {"name": "festinger_resolution", "schema": {
     "type": "object", "additionalProperties": False, "required": ["decision", "reasoning"],
@@ -83,7 +85,8 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
                        limit: int = RESOLUTION_BATCH) -> ResolutionRun | None:
     """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`). A run already
     started (a redelivered task) is returned untouched; a second run of the same workspace while one
-    is in progress is recorded as skipped."""
+    is in progress is recorded as skipped. Runs left `running` by a worker that died are failed
+    first (see `_lost_runs_fail`)."""
     from fathom.models import Workspace
 
     if run_id is not None:
@@ -103,6 +106,7 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
         _finish(run, status=ResolutionRun.Status.SKIPPED, error="another resolution run of this workspace is in progress")
         return run
     try:
+        _lost_runs_fail(run)
         _drain(run, limit=limit)
     except Exception as exc:  # the run row says why; conflicts not reached stay pending
         logger.exception("festinger resolution run %s failed", run.pk)
@@ -138,6 +142,16 @@ def _drain(run: ResolutionRun, *, limit: int) -> None:
     more = Conflict.objects.filter(workspace=run.workspace, status=ConflictStatus.PENDING).exclude(pk__in=batch)
     if len(batch) == limit and run.resolved + run.dismissed and more.exists():
         resolution_request(workspace=run.workspace, trigger=f"continuation of run #{run.pk}")
+
+
+def _lost_runs_fail(run: ResolutionRun) -> int:
+    """Fail the workspace's runs still `running` after LOCK_SECONDS: the task's hard time limit is
+    shorter, so their worker died and their lock has expired. Called holding the lock."""
+    now = timezone.now()
+    return ResolutionRun.objects.filter(
+        workspace_id=run.workspace_id, status=ResolutionRun.Status.RUNNING,
+        started_at__lt=now - timedelta(seconds=LOCK_SECONDS),
+    ).exclude(pk=run.pk).update(status=ResolutionRun.Status.FAILED, error=LOST_RUN_ERROR, finished_at=now)
 
 
 def _finish(run: ResolutionRun, *, status: str, error: str = "") -> None:

@@ -3,11 +3,16 @@ asking the scripted resolver; and beat's entry sending the registered task (seed
 
 import json
 import time
+from datetime import timedelta
 
 import pytest
+from django.urls import reverse
+from django.utils import timezone
 
+from fathom.redis_client import get_redis
 from festinger import cache
-from festinger.models import Concept, Conflict, Edge
+from festinger.models import Concept, Conflict, Edge, ResolutionRun
+from festinger.resolution import LOCK_SECONDS
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, insert_fact, world_ensure
 
@@ -62,6 +67,40 @@ def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, 
     assert "?" not in block and "[artifact-type] repo" in gnommoweb and "[deployment-type] container" in gnommoweb
     assert "dobby: [membership] agent_pool" in block
     cache.forget(workspace.pk)
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_worker_died_is_failed_by_the_next_run(celery_worker, workspace, other_workspace, api,
+                                                            admin_client, scripted_llm):
+    # Given a run left `running` past the lock's expiry (its worker died: nobody holds the lock),
+    # and a pending conflict it never reached
+    long_ago = timezone.now() - timedelta(seconds=LOCK_SECONDS + 60)
+    lost = ResolutionRun.objects.create(workspace=workspace, trigger="schedule", status="running",
+                                        started_at=long_ago)
+    elsewhere = ResolutionRun.objects.create(workspace=other_workspace, trigger="schedule", status="running",
+                                             started_at=long_ago)
+    assert not get_redis().exists(f"festinger:resolution:lock:{workspace.pk}")
+    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
+                           source="inferred")
+    scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
+    assert api.get(f"/v1/festinger/resolve/runs/{lost.pk}").json()["status"] == "running"
+
+    # When an operator runs resolution now
+    queued = api.post("/v1/festinger/resolve/run", {}, format="json")
+    run = wait_for_run(api, queued.json()["id"])
+
+    # Then the lost run is failed, the new one drains the queue, and REST and admin say so
+    assert (run["status"], run["processed"], run["dismissed"]) == ("finished", 1, 1)
+    shown = api.get(f"/v1/festinger/resolve/runs/{lost.pk}").json()
+    assert (shown["status"], shown["error"]) == ("failed", "worker lost: run did not finish")
+    assert shown["finished_at"] is not None
+    assert api.get("/v1/festinger/conflicts?status=pending").json()["results"] == []
+    assert api.get(f"/v1/festinger/conflicts/{conflict.pk}").json()["status"] == "dismissed"
+    runs_page = admin_client.get(reverse("admin:festinger_resolutionrun_changelist")).content.decode()
+    assert "worker lost: run did not finish" in runs_page
+    assert ResolutionRun.objects.get(pk=elsewhere.pk).status == "running"  # another workspace's runs are its own
 
 
 def recollection(api, text) -> str:
