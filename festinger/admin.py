@@ -22,10 +22,10 @@ from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistor
 from festinger.resolution import (
     allowed_decisions,
     conflict_apply,
-    conflict_resolve_with_model,
+    conflicts_ask_request,
     resolution_request,
 )
-from festinger.services import config_update, config_validate, edge_remove, world_ensure
+from festinger.services import config_update, config_validate, edge_remove
 
 _ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
 
@@ -194,16 +194,13 @@ class ConflictAdmin(WorkspaceScopedAdmin):
 
     @admin.action(description="Ask the resolver model now")
     def ask_resolver(self, request, queryset):
-        outcomes = []
-
-        def ask(conflict):
-            role = world_ensure(workspace=conflict.workspace).resolver_role
-            outcomes.append((conflict.pk, conflict_resolve_with_model(conflict_id=conflict.pk, role=role)))
-
-        self._each_pending(request, queryset, ask)
-        for conflict_id, outcome in outcomes:
-            level = messages.ERROR if outcome == "failed" else messages.INFO
-            self.message_user(request, f"Conflict #{conflict_id}: {outcome}", level)
+        """A model call per conflict is too slow for a request: a worker asks (memory queue)."""
+        ids = []
+        done, skipped = self._each_pending(request, queryset, lambda c: ids.append(c.pk))
+        if ids:
+            conflicts_ask_request(conflict_ids=ids)
+        self.message_user(request, f"Queued {done} conflict(s) for the resolver model; skipped {skipped}. "
+                                   "Their status changes once a worker has asked it.")
 
     def overview_view(self, request):
         rows = []

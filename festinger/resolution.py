@@ -178,15 +178,16 @@ class _WorkspaceLock:
 # --- One conflict -------------------------------------------------------------------------------
 
 
-def conflict_resolve_with_model(*, conflict_id: int, role: str = "resolver") -> str:
-    """Ask the model about one pending conflict and apply its decision. Returns the conflict's new
-    status, or "failed" (the error recorded on the conflict, which stays pending), or "skipped"
-    when it was no longer pending."""
+def conflict_resolve_with_model(*, conflict_id: int, role: str | None = None) -> str:
+    """Ask the model (`role`, by default the workspace's configured resolver role) about one pending
+    conflict and apply its decision. Returns the conflict's new status, or "failed" (the error
+    recorded on the conflict, which stays pending), or "skipped" when it was no longer pending."""
     from fathom.llm import Message, complete
 
     conflict = Conflict.objects.select_related(*_RELATED).filter(pk=conflict_id).first()
     if conflict is None or conflict.status != ConflictStatus.PENDING:
         return "skipped"
+    role = role or world_ensure(workspace=conflict.workspace).resolver_role
     try:
         completion = complete(workspace=conflict.workspace_id, role=role, response_format=DECISION_SCHEMA,
                               messages=[Message.system(RESOLVER_SYSTEM), Message.user(conflict_prompt(conflict))])
@@ -204,6 +205,20 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str = "resolver") -> 
             error=message[:2000], attempts=F("attempts") + 1)
         return "failed"
     return conflict.status
+
+
+def conflicts_ask_request(*, conflict_ids: list[int]) -> None:
+    """Queue the resolver model for each of these conflicts (admin's "ask now"): a task a conflict,
+    sent after commit, so a long selection never outgrows one task's time limit."""
+    from festinger.tasks import festinger_conflict_ask
+
+    ids = list(conflict_ids)
+
+    def send():
+        for conflict_id in ids:
+            festinger_conflict_ask.delay(conflict_id=conflict_id)
+
+    transaction.on_commit(send)
 
 
 def decision_read(text: str) -> dict:

@@ -1,6 +1,7 @@
 """Festinger's background work: thin tasks, by id and plain JSON, calling the services.
 
 maintenance.festinger_resolution    the resolution job (beat, or an operator's "run now")
+memory.festinger_conflict_ask       the resolver model asked about one conflict (admin's "ask now")
 memory.festinger_cues_insert        facts a cue pattern stated (source `inferred`, no threshold)
 memory.festinger_concept_write      the write path for a concept that crossed the write threshold
 maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts into PostgreSQL
@@ -26,6 +27,17 @@ def resolution(workspace_id: int | None = None, run_id: int | None = None) -> No
     from festinger.resolution import resolution_execute
 
     resolution_execute(workspace_id=workspace_id, run_id=run_id)
+
+
+# acks_late is safe: a conflict decided already is skipped, and a decision is applied in a
+# transaction that first checks the conflict is still pending.
+@shared_task(name="memory.festinger_conflict_ask", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             soft_time_limit=300, time_limit=360)
+def festinger_conflict_ask(conflict_id: int) -> str:
+    """Ask the workspace's resolver model about one conflict now (admin's "Ask the resolver model now")."""
+    from festinger.resolution import conflict_resolve_with_model
+
+    return conflict_resolve_with_model(conflict_id=conflict_id)
 
 
 @shared_task(name="memory.festinger_cues_insert", acks_late=True, reject_on_worker_lost=True,

@@ -1,5 +1,7 @@
 """Festinger in Django admin, through the Django test client."""
 
+import time
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
@@ -68,20 +70,38 @@ def test_conflict_actions_accept_and_keep(admin_client, workspace, queued):
     assert EdgeHistory.objects.get().parent.token == "agent_pool"
 
 
-def test_ask_the_resolver_action_applies_the_model_decision(admin_client, workspace, queued, scripted_llm):
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_ask_the_resolver_action_queues_the_conflict_for_a_worker(admin_client, workspace, queued, scripted_llm,
+                                                                   celery_worker, monkeypatch):
     scripted_llm.reply('{"decision": "dismiss", "reasoning": "noise"}')
-    changelist = reverse("admin:festinger_conflict_changelist")
-    admin_client.post(changelist, {"action": "ask_resolver", "_selected_action": [queued.pk]})
-    assert Conflict.objects.get(pk=queued.pk).status == "dismissed"
+    asked_here = []  # this process serves the request; the worker is another process, not patched
+    monkeypatch.setattr("fathom.llm.complete", lambda **kwargs: asked_here.append(kwargs))
+
+    response = admin_client.post(reverse("admin:festinger_conflict_changelist"),
+                                 {"action": "ask_resolver", "_selected_action": [queued.pk]}, follow=True)
+
+    assert asked_here == []
+    assert "Queued 1 conflict(s) for the resolver model; skipped 0." in response.content.decode()
+    deadline = time.monotonic() + 30
+    while Conflict.objects.get(pk=queued.pk).status == "pending" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    conflict = Conflict.objects.get(pk=queued.pk)
+    assert (conflict.status, conflict.resolved_by) == ("dismissed", "festinger")
+    assert [request.role for request in scripted_llm.sent] == ["resolver"]
 
 
-def test_a_viewer_cannot_decide_conflicts(client, workspace, queued):
+def test_a_viewer_cannot_decide_conflicts(client, workspace, queued, django_capture_on_commit_callbacks):
     viewer = staff(client, workspace, "viewer")
     User.objects.get(username="staff-viewer").user_permissions.set(
         Permission.objects.filter(content_type__app_label="festinger"))
     response = viewer.post(reverse("admin:festinger_conflict_changelist"),
                            {"action": "keep_existing", "_selected_action": [queued.pk]})
     assert response.status_code == 302
+    with django_capture_on_commit_callbacks() as callbacks:
+        asked = viewer.post(reverse("admin:festinger_conflict_changelist"),
+                            {"action": "ask_resolver", "_selected_action": [queued.pk]}, follow=True)
+    assert callbacks == [] and "Queued 0 conflict(s) for the resolver model; skipped 1." in asked.content.decode()
     assert Conflict.objects.get(pk=queued.pk).status == "pending"
 
 
