@@ -5,6 +5,7 @@ import subprocess
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import pytest
@@ -66,14 +67,16 @@ def start_worker(name: str, queues=None, concurrency: int = 1, env: dict | None 
     )
 
 
-def wait_for_worker(name: str, timeout: float = 30) -> None:
+def wait_for_worker(name: str, timeout: float = 30) -> str:
+    """The worker's node name (name@host) once it answers a ping."""
     from fathom.celery import app
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         replies = app.control.ping(timeout=0.5) or []
-        if any(name in list(reply)[0] for reply in replies):
-            return
+        for node in (list(reply)[0] for reply in replies):
+            if name in node:
+                return node
     raise TimeoutError(f"worker {name} did not answer within {timeout}s")
 
 
@@ -89,6 +92,9 @@ def stop_worker(process: subprocess.Popen) -> None:
             process.wait()
 
 
+_session_worker: list[str] = []  # the node name of the session's worker once it runs
+
+
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker):
     """A real Celery worker process consuming every queue, for the whole session. Tests that use it
@@ -96,10 +102,48 @@ def celery_worker(django_db_setup, django_db_blocker):
     name = f"test-{uuid.uuid4().hex[:6]}"
     process = start_worker(name)
     try:
-        wait_for_worker(name)
+        _session_worker.append(wait_for_worker(name))
         yield name
     finally:
+        _session_worker.clear()
         stop_worker(process)
+
+
+@pytest.fixture(autouse=True)
+def broker_quiet_before_flush(request):
+    """A transactional test commits, so its writes' background tasks (judge axes, embeddings) reach
+    the broker, and the session's worker, running from an earlier test, takes them. Running while
+    the teardown TRUNCATEs the tables, they deadlock it: before the flush, purge the queues and wait
+    until the worker is idle."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = (marker is not None and marker.kwargs.get("transaction")) or not {
+        "transactional_db", "live_server"}.isdisjoint(request.fixturenames)
+    if not transactional:
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so this teardown runs before its flush
+    yield
+    broker_quiesce(_session_worker[0] if _session_worker else None)
+
+
+def broker_quiesce(worker: str | None, timeout: float = 30) -> None:
+    """Purge every queue until nothing is left and `worker` (a node name, if any) runs and holds no
+    task: a task it is running may still enqueue another. A worker that does not answer counts as
+    busy. Gives up, with a warning, after `timeout` seconds."""
+    from fathom.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        purged = app.control.purge()
+        busy = False
+        if worker is not None:
+            inspect = app.control.inspect(destination=[worker], timeout=1)
+            active, reserved = inspect.active(), inspect.reserved()
+            busy = active is None or reserved is None or any(active.values()) or any(reserved.values())
+        if not purged and not busy:
+            return
+        time.sleep(0.05)
+    warnings.warn(f"the broker or worker {worker} was still busy after {timeout}s", stacklevel=1)
 
 
 @pytest.fixture
