@@ -1,23 +1,45 @@
-"""A local HTTP server speaking a model provider's wire protocol, so the real SDKs are exercised.
+"""A local HTTP server speaking a model provider's wire protocol, so the real SDKs are exercised, in
+this process or in a worker process.
 
     server.respond(200, {...})                 # next request gets this JSON
     server.respond(429, {...}, headers={"Retry-After": "1"})
     server.respond_stream([("message_start", {...}), ...])   # server-sent events (event name or None)
     server.always(500, {...})                  # once the queue is empty, every request gets this
+    server.answer("text", tool_calls=[("semantic", {"query": "rover"})])   # an OpenAI chat completion
+    server.answer(..., hold=True)              # held open until server.release(), then answered
+    server.stall()                             # held open until server.release(), then dropped
+    server.stalled.wait(30)                    # a held request has arrived
     server.requests                            # [(method, path, headers, json body), ...]
+    server.bodies                              # [json body, ...]
 """
 
+import itertools
 import json
 import threading
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+@dataclass
+class Reply:
+    status: int = 200
+    body: object = None
+    headers: dict = field(default_factory=dict)
+    events: list | None = None  # server-sent events instead of a JSON body
+    hold: bool = False  # held open until release() (or hold_seconds)
+    drop: bool = False  # then the connection is closed without an answer
+
+
 class WireServer:
-    def __init__(self):
-        self.queue = []
-        self.fallback = None
+    def __init__(self, *, hold_seconds: float = 120):
+        self.queue: list[Reply] = []
+        self.fallback: Reply | None = None
         self.requests = []
         self.lock = threading.Lock()
+        self.stalled = threading.Event()  # a held request arrived
+        self.released = threading.Event()
+        self.hold_seconds = hold_seconds
+        self._ids = itertools.count(1)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,23 +52,31 @@ class WireServer:
                     server.requests.append(("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw or b"null")))
                     reply = server.queue.pop(0) if server.queue else server.fallback
                 if reply is None:
-                    reply = (500, {"error": {"message": "the test queued no response"}}, {}, None)
-                status, body, headers, events = reply
-                if events is not None:
+                    reply = Reply(500, {"error": {"message": "the test queued no response", "type": "server_error"}})
+                if reply.hold:
+                    server.stalled.set()
+                    server.released.wait(server.hold_seconds)
+                if reply.drop:
+                    self.close_connection = True  # the caller is gone (killed) or must retry
+                    return
+                if reply.events is not None:
                     payload = "".join(
                         (f"event: {name}\n" if name else "") + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
-                        for name, data in events).encode()
+                        for name, data in reply.events).encode()
                     content_type = "text/event-stream"
                 else:
-                    payload = json.dumps(body).encode()
+                    payload = json.dumps(reply.body).encode()
                     content_type = "application/json"
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass  # the caller hung up (a killed worker, a timeout)
 
             def log_message(self, *args):
                 pass
@@ -64,20 +94,45 @@ class WireServer:
         return self
 
     def stop(self):
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def respond(self, status=200, body=None, headers=None):
-        self.queue.append((status, body, headers or {}, None))
+    def respond(self, status=200, body=None, headers=None, *, hold: bool = False):
+        self.queue.append(Reply(status, body, headers or {}, hold=hold))
         return self
 
     def respond_stream(self, events, headers=None):
-        self.queue.append((200, None, headers or {}, events))
+        self.queue.append(Reply(200, None, headers or {}, events))
         return self
 
     def always(self, status, body, headers=None):
-        self.fallback = (status, body, headers or {}, None)
+        self.fallback = Reply(status, body, headers or {})
         return self
+
+    def answer(self, text: str = "", *, tool_calls=(), hold: bool = False):
+        """Queue an OpenAI chat completion: text, and tool calls given as (name, arguments) or
+        (name, arguments, id)."""
+        calls = []
+        for call in tool_calls:
+            name, arguments, *given = call
+            calls.append({"id": given[0] if given else f"call_{next(self._ids)}", "type": "function",
+                          "function": {"name": name, "arguments": json.dumps(arguments)}})
+        message = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = calls
+        return self.respond(200, {
+            "id": f"chatcmpl-{next(self._ids)}", "object": "chat.completion", "created": 1, "model": "wire-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}}, hold=hold)
+
+    def stall(self):
+        """The next request is held open until `release()` (or `hold_seconds`), then dropped."""
+        self.queue.append(Reply(hold=True, drop=True))
+        return self
+
+    def release(self):
+        self.released.set()
 
     @property
     def bodies(self):

@@ -12,7 +12,7 @@ import pytest
 
 from harness.runtime.services import session_create
 from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for_worker, worker_env
-from tests.harness.model_server import ModelServer
+from tests.fathom.wire import WireServer
 
 ALL_QUEUES = ["fires", "quality", "memory", "maintenance"]
 
@@ -64,9 +64,9 @@ def model(workspace):
     """The workspace's main role answered by a local OpenAI-wire server (other roles: offline)."""
     from fathom.llm.services import model_assign, model_create
 
-    server = ModelServer().start()
+    server = WireServer().start()
     row = model_create(name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
-                       base_url=server.url, api_key="sk-local")
+                       base_url=f"{server.url}/v1", api_key="sk-local")
     model_assign(workspace=workspace, role="main", model=row)
     yield server
     server.stop()

@@ -97,9 +97,9 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
 
     # the model was asked once per committed turn, plus the one call the kill cut off, asked again
     # with the same prompt: nothing before it was asked again
-    assert len(model.requests) == len(answers) + 1
-    held = next(i for i, r in enumerate(model.requests) if i and r["messages"] == model.requests[i - 1]["messages"])
-    assert [m["role"] for m in model.requests[held]["messages"]][-1] == "tool"
+    assert len(model.bodies) == len(answers) + 1
+    held = next(i for i, r in enumerate(model.bodies) if i and r["messages"] == model.bodies[i - 1]["messages"])
+    assert [m["role"] for m in model.bodies[held]["messages"]][-1] == "tool"
     for fire in (parent, child):
         assert list(FireTurn.objects.filter(fire=fire).values_list("number", "phase")) == [
             (1, "main"), (2, "main"), (3, "review")]

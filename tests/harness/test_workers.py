@@ -55,8 +55,8 @@ def test_two_workers_run_one_turn_at_a_time_and_a_message_sent_mid_turn_waits(mo
                                                                            [second["trigger_id"]]]
     assert turns[0].ended_at <= turns[1].created_at
     # the first turn's fire saw only the first message (the snapshot cut)
-    assert [m["content"] for m in model.requests[0]["messages"] if m["role"] == "user"] == ["first"]
-    assert [m["content"] for m in model.requests[2]["messages"] if m["role"] == "user"][-1] == "second"
+    assert [m["content"] for m in model.bodies[0]["messages"] if m["role"] == "user"] == ["first"]
+    assert [m["content"] for m in model.bodies[2]["messages"] if m["role"] == "user"][-1] == "second"
     wait_for_background_work(session)
 
 
@@ -107,7 +107,7 @@ def test_a_message_left_unaddressed_fires_the_session_again(model, workers, sess
     assert first_end.data["unaddressed_ids"] == [str(two.pk)]
     second = Turn.objects.get(session=session, number=2)
     assert second.refired_ids == [str(two.pk)] and not second.triggers.exists()
-    assert [m["content"] for m in model.requests[2]["messages"] if m["role"] == "user"][-1] == "and the lake?"
+    assert [m["content"] for m in model.bodies[2]["messages"] if m["role"] == "user"][-1] == "and the lake?"
     one.refresh_from_db()
     two.refresh_from_db()
     assert (one.addressed_note, two.addressed_note) == ("rover done", "answered by respond")
@@ -151,6 +151,6 @@ def test_a_running_fire_cancelled_over_rest_stops_before_its_next_model_call(mod
     # then the turn in flight is kept, its tool runs, and no further model call is made
     wait_for(lambda: api.get(f"/v1/fires/{fire_id}").json()["status"] == "cancelled", timeout=60)
     body = api.get(f"/v1/fires/{fire_id}").json()
-    assert (body["stop_reason"], body["model_calls"], len(model.requests)) == ("cancelled", 1, 1)
+    assert (body["stop_reason"], body["model_calls"], len(model.bodies)) == ("cancelled", 1, 1)
     assert body["turns"][0]["calls"][0]["name"] == "plan"
     assert api.post(f"/v1/fires/{fire_id}/cancel").json()["status"] == "cancelled"  # idempotent
