@@ -45,12 +45,15 @@ _SPACES_RE = re.compile(r"[ \t]+")
 # The ASCII fast path: everything but letters, digits and joiners becomes a space (str.translate is one C pass
 # for ASCII text), joiners at a word's edge are dropped, and split() does the rest.
 _PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum() and chr(c) not in "-._"})
-# Joiners after a word and not before one, or before a word and not after one (led by the joiner, so
-# the engine only stops at joiners).
-_EDGE_JOINERS_RE = re.compile(r"[-._](?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
+# A run of joiners after a word and not before one, or before a word and not after one. One pattern per
+# joiner the run starts with: led by a literal, the engine skips ahead in C to the next one (a leading
+# class makes it test every character, four times slower). Only a run's first joiner can match.
+_EDGE_JOINERS_RES = tuple(re.compile(re.escape(joiner) + r"(?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
+                          for joiner in "-._")
 # After the two steps above a word is a run of letters, digits and inner joiners between spaces; a
-# number is such a run without a letter (led by the digit, so the engine only stops at digits).
-_NUMBERS_RE = re.compile(r"\d(?<!\S\d)[\d._-]*+(?!\S)")
+# number is such a run without a letter. Led by the space before it (the text gets one in front): a
+# literal lets the engine skip ahead in C, where a leading digit class makes it test every character.
+_NUMBERS_RE = re.compile(r" \d[\d._-]*+(?!\S)")
 
 
 def tokenize(text: str) -> tuple[str, ...]:
@@ -70,7 +73,9 @@ def canonical(phrase: str) -> str:
 def _tokens(text: str) -> tuple[str, ...]:
     merged = _merged(text)
     if merged.isascii():
-        spaced = _EDGE_JOINERS_RE.sub(" ", merged.translate(_PUNCTUATION))
+        spaced = f" {merged}".translate(_PUNCTUATION)
+        for edge_joiners in _EDGE_JOINERS_RES:
+            spaced = edge_joiners.sub(" ", spaced)
         return tuple(_NUMBERS_RE.sub(" ", spaced).split())
     # A word starting with a letter has one; one starting with a digit needs a letter after the digits.
     return tuple(word for word in _WORD_RE.findall(merged) if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
@@ -168,7 +173,10 @@ _CUE_RE = re.compile(
 )
 _SUBJECT_RE = re.compile(rf"(?<![\w.\-]){_NAME}[ \t]*\Z")
 _SUBJECT_WINDOW = 120
-_CUE_WORDS = frozenset(p.phrase.split()[0] for p in PATTERNS)
+# The first words of the cues, less those another one is a prefix of (" is" finds " isa" and " ispart").
+_CUE_FIRST_WORDS = tuple(sorted(
+    word for word in {p.phrase.split()[0] for p in PATTERNS}
+    if not any(word != other and word.startswith(other) for other in (q.phrase.split()[0] for q in PATTERNS))))
 
 
 def cues(text: str) -> tuple[Triple, ...]:
@@ -178,11 +186,9 @@ def cues(text: str) -> tuple[Triple, ...]:
 
 @lru_cache(maxsize=256)
 def _cues(text: str) -> tuple[Triple, ...]:
-    if _CUE_WORDS.isdisjoint(_tokens(text)):
-        return ()
     merged = _merged(text)
     found = []
-    for match in _CUE_RE.finditer(merged):
+    for match in _cue_matches(merged):
         subject = _SUBJECT_RE.search(merged, max(0, match.start() - _SUBJECT_WINDOW), match.start())
         if subject is None:
             continue
@@ -196,6 +202,25 @@ def _cues(text: str) -> tuple[Triple, ...]:
         found.append(Triple(concept=concept, parent=parent, dimension=dimension, is_isa=pattern.is_isa,
                             confidence=pattern.confidence, pattern=pattern.phrase))
     return tuple(found)
+
+
+def _cue_matches(merged: str):
+    """`_CUE_RE.finditer(merged)`, tried only where a cue's first word follows a space or tab: str.find
+    skips through the text in C, where the regex would stop at every space."""
+    separators = " \t" if "\t" in merged else " "
+    starts = set()
+    for word in _CUE_FIRST_WORDS:
+        for separator in separators:
+            needle = separator + word
+            at = merged.find(needle)
+            while at >= 0:
+                starts.add(at)
+                at = merged.find(needle, at + len(needle))
+    end = 0
+    for start in sorted(starts):
+        if start >= end and (match := _CUE_RE.match(merged, start)) is not None:
+            end = match.end()
+            yield match
 
 
 def _is_number(word: str) -> bool:

@@ -179,3 +179,16 @@ def test_text_without_a_cue_states_no_fact(sentence):
 def test_exact_keywords_score_above_copular_cues_above_positional_ones():
     assert text.EXACT > text.COPULAR > text.POSITIONAL
     assert cues("a1 ISA b1")[0].confidence > cues("a1 is a b1")[0].confidence > cues("a1 kind of b1")[0].confidence
+
+
+_cue_text = st.lists(
+    st.tuples(st.sampled_from([*{word for p in PATTERNS for word in p.phrase.split()}, "the", "of", "island", "types",
+                               "Glitch", "University", "gnommoweb", "repo", "3.14", "x-y"]),
+              st.sampled_from([" ", "  ", "\t", "\n", ". ", ", ", " \t"])),
+    max_size=30).map(lambda pairs: "".join(word + separator for word, separator in pairs))
+
+
+@given(_cue_text)
+def test_the_cue_scan_finds_what_the_regex_finds_everywhere(sample):
+    merged = text._merged(sample)
+    assert [m.span() for m in text._cue_matches(merged)] == [m.span() for m in text._CUE_RE.finditer(merged)]
