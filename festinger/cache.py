@@ -3,24 +3,27 @@
 `world(workspace_id)` is the workspace's `World`, loaded from PostgreSQL at first use. It holds the
 seed's structures: `soas_by_token`, `soas_by_id`, `urd_by_concept`, `urd_by_concept_dim` and
 `pending_conflicts` (here the (concept id, dimension id) pairs with a pending conflict, so the `?`
-marks the contested dimension only). Reads touch nothing but these dicts, after one Redis round
-trip per read (`World.sync`):
+marks the contested dimension only). Reads touch nothing but these dicts and this process's own
+socket buffer: the read path never waits for the network.
 
 - Coherence. Every committed change to the graph ends in `note_write(workspace_id)` (festinger's
-  services call it on commit), which INCRs the workspace's version key. `sync` reads the key on every
-  read; a process whose version differs reloads the graph (edges, pending conflicts, new concepts,
-  configuration) before it answers, so a write in one process is seen by every other one at its next
-  read. A check per read rather than per interval: an interval would let a process serve a fact the
-  resolution job has already removed, and the check costs one pipelined round trip to Redis. The
-  reload is incremental (what was written since the last one), a full load only at first use and on
-  the operator's reload.
+  services call it on commit), which publishes the workspace id on the `festinger:changes` channel.
+  Every process is subscribed (`_Changes`); before each read it takes what Redis has delivered to its
+  socket (a non-blocking look, no round trip) and a world named there reloads the graph (edges,
+  pending conflicts, new concepts, configuration) before it answers. Redis writes the message to
+  every subscriber in the same pass as it answers the publisher (microseconds apart, before the
+  publisher can tell anyone), so a write in one process is seen by every other one at its next read.
+  A subscription that drops is made again at the next read and marks every world stale: what was
+  published meanwhile is lost. The reload is incremental (what was written since the last one), a
+  full load only at first use and on the operator's reload.
 - Encounter counts. Counting is in memory: the salient candidates at once (saliency needs them), the
-  rest kept as token tuples. At most every PUSH_SECONDS, in the same round trip as the version check,
-  they are counted and added to a Redis hash with HINCRBY (atomic: many processes can count the same
-  token); at process exit the rest is pushed.
+  rest kept as token tuples. A background thread per process (`_background`) adds them to a Redis
+  hash with HINCRBY every PUSH_SECONDS (atomic: many processes can count the same token); at process
+  exit the rest is pushed.
   The beat entry `maintenance.festinger_counts_flush` (every 30 s) moves the hash into PostgreSQL
-  with `encounter_count = encounter_count + n`, never read-modify-write, and publishes the new totals
-  so every process's view of a token's count includes what the others counted.
+  with `encounter_count = encounter_count + n`, never read-modify-write, and publishes the new totals;
+  each process's background thread fetches them, so its view of a token's count includes what the
+  others counted.
 
 A workspace without a world (no WorldConfig row: never bootstrapped) is dormant: its model calls
 are not enriched and its tokens not counted, since without the dictionary every English word would
@@ -33,14 +36,17 @@ import atexit
 import json
 import logging
 import math
+import os
 import threading
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
 
 from celery import signals
 from django.db import connection, transaction
+from redis.exceptions import RedisError
 
 from fathom.redis_client import get_redis
 
@@ -51,9 +57,10 @@ DORMANT_RECHECK_SECONDS = 30.0
 WRITE_RETRY_SECONDS = 600.0  # a concept whose write came to nothing is asked about again after this
 FLUSH_LOCK_SECONDS = 120
 
-_VERSION = "festinger:{ws}:version"    # bumped by every graph write
+_CHANGES = "festinger:changes"         # a workspace id per committed graph write
 _COUNTS = "festinger:{ws}:counts"      # token -> count pushed by processes, waiting for the flush
 _DRAINING = "festinger:{ws}:counts:draining"
+_DRAINING_ID = "festinger:{ws}:counts:draining:id"
 _TOTALS = "festinger:{ws}:totals"      # token -> "<concept id>:<encounter_count>" as of the last flush
 _FLUSHED = "festinger:{ws}:flushed"    # bumped by every flush
 _COUNTING = "festinger:counting"       # workspaces that ever pushed counts
@@ -71,12 +78,18 @@ for token, n in pairs(cjson.decode(ARGV[2])) do redis.call('HINCRBY', KEYS[1], t
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
-# Take what was pushed (unless a failed flush left a batch behind, which goes first).
+# Take what was pushed as a batch named ARGV[1] (unless a failed flush left a batch behind, which goes
+# first): {batch id, token, n, token, n, ...}.
 _DRAIN_SCRIPT = """
-if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
   redis.call('RENAME', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[3])
 end
-return redis.call('HGETALL', KEYS[2])
+redis.call('SET', KEYS[3], ARGV[1], 'NX')
+local batch = redis.call('HGETALL', KEYS[2])
+table.insert(batch, 1, redis.call('GET', KEYS[3]))
+return batch
 """
 
 
@@ -150,9 +163,9 @@ class World:
         self.counted: Counter = Counter()            # encounters counted here since the row's count
         self.unpushed: list[tuple] = []              # token tuples counted here, not yet in Redis
         self.write_requested: dict[str, float] = {}  # concept -> when this process last asked the writer
-        self.version: str | None = None
+        self.stale = False         # a write elsewhere committed since the last reload
         self.flushed: str | None = None
-        self.last_push = time.monotonic()
+        self.staged_totals: dict | None = None  # fetched by the background thread after a flush
         self.loaded_at = 0.0
         self.graph_since = 0.0     # when the last graph reload started (epoch seconds)
         self._lock = threading.Lock()
@@ -161,41 +174,42 @@ class World:
     # --- the read path ------------------------------------------------------------------------
 
     def sync(self) -> None:
-        """One Redis round trip: read the versions (and push counts when due); reload what changed."""
-        keys = {"ws": self.workspace_id}
-        redis = get_redis()
-        pipe = redis.pipeline(transaction=False)
-        pipe.get(_VERSION.format(**keys))
-        pipe.get(_FLUSHED.format(**keys))
-        pushing = time.monotonic() - self.last_push >= PUSH_SECONDS and self.unpushed
-        if pushing:
-            pipe.eval(_PUSH_SCRIPT, 2, _COUNTS.format(**keys), _COUNTING, self.workspace_id, self._take_unpushed())
-        version, flushed, *_ = pipe.execute()
-        if version != self.version:
+        """Reload what other processes changed (`stale`) and take the flushed totals the background
+        thread fetched. Memory and PostgreSQL only: what changed is known without asking Redis."""
+        if self.stale:
             with self._lock:
-                if version != self.version:
-                    self._reload_graph(full=self.graph_since == 0)
-                    self.version = version
-        if flushed != self.flushed:
+                if self.stale:
+                    self.stale = False
+                    try:
+                        self._reload_graph(full=self.graph_since == 0)
+                    except BaseException:
+                        self.stale = True
+                        raise
+        staged = self.staged_totals
+        if staged is not None:
             with self._lock:
-                if flushed != self.flushed:
-                    self._refresh_counts()
-                    self.flushed = flushed
+                if self.staged_totals is staged:
+                    self.staged_totals = None
+                    self._refresh_counts(staged)
 
-    def count(self, tokens, distinct: set | None = None) -> None:
-        """Count one encounter of each token (tokens may repeat; `distinct` is their set when the
-        caller has it already). Every count goes to the database; only the tokens that can become
-        salient (not common words) are kept for saliency here."""
-        candidates = (set(tokens) if distinct is None else distinct).difference(self.common)
-        if candidates:
-            per_token = Counter(tokens)
-            counted, get = self.counted, self.counted.get
-            for token in candidates:
-                counted[token] = get(token, 0) + per_token[token]
+    def count(self, tokens) -> set[str]:
+        """Count one encounter of each token (tokens may repeat); returns the distinct ones that can
+        be salient (not common words), the only ones whose counts are kept here. Every count goes to
+        the database."""
+        per_token = Counter(tokens)
+        candidates = set(per_token).difference(self.common)  # not keys() - common: that walks all of common
+        counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
+        for token in candidates:
+            counted[token] = get(token, 0) + per_token[token]
         with self._count_lock:
             # Kept as they are: adding thousands of tokens to one big Counter costs more than counting
             # them all at once when they are pushed.
-            self.unpushed.append(tuple(tokens))
+            self.unpushed.append(tokens)
+        return candidates
+
+    def candidates(self, tokens) -> set[str]:
+        """The distinct tokens that can be salient (not common words)."""
+        return set(tokens).difference(self.common)
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -206,13 +220,13 @@ class World:
             return 0.0
         return saliency(self.encounters(token))
 
-    def salient(self, tokens) -> list[tuple[str, float]]:
-        """(token, saliency) for the tokens at or above the read threshold, most salient first."""
+    def salient(self, candidates) -> list[tuple[str, float]]:
+        """(token, saliency) for the candidates (from `count` or `candidates`) at or above the read
+        threshold, most salient first."""
         threshold = self.settings.read_count
         found = []
         rows, counted = self.soas_by_token.get, self.counted.get
-        distinct = tokens if isinstance(tokens, set | frozenset) else set(tokens)
-        for token in distinct.difference(self.common):
+        for token in candidates:
             row = rows(token)
             n = (row.encounter_count if row is not None else 0) + counted(token, 0)
             if n >= threshold:
@@ -347,9 +361,8 @@ class World:
                 recency_days=config.recollection_recency_days, max_concepts=config.recollection_max_concepts,
                 writer_role=config.writer_role, resolver_role=config.resolver_role)
 
-    def _refresh_counts(self) -> None:
+    def _refresh_counts(self, totals: dict[str, str]) -> None:
         """Take the totals of the last flush: the counts every process pushed until then."""
-        totals = get_redis().hgetall(_TOTALS.format(ws=self.workspace_id))
         unpushed = self._unpushed_counts()
         for token, total in totals.items():
             pk, count = (int(part) for part in total.split(":"))
@@ -365,7 +378,6 @@ class World:
     def _take_unpushed(self) -> str:
         with self._count_lock:
             taken, self.unpushed = self.unpushed, []
-        self.last_push = time.monotonic()
         counts = Counter(chain.from_iterable(taken))
         return json.dumps(counts)  # one argument: packing thousands is what costs, not sending them
 
@@ -390,6 +402,7 @@ _registry_lock = threading.Lock()
 
 def world(workspace_id: int) -> World | None:
     """The workspace's World, synced with every other process; None while the workspace is dormant."""
+    _changes_take()
     found = _worlds.get(workspace_id)
     if found is None:
         found = _load(workspace_id)
@@ -412,29 +425,117 @@ def _load(workspace_id: int) -> World | None:
             return None
         _dormant.pop(workspace_id, None)
         loaded = World(workspace_id)
-        loaded.version = get_redis().get(_VERSION.format(ws=workspace_id))
         loaded.flushed = get_redis().get(_FLUSHED.format(ws=workspace_id))
-        loaded.load()
+        loaded.load()  # after subscribing (`world`): a write committed from here on is heard of
         _worlds[workspace_id] = loaded
         return loaded
 
 
 def note_write(workspace_id: int) -> None:
     """A write to the workspace's graph committed: every process reloads before its next read."""
-    get_redis().incr(_VERSION.format(ws=workspace_id))
-    _dormant.pop(workspace_id, None)
+    get_redis().publish(_CHANGES, workspace_id)
+    _changed(workspace_id)
 
 
 def world_reload(workspace_id: int) -> World | None:
     """The operator's reload: this process reloads everything now, every other one before its next read."""
-    _dormant.pop(workspace_id, None)
     note_write(workspace_id)
     loaded = _worlds.get(workspace_id)
     if loaded is None:
         return world(workspace_id)
-    loaded.version = get_redis().get(_VERSION.format(ws=workspace_id))
+    loaded.stale = False
     loaded.load()
     return loaded
+
+
+def _changed(workspace_id: int) -> None:
+    found = _worlds.get(workspace_id)
+    if found is not None:
+        found.stale = True
+    _dormant.pop(workspace_id, None)
+
+
+class _Changes:
+    """This process's subscription to the changes channel. `take` reads what Redis has delivered to
+    the socket without waiting for more, and marks the worlds it names stale."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.pubsub = None
+        self.lock = threading.Lock()
+
+    def take(self) -> None:
+        with self.lock:
+            try:
+                self._take()
+            except RedisError:  # the connection dropped: subscribe again (everything reloads), once
+                self.pubsub.close()
+                self.pubsub = None
+                self._take()
+
+    def _take(self) -> None:
+        if self.pubsub is None:
+            self.pubsub = get_redis().pubsub()
+            self.pubsub.subscribe(_CHANGES)
+            # Wait for the confirmation: from then on no write goes unheard.
+            self._apply(self.pubsub.get_message(timeout=5))
+        while (message := self.pubsub.get_message(timeout=0.0)) is not None:
+            self._apply(message)
+
+    @staticmethod
+    def _apply(message) -> None:
+        if message is None:
+            raise RedisError("festinger: Redis did not confirm the subscription to the changes channel")
+        if message["type"] == "subscribe":
+            # The first subscription, or one after the connection dropped: what was published before is lost.
+            for found in list(_worlds.values()):
+                found.stale = True
+        elif message["type"] == "message":
+            _changed(int(message["data"]))
+
+
+_changes: _Changes | None = None
+
+
+def _changes_take() -> None:
+    """Take the changes delivered to this process; the first call in a process (a forked worker child
+    included) subscribes and starts its background thread."""
+    global _changes
+    if _changes is None or _changes.pid != os.getpid():
+        with _registry_lock:
+            if _changes is None or _changes.pid != os.getpid():
+                _changes = _Changes()
+                threading.Thread(target=_background, name="festinger-background", daemon=True).start()
+    _changes.take()
+
+
+def _background() -> None:
+    """Every PUSH_SECONDS: push this process's counts to Redis, fetch the totals of a flush for the
+    worlds to take at their next read, and read the changes channel (an idle process's socket does not
+    fill up). Never on the read path."""
+    while True:
+        time.sleep(PUSH_SECONDS)
+        try:
+            _background_round()
+        except RedisError as exc:  # counts wait in memory until Redis is back
+            log.warning("festinger: Redis unreachable (%s); counts kept, next try in %s s", exc, PUSH_SECONDS)
+        except Exception:
+            log.exception("festinger: pushing counts or fetching totals failed; next try in %s s", PUSH_SECONDS)
+
+
+def _background_round() -> None:
+    worlds = list(_worlds.values())
+    if not worlds:
+        return
+    for found in worlds:
+        found.push()
+    redis = get_redis()
+    for found, flushed in zip(worlds, redis.mget([_FLUSHED.format(ws=w.workspace_id) for w in worlds]),
+                              strict=True):
+        if flushed != found.flushed:
+            found.staged_totals = redis.hgetall(_TOTALS.format(ws=found.workspace_id))
+            found.flushed = flushed
+    _changes.take()
 
 
 def forget(workspace_id: int | None = None) -> None:
@@ -484,8 +585,9 @@ RETURNING token, id, encounter_count
 
 def counts_flush() -> dict[int, int]:
     """Add every workspace's pushed counts to PostgreSQL; returns {workspace id: tokens flushed}.
-    One flush at a time (a Redis lock): a batch is read once, added once, then deleted."""
-    from fathom.models import Workspace
+    One flush at a time (a Redis lock). A batch is added once: its id is recorded in the same
+    transaction (WorldConfig.counts_batch), so a flush that died after the commit and before Redis
+    deleted the batch finds it added and only publishes its totals."""
     from festinger.models import TOKEN_MAX_LENGTH
 
     redis = get_redis()
@@ -496,21 +598,16 @@ def counts_flush() -> dict[int, int]:
         for member in redis.smembers(_COUNTING):
             workspace_id = int(member)
             keys = {"ws": workspace_id}
-            raw = redis.eval(_DRAIN_SCRIPT, 2, _COUNTS.format(**keys), _DRAINING.format(**keys))
+            raw = redis.eval(_DRAIN_SCRIPT, 3, _COUNTS.format(**keys), _DRAINING.format(**keys),
+                             _DRAINING_ID.format(**keys), uuid.uuid4().hex)
             if not raw:
                 continue
-            batch = {}
-            for token, n in zip(raw[::2], raw[1::2], strict=True):
-                if len(token) <= TOKEN_MAX_LENGTH:
-                    batch[token] = int(n)
-            totals = {}
-            if batch and Workspace.objects.filter(pk=workspace_id).exists():
-                tokens = sorted(batch)  # one lock order for concurrent upserts
-                with transaction.atomic(), connection.cursor() as cursor:
-                    cursor.execute(_UPSERT, [workspace_id, tokens, [batch[t] for t in tokens]])
-                    totals = {token: f"{pk}:{count}" for token, pk, count in cursor.fetchall()}
+            batch_id, pairs = raw[0], raw[1:]
+            batch = {token: int(n) for token, n in zip(pairs[::2], pairs[1::2], strict=True)
+                     if len(token) <= TOKEN_MAX_LENGTH}
+            totals = _batch_add(workspace_id, batch_id, batch) if batch else {}
             pipe = redis.pipeline()
-            pipe.delete(_DRAINING.format(**keys), _TOTALS.format(**keys))
+            pipe.delete(_DRAINING.format(**keys), _DRAINING_ID.format(**keys), _TOTALS.format(**keys))
             if totals:
                 pipe.hset(_TOTALS.format(**keys), mapping=totals)
             pipe.incr(_FLUSHED.format(**keys))
@@ -519,6 +616,21 @@ def counts_flush() -> dict[int, int]:
     finally:
         redis.delete(_FLUSH_LOCK)
     return flushed
+
+
+def _batch_add(workspace_id: int, batch_id: str, batch: dict[str, int]) -> dict[str, str]:
+    """Add the batch's counts unless it was added already; token -> "<concept id>:<count>" either way
+    (nothing for a workspace without a world)."""
+    tokens = sorted(batch)  # one lock order for concurrent upserts
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE festinger_worldconfig SET counts_batch = %s "
+                       "WHERE workspace_id = %s AND counts_batch <> %s", [batch_id, workspace_id, batch_id])
+        if cursor.rowcount:
+            cursor.execute(_UPSERT, [workspace_id, tokens, [batch[t] for t in tokens]])
+        else:
+            cursor.execute("SELECT token, id, encounter_count FROM festinger_concept "
+                           "WHERE workspace_id = %s AND token = ANY(%s)", [workspace_id, tokens])
+        return {token: f"{pk}:{count}" for token, pk, count in cursor.fetchall()}
 
 
 # --- the beat entry ---------------------------------------------------------------------------------

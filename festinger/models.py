@@ -173,6 +173,9 @@ class WorldConfig(WorkspaceScoped):
     writer_role = models.CharField(max_length=48, default="writer", help_text="model role of the write path")
     resolver_role = models.CharField(max_length=48, default="resolver", help_text="model role of the resolution job")
     writer_max_calls = models.PositiveIntegerField(default=2, help_text="model calls allowed per concept write")
+    # The last batch of encounter counts added to the concepts (festinger.cache.counts_flush), set in the
+    # same transaction: a batch whose flush died before Redis forgot it is not added twice.
+    counts_batch = models.CharField(max_length=32, blank=True, default="", editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -65,13 +65,14 @@ def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=Non
 
 def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Recollection:
     """`recollection_for` on a synced World."""
-    read: set[str] = set()
-    for item in texts:
-        read.update(tokenize(item))
-    if learn:
-        for item in counted:
-            world.count(tokenize(item), distinct=read if len(texts) == 1 and counted == texts else None)
-    salient = world.salient(read)
+    if learn and len(texts) == 1 and counted == texts:  # one text, read and counted (the common case)
+        candidates = world.count(tokenize(texts[0]))
+    else:
+        if learn:
+            for item in counted:
+                world.count(tokenize(item))
+        candidates = world.candidates(token for item in texts for token in tokenize(item))
+    salient = world.salient(candidates)
     to_write = world.to_write(salient) if learn else []
     triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
     block, recalled, unknown = render(world, salient[: world.settings.max_concepts])

@@ -2,17 +2,20 @@
 encounter counts from several processes reach PostgreSQL without losing one."""
 
 import json
+import socket
 import subprocess
 import sys
 import time
 
 import pytest
+from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from festinger import cache
 from festinger.models import Concept, Edge
 from festinger.services import edge_remove, insert_fact, world_ensure
 from tests.conftest import REPO_ROOT, worker_env
+from tests.harness.support import wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -147,6 +150,7 @@ def test_an_incremental_reload_ends_where_a_full_load_starts(world):
     edge_remove(edge=Edge.objects.get(workspace=world, concept__token="dobby", dimension__token="membership"),
                 reason="test", actor="operator:test")
     assert held.edges("gnommoweb") == () and held.edges("dobby")[0].parent == "agent_pool"  # not yet
+    held.stale = True  # what hearing of the writes on the changes channel does
     held.sync()
 
     fresh = cache.World(world.pk)
@@ -171,3 +175,69 @@ def test_a_concept_is_asked_about_once_until_the_retry_interval_passes(db, works
     assert world.to_write(salient) == []
     clock[0] += 2  # the write came to nothing: ask again
     assert world.to_write(salient) == ["gnommoweb"]
+
+
+def test_a_warm_read_sends_nothing_to_redis(world, monkeypatch):
+    from redis.client import Pipeline, Redis
+
+    from festinger.recollection import recollection_for
+
+    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    recollection_for(workspace_id=world.pk, text="gnommoweb")  # first use: subscribes and loads
+    sent = []
+    monkeypatch.setattr(Redis, "execute_command", lambda self, *args, **options: sent.append(args))
+    monkeypatch.setattr(Pipeline, "execute", lambda self, raise_on_error=True: sent.append(self.command_stack))
+
+    block = recollection_for(workspace_id=world.pk, text="Please update gnommoweb, zorblax and gnommoweb").block
+
+    assert block.startswith("<recollection>\ngnommoweb: [type] repo\n") and sent == []
+
+
+def test_a_dropped_subscription_reloads_every_world_at_the_next_read(world):
+    from festinger.recollection import recollection_for
+
+    assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block.startswith(
+        "<recollection>\n? gnommoweb: no recollection")
+    cache._changes.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
+    # A write this process did not hear of: committed while it was not listening.
+    Edge.objects.create(workspace=world, concept=Concept.objects.get(workspace=world, token="gnommoweb"),
+                        parent=Concept.objects.get_or_create(workspace=world, token="repo")[0],
+                        dimension=Concept.objects.get(workspace=world, token="type"), is_isa=True, confidence=0.9,
+                        last_confirmed=timezone.now(), source="gutask")
+
+    assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block == (
+        "<recollection>\ngnommoweb: [type] repo\n</recollection>")
+
+
+@pytest.mark.worker
+def test_a_flush_that_dies_after_its_commit_does_not_add_the_batch_twice(world, celery_worker, monkeypatch):
+    from fathom.celery import app
+    from fathom.redis_client import get_redis
+    from festinger.recollection import recollection_for
+
+    recollection_for(workspace_id=world.pk, text="zorblax zorblax zorblax gnommoweb")
+    cache.push_all()
+    batch_add = cache._batch_add
+
+    def dies_after_the_commit(*args):
+        batch_add(*args)
+        raise SystemExit("the worker died")
+
+    monkeypatch.setattr(cache, "_batch_add", dies_after_the_commit)
+    with pytest.raises(SystemExit):
+        cache.counts_flush()
+    monkeypatch.undo()
+    assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
+    assert get_redis().exists(cache._DRAINING.format(ws=world.pk))  # Redis still holds the batch
+
+    recollection_for(workspace_id=world.pk, text="zorblax")  # counted meanwhile: the next batch
+    cache.push_all()
+    app.send_task("maintenance.festinger_counts_flush")  # the batch left behind goes first: added already
+    wait_for(lambda: not get_redis().exists(cache._DRAINING.format(ws=world.pk)))
+    assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
+    app.send_task("maintenance.festinger_counts_flush")  # then what was counted meanwhile
+    wait_for(lambda: Concept.objects.get(workspace=world, token="zorblax").encounter_count == 4)
+
+    counts = dict(Concept.objects.filter(workspace=world, token__in=["zorblax", "gnommoweb"])
+                  .values_list("token", "encounter_count"))
+    assert counts == {"zorblax": 4, "gnommoweb": 11}
