@@ -11,6 +11,7 @@ from festinger import cache
 from festinger.models import Concept, Conflict, Edge
 from festinger.resolution import resolution_execute
 from festinger.services import world_ensure
+from tests.harness.support import wait_for
 
 DECOMPOSE = {"decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
              "reasoning": "repo describes what gnommoweb is as a software artifact; container describes how it "
@@ -71,7 +72,10 @@ def test_test_b_and_c_a_contested_fact_is_marked_then_decomposed_by_the_job(worl
     scripted_llm.reply(json.dumps(DECOMPOSE))
     run = api.post("/v1/festinger/resolve/run", {}, format="json").json()
     resolution_execute(run_id=run["id"])  # what the worker does with the queued run
-    assert api.get(f"/v1/festinger/resolve/runs/{run['id']}").json()["resolved"] == 1
+    # A test worker left running by an earlier test may have claimed the run first: wait for its end.
+    finished = wait_for(lambda: (found := api.get(f"/v1/festinger/resolve/runs/{run['id']}").json())["status"]
+                        not in ("queued", "running") and found)
+    assert (finished["status"], finished["resolved"]) == ("finished", 1)
 
     line = line_of(recollection(api, "gnommoweb"), "gnommoweb")
     assert "?" not in line
