@@ -431,6 +431,11 @@ def _load(workspace_id: int) -> World | None:
         return loaded
 
 
+def held(workspace_id: int) -> World | None:
+    """The workspace's World if this process holds one, as it is: never loaded or synced for the asking."""
+    return _worlds.get(workspace_id)
+
+
 def note_write(workspace_id: int) -> None:
     """A write to the workspace's graph committed: every process reloads before its next read."""
     get_redis().publish(_CHANGES, workspace_id)

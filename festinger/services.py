@@ -178,20 +178,24 @@ def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool
           source: str, priority: bool = False) -> Edge | Conflict:
     """`insert_fact` on concepts that exist, inside the caller's transaction (the resolution job
     places facts with it too)."""
-    # The database answers the collision question: an insert that does nothing when the unique
-    # index (concept, dimension) or (concept, parent, dimension) holds a row already, committed or
-    # about to be (it waits for that writer). A per-process cache could be stale, so it only keeps
-    # the write path from sending facts the world already holds (festinger.recollection).
-    for _attempt in range(5):
+    # In memory first: when this process's world holds an edge in the slot, the fact is a confirmation
+    # or a collision, and the edge is read without trying the insert. The database is the safety net:
+    # an insert that does nothing when the unique index (concept, dimension) or (concept, parent,
+    # dimension) holds a row already, committed or about to be (it waits for that writer). A stale
+    # cache costs a retry, never a wrong answer: what the database holds decides.
+    held = cache.held(concept.workspace_id)
+    occupied = held is not None and (concept.pk, dimension.pk) in held.urd_by_concept_dim
+    for attempt in range(5):
         now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(_EDGE_INSERT, [concept.workspace_id, now, concept.pk, parent.pk, dimension.pk, is_isa,
-                                          confidence, now, source])
-            inserted = cursor.fetchone()
-        if inserted is not None:
-            return Edge(pk=inserted[0], workspace_id=concept.workspace_id, created_at=now, concept=concept,
-                        parent=parent, dimension=dimension, is_isa=is_isa, confidence=confidence,
-                        last_confirmed=now, source=source)
+        if attempt or not occupied:
+            with connection.cursor() as cursor:
+                cursor.execute(_EDGE_INSERT, [concept.workspace_id, now, concept.pk, parent.pk, dimension.pk, is_isa,
+                                              confidence, now, source])
+                inserted = cursor.fetchone()
+            if inserted is not None:
+                return Edge(pk=inserted[0], workspace_id=concept.workspace_id, created_at=now, concept=concept,
+                            parent=parent, dimension=dimension, is_isa=is_isa, confidence=confidence,
+                            last_confirmed=now, source=source)
         existing = Edge.objects.filter(concept=concept, dimension=dimension).first()
         if existing is None:
             continue  # the row in the way was removed since (a resolution): try again

@@ -107,3 +107,30 @@ def test_an_invalid_fact_is_refused_with_a_reason(workspace, args, kwargs, messa
     with pytest.raises(ApplicationError, match=message):
         insert_fact(workspace, *args, **fields)
     assert not Edge.objects.filter(workspace=workspace, concept__token="gnommoweb").exists()
+
+
+def _edge_inserts(captured) -> int:
+    return sum(query["sql"].startswith("\n    INSERT INTO festinger_edge") for query in captured.captured_queries)
+
+
+def test_a_slot_the_cache_holds_is_checked_in_memory_first_and_the_database_decides(workspace, api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from festinger import cache
+
+    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    cache.world_reload(workspace.pk)  # this process holds the world, the edge in it
+
+    with CaptureQueriesContext(connection) as collision:
+        queued = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json")
+    assert queued.status_code == 202 and queued.json()["conflict"]["collision_type"] == "isa_isa"
+    assert _edge_inserts(collision) == 0  # the cache said the slot is taken: no insert tried
+
+    # The cache is stale (the edge went without it hearing): the database's answer stands.
+    Edge.objects.filter(workspace=workspace, concept__token="gnommoweb", dimension__token="type").delete()
+    with CaptureQueriesContext(connection) as stale:
+        placed = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json")
+    assert placed.status_code == 200 and _edge_inserts(stale) == 1
+    assert _edges(workspace, "gnommoweb") == [("container", "type", True)]
+    cache.forget(workspace.pk)
