@@ -42,7 +42,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, filterfalse
 
 from celery import signals
 from django.db import connection, transaction
@@ -170,6 +170,7 @@ class World:
         self.graph_since = 0.0     # when the last graph reload started (epoch seconds)
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
+        self._push_lock = threading.Lock()
 
     # --- the read path ------------------------------------------------------------------------
 
@@ -192,24 +193,25 @@ class World:
                     self.staged_totals = None
                     self._refresh_counts(staged)
 
-    def count(self, tokens) -> set[str]:
-        """Count one encounter of each token (tokens may repeat); returns the distinct ones that can
-        be salient (not common words), the only ones whose counts are kept here. Every count goes to
-        the database."""
-        per_token = Counter(tokens)
-        candidates = set(per_token).difference(self.common)  # not keys() - common: that walks all of common
+    def count(self, tokens) -> Counter:
+        """Count one encounter of each token (tokens may repeat); returns the occurrences of those that
+        can be salient (not common words), the only ones whose counts are kept here. Every count goes
+        to the database."""
+        # Common words dropped first, in C: a prompt is mostly common words, and a Counter of them all
+        # would cost twice as much as these lookups.
+        per_token = Counter(filterfalse(self.common.__contains__, tokens))
         counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
-        for token in candidates:
-            counted[token] = get(token, 0) + per_token[token]
+        for token, n in per_token.items():
+            counted[token] = get(token, 0) + n
         with self._count_lock:
             # Kept as they are: adding thousands of tokens to one big Counter costs more than counting
             # them all at once when they are pushed.
             self.unpushed.append(tokens)
-        return candidates
+        return per_token
 
     def candidates(self, tokens) -> set[str]:
         """The distinct tokens that can be salient (not common words)."""
-        return set(tokens).difference(self.common)
+        return set(filterfalse(self.common.__contains__, tokens))
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -221,8 +223,8 @@ class World:
         return saliency(self.encounters(token))
 
     def salient(self, candidates) -> list[tuple[str, float]]:
-        """(token, saliency) for the candidates (from `count` or `candidates`) at or above the read
-        threshold, most salient first."""
+        """(token, saliency) for the distinct candidates (from `count` or `candidates`) at or above the
+        read threshold, most salient first."""
         threshold = self.settings.read_count
         found = []
         rows, counted = self.soas_by_token.get, self.counted.get
@@ -375,22 +377,28 @@ class World:
             if token not in self.common:
                 self.counted[token] = unpushed.get(token, 0)
 
-    def _take_unpushed(self) -> str:
-        with self._count_lock:
-            taken, self.unpushed = self.unpushed, []
-        counts = Counter(chain.from_iterable(taken))
-        return json.dumps(counts)  # one argument: packing thousands is what costs, not sending them
-
     def _unpushed_counts(self) -> Counter:
         with self._count_lock:
             return Counter(chain.from_iterable(self.unpushed))
 
     def push(self) -> None:
-        """Push every count not yet in Redis (at exit, and in tests)."""
-        if not self.unpushed:
-            return
-        get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING, self.workspace_id,
-                         self._take_unpushed())
+        """Push every count not yet in Redis (the background thread's round, and at exit). One push at
+        a time, so an exit waits for the background thread's push to land; the counts of a push Redis
+        refused wait for the next one."""
+        with self._push_lock:
+            with self._count_lock:
+                taken, self.unpushed = self.unpushed, []
+            if not taken:
+                return
+            # One argument: packing thousands of tokens is what costs, not sending them.
+            counts = json.dumps(Counter(chain.from_iterable(taken)))
+            try:
+                get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING,
+                                 self.workspace_id, counts)
+            except RedisError:
+                with self._count_lock:
+                    self.unpushed[:0] = taken
+                raise
 
 
 # --- the registry of this process's worlds ---------------------------------------------------------

@@ -173,10 +173,10 @@ _CUE_RE = re.compile(
 )
 _SUBJECT_RE = re.compile(rf"(?<![\w.\-]){_NAME}[ \t]*\Z")
 _SUBJECT_WINDOW = 120
-# The first words of the cues, less those another one is a prefix of (" is" finds " isa" and " ispart").
-_CUE_FIRST_WORDS = tuple(sorted(
-    word for word in {p.phrase.split()[0] for p in PATTERNS}
-    if not any(word != other and word.startswith(other) for other in (q.phrase.split()[0] for q in PATTERNS))))
+_CUE_WORDS = frozenset(p.phrase.split()[0] for p in PATTERNS)
+# What to look for when a cue's first word is among a text's tokens: the shortest cue word it starts
+# with (" is" finds " isa" and " ispart" too).
+_CUE_NEEDLES = {word: min((other for other in _CUE_WORDS if word.startswith(other)), key=len) for word in _CUE_WORDS}
 
 
 def cues(text: str) -> tuple[Triple, ...]:
@@ -188,7 +188,7 @@ def cues(text: str) -> tuple[Triple, ...]:
 def _cues(text: str) -> tuple[Triple, ...]:
     merged = _merged(text)
     found = []
-    for match in _cue_matches(merged):
+    for match in _cue_matches(merged, _tokens(text)):
         subject = _SUBJECT_RE.search(merged, max(0, match.start() - _SUBJECT_WINDOW), match.start())
         if subject is None:
             continue
@@ -204,12 +204,13 @@ def _cues(text: str) -> tuple[Triple, ...]:
     return tuple(found)
 
 
-def _cue_matches(merged: str):
-    """`_CUE_RE.finditer(merged)`, tried only where a cue's first word follows a space or tab: str.find
-    skips through the text in C, where the regex would stop at every space."""
+def _cue_matches(merged: str, tokens):
+    """`_CUE_RE.finditer(merged)` (`tokens` are the text's), tried only where a first word of a cue the
+    tokens hold follows a space or tab: str.find skips through the text in C, where the regex would
+    stop at every space."""
     separators = " \t" if "\t" in merged else " "
     starts = set()
-    for word in _CUE_FIRST_WORDS:
+    for word in {_CUE_NEEDLES[word] for word in _CUE_WORDS.intersection(tokens)}:
         for separator in separators:
             needle = separator + word
             at = merged.find(needle)
