@@ -39,6 +39,13 @@ _RUN_RE = re.compile(
     rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b){_CAPWORD_TAIL}"
     rf"(?:[ \t]+(?!(?:ISA|ISPART)\b)[{_CAP}]{_CAPWORD_TAIL})+{_END}"
 )
+# The shape of ASCII text: capitals `A`, other word characters (joiners included) `a`, spaces and tabs
+# ` `, the rest `.`. A run starts at a capital whose word is followed by spaces and another capital:
+# led by a literal, the engine skips from capital to capital in C.
+_SHAPE = str.maketrans({
+    chr(c): "A" if chr(c).isupper() else "a" if chr(c).isalnum() or chr(c) in "-._" else " " if chr(c) in " \t"
+    else "." for c in range(128)})
+_RUN_START_RE = re.compile(r"A(?=[Aa]*[ ]+A)")
 _WORD_RE = re.compile(_WORD)
 _NUMBER_CHARS = "0123456789-._"
 _SPACES_RE = re.compile(r"[ \t]+")
@@ -88,7 +95,17 @@ def normalise(text: str) -> str:
 
 @lru_cache(maxsize=256)
 def _merged(text: str) -> str:
-    return _RUN_RE.sub(_join_run, text).lower()
+    if not text.isascii():
+        return _RUN_RE.sub(_join_run, text).lower()
+    # ASCII: the run pattern is tried only where its shape says a run may start (the pattern alone,
+    # led by a class of capitals, makes the engine test every character).
+    pieces, end = [], 0
+    for start in _RUN_START_RE.finditer(text.translate(_SHAPE)):
+        run = _RUN_RE.match(text, start.start()) if start.start() >= end else None
+        if run is not None:
+            pieces += (text[end:run.start()], _join_run(run))
+            end = run.end()
+    return "".join((*pieces, text[end:])).lower() if pieces else text.lower()
 
 
 def _join_run(match: re.Match) -> str:

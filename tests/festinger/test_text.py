@@ -67,6 +67,13 @@ def test_the_ascii_fast_path_tokenises_like_the_regex(sample):
     assert list(tokenize(sample)) == by_regex
 
 
+@given(st.lists(st.sampled_from(["Glitch", "University", "ISA", "ISPART", "A", "I", "x", "Fast-API", "a.B", "_C",
+                                  "3D", "New", "York", " ", "  ", "\t", "\n", ".", "-", "(", "'s", "É"]),
+                max_size=30).map("".join))
+def test_compound_runs_merge_as_the_run_pattern_says(sample):
+    assert text._merged(sample) == text._RUN_RE.sub(text._join_run, sample).lower()
+
+
 @given(st.text(max_size=60))
 def test_any_text_tokenises_to_lowercase_words_without_edge_punctuation(sample):
     for token in tokenize(sample):
