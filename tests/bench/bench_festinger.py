@@ -79,31 +79,17 @@ def _measure(call, inputs) -> list[float]:
     return times
 
 
-def _fixed_work() -> int:
-    """The same pure-Python work every time (about 0.25 ms on this host at full speed): a gauge of the
-    host's speed right now."""
-    total = 0
-    for i in range(5_000):
-        total += i * i
-    return total
+def _host_speed() -> str:
+    """A gauge of the host's speed right now: the same pure-Python work timed 200 times. The VM this
+    bench runs on swings by up to 1.8x within seconds, so each figure below is printed with it."""
+    def fixed_work():
+        total = 0
+        for i in range(5_000):
+            total += i * i
+        return total
 
-
-def _measure_gauged(call, inputs) -> tuple[list[float], list[float]]:
-    """Each call timed, and the fixed work timed right after it. The host of this bench is a VM whose
-    speed swings by up to 1.8x from one fraction of a second to the next; the fixed work shows by how
-    much each call was slowed (its time over its fastest tenth)."""
-    times, gauge = [], []
-    for item in inputs:
-        started = time.perf_counter_ns()
-        call(item)
-        between = time.perf_counter_ns()
-        _fixed_work()
-        times.append((between - started) / 1e6)
-        gauge.append((time.perf_counter_ns() - between) / 1e6)
-    full_speed = sorted(gauge)[len(gauge) // 10]
-    print(f"  host speed gauge: fixed work p50 {statistics.median(gauge):.3f} ms, fastest tenth {full_speed:.3f} ms "
-          "(compare runs by it: a slow host shows a higher gauge)")
-    return times, [t * full_speed / g for t, g in zip(times, gauge, strict=True)]
+    times = _measure(lambda _i: fixed_work(), range(200))
+    return f"host speed gauge: fixed work p50 {statistics.median(times):.3f} ms (about 0.25 ms on a quiet host)"
 
 
 def _report(name: str, times: list[float]) -> None:
@@ -139,14 +125,14 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     print(f"  bulk insert {loaded_in:.2f} s; first use (load into the cache) {first_use * 1000:.0f} ms")
     print(f"  a recollection recalls {len(sample.recalled)} concepts (max {world.settings.max_concepts}), "
           f"block of {len(sample.block):,} characters")
-    raw, at_full_speed = _measure_gauged(lambda text: recollection_for(workspace_id=workspace.pk, text=text), measured)
-    _report("recollection, as the middleware runs it", raw)
-    _report("  the same, each call scaled by the gauge", at_full_speed)
+    print(f"  {_host_speed()}")
+    _report("recollection, as the middleware runs it", _measure(
+        lambda text: recollection_for(workspace_id=workspace.pk, text=text), measured))
+    print(f"  {_host_speed()}")
     uniform = _prompts(RUNS, prose=False)
     print(f"  worst case: words drawn uniformly ({len(set(tokenize(uniform[0]))):,} distinct tokens a prompt)")
-    raw, at_full_speed = _measure_gauged(lambda text: recollection_for(workspace_id=workspace.pk, text=text), uniform)
-    _report("recollection of uniformly drawn words", raw)
-    _report("  the same, each call scaled by the gauge", at_full_speed)
+    _report("recollection of uniformly drawn words", _measure(
+        lambda text: recollection_for(workspace_id=workspace.pk, text=text), uniform))
     # The same steps one by one, on fresh prompts (the tokeniser caches by text), in the same loop.
     from festinger.recollection import render
 
