@@ -34,8 +34,10 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
         value = int(raw.strip())
     except ValueError:
         raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
-    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise ImproperlyConfigured(f"{name} must be between {minimum} and {maximum}, got {value}")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
