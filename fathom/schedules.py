@@ -3,6 +3,7 @@
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 HEARTBEAT_TASK = "maintenance.heartbeat"
+TRACES_PRUNE_TASK = "maintenance.traces_prune"
 
 
 def interval_task_ensure(*, task: str, every_seconds: int, description: str, queue: str = "maintenance",
@@ -22,3 +23,9 @@ def interval_task_ensure(*, task: str, every_seconds: int, description: str, que
 def heartbeat_schedule_ensure(**models):
     return interval_task_ensure(task=HEARTBEAT_TASK, every_seconds=15, **models,
                                 description="Records beat's last tick every 15 s; /v1/health reports it.")
+
+
+def traces_prune_schedule_ensure(**models):
+    return interval_task_ensure(task=TRACES_PRUNE_TASK, every_seconds=3600, **models,
+                                description="Every hour: deletes trace events older than "
+                                            "FATHOM_TRACE_RETENTION_DAYS, in batches (0 keeps them).")

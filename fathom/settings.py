@@ -216,6 +216,9 @@ FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.
 # Set: spans are also exported over OTLP/HTTP to <endpoint>/v1/traces (fathom.tracing.otel).
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "fathom")
+# Trace events older than this many whole UTC days are deleted every hour (0: kept forever); usage is
+# computed from them, so it covers this window only.
+FATHOM_TRACE_RETENTION_DAYS = env_int("FATHOM_TRACE_RETENTION_DAYS", 30, minimum=0)
 
 # --- Proposals ----------------------------------------------------------------------------------------
 # Hosts every workspace may dispatch helper jobs to (a workspace's HelperHost rows add to and override

@@ -1,9 +1,10 @@
-"""Platform tasks: beat's heartbeat, and a ping per queue that proves a worker consumes it."""
+"""Platform tasks: beat's heartbeat, trace retention, and a ping per queue that proves a worker consumes it."""
 
 from celery import shared_task
 from django.utils import timezone
 
 from fathom.redis_client import get_redis
+from fathom.tracing import services as tracing_services
 
 BEAT_LAST_TICK_KEY = "fathom:beat:last_tick"
 
@@ -15,6 +16,13 @@ def heartbeat() -> str:
     now = timezone.now().isoformat()
     get_redis().set(BEAT_LAST_TICK_KEY, now)
     return now
+
+
+@shared_task(name="maintenance.traces_prune", acks_late=True)
+def traces_prune(retention_days: int | None = None, batch_size: int | None = None) -> dict:
+    """Run by beat every hour. Deleting what is already gone deletes nothing, so a rerun is harmless."""
+    return tracing_services.traces_prune(retention_days=retention_days,
+                                         batch_size=batch_size or tracing_services.BATCH_SIZE)
 
 
 @shared_task(name="platform.ping", acks_late=True, soft_time_limit=10, time_limit=20)

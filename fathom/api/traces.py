@@ -166,7 +166,9 @@ class UsageView(APIView):
             return {"since": since, "until": until}
 
     @extend_schema(parameters=[Input], responses=UsageOutput,
-                   summary="Model calls, tokens and cost per day, by role and model")
+                   summary="Model calls, tokens and cost per day, by role and model",
+                   description="Computed from the trace events, so only the days trace retention keeps "
+                               "(FATHOM_TRACE_RETENTION_DAYS) are counted: older days read as no calls.")
     def get(self, request):
         data = self.Input(data=request.query_params)
         data.is_valid(raise_exception=True)

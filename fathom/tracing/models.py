@@ -55,6 +55,8 @@ class TraceEvent(WorkspaceScoped):
             models.Index(fields=["workspace", "-at"], name="traceevent_ws_roots", condition=models.Q(parent_span_id="")),
             models.Index(fields=["workspace", "at"], name="traceevent_ws_llm_ends",
                          condition=models.Q(name="llm.call") & ~models.Q(status="")),
+            # Retention deletes the oldest events in batches (fathom.tracing.services.traces_prune).
+            models.Index(fields=["at"], name="traceevent_at"),
         ]
 
     def __str__(self):

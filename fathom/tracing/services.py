@@ -1,0 +1,53 @@
+"""Changing what the trace store holds: retention deletes the events older than its window."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, time, timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from fathom.tracing.models import TraceEvent
+
+logger = logging.getLogger(__name__)
+BATCH_SIZE = 5000
+
+
+def traces_prune(*, retention_days: int | None = None, batch_size: int = BATCH_SIZE) -> dict:
+    """Deletes, in every workspace, the trace events that happened before the last `retention_days`
+    whole UTC days (and today), so /v1/usage shows a day either whole or not at all. The default is
+    FATHOM_TRACE_RETENTION_DAYS; 0 keeps everything. Each DELETE removes at most `batch_size` rows in
+    its own transaction, so a large backlog never holds one long lock; a run stopped half-way keeps
+    what it deleted and the next run carries on. Returns the rows deleted, the DELETEs run and the
+    cutoff."""
+    days = settings.FATHOM_TRACE_RETENTION_DAYS if retention_days is None else retention_days
+    if days <= 0:
+        return {"deleted": 0, "batches": 0, "before": None}
+    before = retention_start(days=days)
+    deleted = batches = 0
+    while True:
+        batches += 1
+        removed = _delete_batch(before=before, size=batch_size)
+        deleted += removed
+        if removed < batch_size:
+            break
+    logger.info("trace retention: deleted %d trace events from before %s in %d batches",
+                deleted, before.isoformat(), batches)
+    return {"deleted": deleted, "batches": batches, "before": before.isoformat()}
+
+
+def retention_start(*, days: int) -> datetime:
+    """The first instant retention keeps: midnight (UTC) `days` days before today."""
+    today = timezone.now().astimezone(UTC).date()
+    return datetime.combine(today - timedelta(days=days), time.min, tzinfo=UTC)
+
+
+def _delete_batch(*, before: datetime, size: int) -> int:
+    table = connection.ops.quote_name(TraceEvent._meta.db_table)
+    # SKIP LOCKED: two runs at once share the rows instead of waiting on each other's batch.
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE id IN "
+                       f"(SELECT id FROM {table} WHERE at < %s LIMIT %s FOR UPDATE SKIP LOCKED)", [before, size])
+        return cursor.rowcount
