@@ -21,8 +21,7 @@ def heartbeat() -> str:
 @shared_task(name="maintenance.traces_prune", acks_late=True)
 def traces_prune(retention_days: int | None = None, batch_size: int | None = None) -> dict:
     """Run by beat every hour. Deleting what is already gone deletes nothing, so a rerun is harmless."""
-    return tracing_services.traces_prune(retention_days=retention_days,
-                                         batch_size=batch_size or tracing_services.BATCH_SIZE)
+    return tracing_services.traces_prune(retention_days=retention_days, batch_size=batch_size)
 
 
 @shared_task(name="platform.ping", acks_late=True, soft_time_limit=10, time_limit=20)

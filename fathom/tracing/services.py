@@ -15,14 +15,17 @@ logger = logging.getLogger(__name__)
 BATCH_SIZE = 5000
 
 
-def traces_prune(*, retention_days: int | None = None, batch_size: int = BATCH_SIZE) -> dict:
+def traces_prune(*, retention_days: int | None = None, batch_size: int | None = None) -> dict:
     """Deletes, in every workspace, the trace events that happened before the last `retention_days`
     whole UTC days (and today), so /v1/usage shows a day either whole or not at all. The default is
-    FATHOM_TRACE_RETENTION_DAYS; 0 keeps everything. Each DELETE removes at most `batch_size` rows in
-    its own transaction, so a large backlog never holds one long lock; a run stopped half-way keeps
-    what it deleted and the next run carries on. Returns the rows deleted, the DELETEs run and the
-    cutoff."""
+    FATHOM_TRACE_RETENTION_DAYS; 0 keeps everything. Each DELETE removes at most `batch_size` rows
+    (default 5,000) in its own transaction when called outside one, as the task does, so a large
+    backlog never holds one long lock; a run stopped half-way keeps what it deleted and the next run
+    carries on. Returns the rows deleted, the DELETEs run and the cutoff."""
     days = settings.FATHOM_TRACE_RETENTION_DAYS if retention_days is None else retention_days
+    batch_size = BATCH_SIZE if batch_size is None else batch_size
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if days <= 0:
         return {"deleted": 0, "batches": 0, "before": None}
     before = retention_start(days=days)

@@ -98,6 +98,11 @@ def test_each_delete_removes_at_most_one_batch(db, settings, workspace):
     assert remaining() == set(kept)
 
 
+def test_a_batch_size_below_1_is_refused_rather_than_looping(db):
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        traces_prune(retention_days=30, batch_size=0)
+
+
 def test_retention_keeps_whole_utc_days():
     start = retention_start(days=30)
     assert (start.hour, start.minute, start.second, start.microsecond) == (0, 0, 0, 0)
