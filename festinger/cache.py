@@ -209,9 +209,9 @@ class World:
             self.unpushed.append(tokens)
         return per_token
 
-    def candidates(self, tokens) -> set[str]:
-        """The distinct tokens that can be salient (not common words)."""
-        return set(filterfalse(self.common.__contains__, tokens))
+    def candidates(self, token_lists) -> set[str]:
+        """The distinct tokens of these lists that can be salient (not common words)."""
+        return set().union(*token_lists).difference(self.common)
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)

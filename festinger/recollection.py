@@ -71,7 +71,7 @@ def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Reco
         if learn:
             for item in counted:
                 world.count(tokenize(item))
-        candidates = world.candidates(token for item in texts for token in tokenize(item))
+        candidates = world.candidates([tokenize(item) for item in texts])
     salient = world.salient(candidates)
     to_write = world.to_write(salient) if learn else []
     triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
