@@ -9,9 +9,11 @@ from fathom.tracing.spans import (
     continue_trace,
     current_span,
     event,
+    flush,
     scope,
     span,
     start_span,
 )
 
-__all__ = ["Span", "SpanContext", "continue_trace", "current_span", "event", "scope", "span", "start_span"]
+__all__ = ["Span", "SpanContext", "continue_trace", "current_span", "event", "flush", "scope", "span",
+           "start_span"]

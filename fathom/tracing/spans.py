@@ -178,6 +178,14 @@ def current_span() -> Span | SpanContext | None:
     return _current.get()
 
 
+def flush() -> None:
+    """Write the events buffered so far now rather than at the end of the scope: work that commits
+    as it goes (a fire's journal) keeps its trace when its process dies before the scope ends."""
+    buffer = _buffer.get()
+    if buffer is not None:
+        buffer.flush()
+
+
 class SpanContext:
     """A parent that lives elsewhere (another process): the ids a Celery message carried."""
 

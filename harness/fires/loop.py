@@ -42,11 +42,15 @@ class FireCancelled(Exception):
 def run_threaded_fire(fire: Fire) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
     failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
-    from fathom.tracing import span
+    from fathom.tracing import continue_trace, span
 
     limits = harness_settings_get(workspace_id=fire.workspace_id)
-    with span("trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
-              mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
+    first_run, attempt = _earlier_runs(fire)
+    resumed = span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
+                   attempt=attempt, phase=fire.phase) if attempt > 1 else nullcontext()
+    with continue_trace(first_run), resumed, span(
+            "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
+            mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
             fire.save(update_fields=["status", "started_at", "trace_id"])
@@ -68,6 +72,26 @@ def run_threaded_fire(fire: Fire) -> Fire:
             _end(fire, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
         root.set(status=fire.status, stop_reason=fire.stop_reason, model_calls=fire.model_calls)
     return fire
+
+
+def _earlier_runs(fire: Fire):
+    """A fire that ran before (its worker died) continues its first run's trace, under that run's root
+    span: returns that parent (None when the current span is in the trace already, as a child fire's
+    parent is) and this run's attempt number."""
+    from fathom.tracing import SpanContext, current_span
+    from fathom.tracing.models import TraceEvent
+
+    if not fire.trace_id:
+        return None, 1
+    roots = list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id,
+                                           run_id=str(fire.pk), kind="trace.prompt.received")
+                 .order_by("at", "id").values_list("span_id", flat=True))
+    attempt = max(len(roots), 1) + 1
+    current = current_span()
+    if current is not None and current.trace_id == fire.trace_id:
+        return None, attempt
+    return SpanContext(trace_id=fire.trace_id, span_id=roots[0] if roots else "",
+                       workspace_id=fire.workspace_id), attempt
 
 
 # --- main loop ------------------------------------------------------------------------------------------
@@ -262,7 +286,9 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
     """One model call, committed as a FireTurn before anything else happens."""
     from fathom.llm import complete
     from fathom.llm.offline import SearchThenRespond
+    from fathom.tracing import flush
 
+    flush()  # what the trace holds so far outlives a worker killed in the middle of the call
     completion = complete(
         workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
@@ -289,6 +315,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
         if fire.session_id and fire.depth == 0:
             claims.heartbeat(Session, fire.session_id)
+    flush()  # the call's span, with the turn it was committed as
     return turn
 
 

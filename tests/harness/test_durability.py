@@ -37,7 +37,7 @@ def pid_alive(pid: int) -> bool:
     ("parent", "the whole worker"),   # every process of the worker; another worker takes over
 ])
 def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
-        stall_in, kill, model, workers, workspace, session, monkeypatch):
+        stall_in, kill, model, workers, workspace, session, api, monkeypatch):
     # given a lake, a message, and a model whose answers run a tool turn with side effects
     # (mark_addressed, an introspect child fire that writes its own card), then respond
     rover = delta_create(workspace=workspace, content="The rover crossed the dune at dawn", source="log")
@@ -127,3 +127,30 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
     assert Trigger.objects.filter(session=session).count() == 1
     session.refresh_from_db()
     assert session.turn_count == 1 and not session.runner
+
+    # and the fire's one trace shows its runs: the first one's model calls, then a fire.resume span
+    # (attempt 2) over the resumed run's; no second trace was opened for it
+    trace_id = api.get(f"/v1/fires/{parent.pk}").json()["trace_id"]
+    trace = wait_for(lambda: _finished_trace(api, trace_id, parent), timeout=30)
+    assert [(s["name"], s["run_id"]) for s in trace["spans"]] == [("trace.prompt", str(parent.pk))]
+    spans = list(_walk(trace["spans"]))
+    for fire, resumed in ((parent, True), (child, stall_in == "child")):
+        runs = [s for s in spans if s["name"] == "trace.prompt" and s["run_id"] == str(fire.pk)]
+        calls = [[c["name"] for c in run["children"]].count("llm.call") for run in runs]
+        assert len(calls) == (2 if resumed else 1) and all(calls) and sum(calls) == fire.model_calls
+        assert [s["attributes"]["attempt"] for s in spans
+                if s["name"] == "fire.resume" and s["run_id"] == str(fire.pk)] == ([2] if resumed else [])
+    assert [t["trace_id"] for t in api.get("/v1/traces", {"run_id": str(parent.pk)}).json()["results"]] == [trace_id]
+
+
+def _finished_trace(api, trace_id, fire):
+    """The trace once the fire's last run has written its root span's end."""
+    trace = api.get(f"/v1/traces/{trace_id}").json()
+    return trace if any(s["name"] == "trace.prompt" and s["run_id"] == str(fire.pk) and s["status"] == "ok"
+                        for s in _walk(trace.get("spans", []))) else None
+
+
+def _walk(spans):
+    for node in spans:
+        yield node
+        yield from _walk(node["children"])
