@@ -2,7 +2,6 @@
 decided on a conflict's page."""
 
 import pytest
-from django.contrib.auth.models import User
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select
@@ -10,21 +9,17 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from festinger.models import Conflict, Edge, ResolutionRun
 from festinger.services import insert_fact
-from tests.proposals.test_admin_browser import browser  # noqa: F401  (the headless Chromium fixture)
+from tests.proposals.test_admin_browser import browser, operator_logs_in  # noqa: F401  (browser: the fixture)
 
 
 @pytest.mark.slow
 def test_an_operator_runs_resolution_and_decomposes_a_conflict(live_server, browser, workspace):  # noqa: F811
-    User.objects.create_superuser("operator@example.com", "operator@example.com", "a long passphrase")
     insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
     conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
                            source="inferred")
     wait = WebDriverWait(browser, 20)
 
-    browser.get(f"{live_server.url}/admin/login/?next=/admin/festinger/conflict/overview/")
-    browser.find_element(By.NAME, "username").send_keys("operator@example.com")
-    browser.find_element(By.NAME, "password").send_keys("a long passphrase")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    operator_logs_in(browser, live_server, "/admin/festinger/conflict/overview/")
     row = wait.until(expected_conditions.visibility_of_element_located(
         (By.CSS_SELECTOR, f"tr[data-workspace='{workspace.slug}']")))
     assert row.find_element(By.CSS_SELECTOR, "td.pending").text == "1"

@@ -45,17 +45,22 @@ def browser():
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def operator_logs_in(browser, live_server, next_path: str) -> None:
+    """A superuser operator is created and logs into admin, landing on `next_path`."""
+    User.objects.create_superuser("operator@example.com", "operator@example.com", "a long passphrase")
+    browser.get(f"{live_server.url}/admin/login/?next={next_path}")
+    browser.find_element(By.NAME, "username").send_keys("operator@example.com")
+    browser.find_element(By.NAME, "password").send_keys("a long passphrase")
+    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+
+
 @pytest.mark.slow
 def test_an_operator_logs_in_and_clicks_approve(live_server, browser, workspace):
-    User.objects.create_superuser("operator@example.com", "operator@example.com", "a long passphrase")
     proposal = proposal_draft(workspace=workspace, tool="routines", title="Morning review",
                               payload=routine_payload(), producer="fire:f1")
     wait = WebDriverWait(browser, 20)
 
-    browser.get(f"{live_server.url}/admin/login/?next=/admin/proposals/proposal/")
-    browser.find_element(By.NAME, "username").send_keys("operator@example.com")
-    browser.find_element(By.NAME, "password").send_keys("a long passphrase")
-    browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    operator_logs_in(browser, live_server, "/admin/proposals/proposal/")
     approve = wait.until(expected_conditions.element_to_be_clickable(
         (By.CSS_SELECTOR, f"button.approve-button[data-proposal='{proposal.pk}']")))
     approve.click()
