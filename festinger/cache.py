@@ -508,6 +508,7 @@ class _Changes:
 
 
 _changes: _Changes | None = None
+_stopping = threading.Event()
 
 
 def _changes_take() -> None:
@@ -523,17 +524,29 @@ def _changes_take() -> None:
 
 
 def _background() -> None:
-    """Every PUSH_SECONDS: push this process's counts to Redis, fetch the totals of a flush for the
-    worlds to take at their next read, and read the changes channel (an idle process's socket does not
-    fill up). Never on the read path."""
-    while True:
-        time.sleep(PUSH_SECONDS)
+    """Every PUSH_SECONDS until `background_stop`: push this process's counts to Redis, fetch the
+    totals of a flush for the worlds to take at their next read, and read the changes channel (an idle
+    process's socket does not fill up). Never on the read path."""
+    unreachable = False
+    while not _stopping.wait(PUSH_SECONDS):
         try:
             _background_round()
-        except RedisError as exc:  # counts wait in memory until Redis is back
-            log.warning("festinger: Redis unreachable (%s); counts kept, next try in %s s", exc, PUSH_SECONDS)
+        except RedisError as exc:  # counts wait in memory until Redis is back; said once, not every round
+            if not unreachable:
+                log.warning("festinger: Redis unreachable (%s); counts kept until it is back", exc)
+            unreachable = True
+            continue
         except Exception:
             log.exception("festinger: pushing counts or fetching totals failed; next try in %s s", PUSH_SECONDS)
+        if unreachable:
+            log.info("festinger: Redis reachable again; counts pushed")
+            unreachable = False
+
+
+def background_stop() -> None:
+    """Stop this process's background thread after its round: at exit (the counts left are pushed by
+    `push_all`), and before a test run stops its Redis."""
+    _stopping.set()
 
 
 def _background_round() -> None:
@@ -570,6 +583,7 @@ def push_all() -> None:
 
 
 atexit.register(push_all)
+atexit.register(background_stop)  # runs first: exit handlers run last-registered first
 
 
 @signals.worker_process_shutdown.connect

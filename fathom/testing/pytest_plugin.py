@@ -22,7 +22,9 @@ def pytest_unconfigure(config):
     if not settings.configured or not (settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS):
         return
     from fathom import embedded
+    from festinger.cache import background_stop
 
+    background_stop()  # its next round would find Redis gone
     embedded.stop_all(_data_dir)
     if not _kept:
         embedded.remove_data(_data_dir)
