@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test lint bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml festinger/_words.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@

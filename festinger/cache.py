@@ -42,13 +42,14 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain, filterfalse
 
 from celery import signals
 from django.db import connection, transaction
 from redis.exceptions import RedisError
 
 from fathom.redis_client import get_redis
+from festinger._words import Lexicon
+from festinger.text import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,9 @@ class World:
         self.dictionary: frozenset[str] = frozenset()  # the pre-seeded common words
         self.common: frozenset[str] = frozenset()   # tokens whose saliency stays 0
         self.counted: Counter = Counter()            # encounters counted here since the row's count
-        self.unpushed: list[tuple] = []              # token tuples counted here, not yet in Redis
+        self.unpushed: list[dict] = []               # counts of other tokens, counted here, not yet in Redis
+        self.lexicon = Lexicon(self.common)          # counts the common words' encounters until the push
+        self.lexicon_of = self.common                # the common words it was made of
         self.write_requested: dict[str, float] = {}  # concept -> when this process last asked the writer
         self.stale = False         # a write elsewhere committed since the last reload
         self.flushed: str | None = None
@@ -193,25 +196,29 @@ class World:
                     self.staged_totals = None
                     self._refresh_counts(staged)
 
-    def count(self, tokens) -> Counter:
-        """Count one encounter of each token (tokens may repeat); returns the occurrences of those that
-        can be salient (not common words), the only ones whose counts are kept here. Every count goes
-        to the database."""
-        # Common words dropped first, in C: a prompt is mostly common words, and a Counter of them all
-        # would cost twice as much as these lookups.
-        per_token = Counter(filterfalse(self.common.__contains__, tokens))
-        counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
-        for token, n in per_token.items():
-            counted[token] = get(token, 0) + n
+    def count(self, text: str) -> dict[str, int]:
+        """Count one encounter of each token of `text`; returns {token: occurrences} for those that can be
+        salient (not common words), the only ones whose counts are kept here. Every count goes to the
+        database: the common words' in the Lexicon, the others' in `unpushed`."""
         with self._count_lock:
-            # Kept as they are: adding thousands of tokens to one big Counter costs more than counting
-            # them all at once when they are pushed.
-            self.unpushed.append(tokens)
-        return per_token
+            others = count_tokens(self._lexicon(), text)
+            self.unpushed.append(others)
+        counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
+        for token, n in others.items():
+            counted[token] = get(token, 0) + n
+        return others
 
-    def candidates(self, token_lists) -> set[str]:
-        """The distinct tokens of these lists that can be salient (not common words)."""
-        return set().union(*token_lists).difference(self.common)
+    def _lexicon(self) -> Lexicon:
+        """The Lexicon of the current common words, made anew when they changed (what the old one
+        counted waits for the push). Under `_count_lock`."""
+        if self.lexicon_of is not self.common:
+            self.unpushed.append(self.lexicon.take())
+            self.lexicon, self.lexicon_of = Lexicon(self.common), self.common
+        return self.lexicon
+
+    def candidates(self, token_collections) -> set[str]:
+        """The distinct tokens of these collections that can be salient (not common words)."""
+        return set().union(*token_collections).difference(self.common)
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -379,7 +386,7 @@ class World:
 
     def _unpushed_counts(self) -> Counter:
         with self._count_lock:
-            return Counter(chain.from_iterable(self.unpushed))
+            return _summed(self.unpushed)
 
     def push(self) -> None:
         """Push every count not yet in Redis (the background thread's round, and at exit). One push at
@@ -387,11 +394,12 @@ class World:
         refused wait for the next one."""
         with self._push_lock:
             with self._count_lock:
-                taken, self.unpushed = self.unpushed, []
-            if not taken:
+                common_counts = self._lexicon().take()
+                taken, self.unpushed = [*self.unpushed, common_counts], []
+            if not any(taken):
                 return
             # One argument: packing thousands of tokens is what costs, not sending them.
-            counts = json.dumps(Counter(chain.from_iterable(taken)))
+            counts = json.dumps(_summed(taken))
             try:
                 get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING,
                                  self.workspace_id, counts)
@@ -399,6 +407,13 @@ class World:
                 with self._count_lock:
                     self.unpushed[:0] = taken
                 raise
+
+
+def _summed(counts_list) -> Counter:
+    total = Counter()
+    for counts in counts_list:
+        total.update(counts)
+    return total
 
 
 # --- the registry of this process's worlds ---------------------------------------------------------

@@ -66,11 +66,11 @@ def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=Non
 def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Recollection:
     """`recollection_for` on a synced World."""
     if learn and len(texts) == 1 and counted == texts:  # one text, read and counted (the common case)
-        candidates = world.count(tokenize(texts[0]))
+        candidates = world.count(texts[0])
     else:
         if learn:
             for item in counted:
-                world.count(tokenize(item))
+                world.count(item)
         candidates = world.candidates([tokenize(item) for item in texts])
     salient = world.salient(candidates)
     to_write = world.to_write(salient) if learn else []
@@ -156,7 +156,7 @@ class RecollectionMiddleware:
         except RedisError:
             return None
         if world is not None:
-            world.count(tokenize(completion.text))
+            world.count(completion.text)
             triples = cues(completion.text)
             if triples:
                 _enqueue(world, Recollection(cues=triples), texts=[completion.text])

@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from festinger._words import Lexicon, as_ascii, words
+
 # --- tokens ---------------------------------------------------------------------------------------------
 
 _CAP = "A-ZÀ-ÖØ-Þ"
@@ -49,23 +51,18 @@ _RUN_START_RE = re.compile(r"A(?=[Aa]*[ ]+A)")
 _WORD_RE = re.compile(_WORD)
 _NUMBER_CHARS = "0123456789-._"
 _SPACES_RE = re.compile(r"[ \t]+")
-# The ASCII fast path: everything but letters, digits and joiners becomes a space (str.translate is one C pass
-# for ASCII text), joiners at a word's edge are dropped, and split() does the rest.
-_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum() and chr(c) not in "-._"})
-# A run of joiners after a word and not before one, or before a word and not after one. One pattern per
-# joiner the run starts with: led by a literal, the engine skips ahead in C to the next one (a leading
-# class makes it test every character, four times slower). Only a run's first joiner can match.
-_EDGE_JOINERS_RES = tuple(re.compile(re.escape(joiner) + r"(?:(?<=[^\W_].)[-._]*+(?![^\W_])|(?<![\w.\-].)[-._]*+)")
-                          for joiner in "-._")
-# After the two steps above a word is a run of letters, digits and inner joiners between spaces; a
-# number is such a run without a letter. Led by the space before it (the text gets one in front): a
-# literal lets the engine skip ahead in C, where a leading digit class makes it test every character.
-_NUMBERS_RE = re.compile(r" \d[\d._-]*+(?!\S)")
 
 
 def tokenize(text: str) -> tuple[str, ...]:
     """The tokens of `text`, in order, lowercased, compound runs merged."""
     return _tokens(text)
+
+
+def count_tokens(lexicon: Lexicon, text: str) -> dict[str, int]:
+    """Count the tokens of `text` that `lexicon` holds (festinger/_words.c) and return {token:
+    occurrences} for the others, first seen first. For ASCII text no string is made for a lexicon word."""
+    merged = _merged(text)
+    return lexicon.count(merged) if merged.isascii() else lexicon.count_words(_tokens(text))
 
 
 def canonical(phrase: str) -> str:
@@ -80,10 +77,7 @@ def canonical(phrase: str) -> str:
 def _tokens(text: str) -> tuple[str, ...]:
     merged = _merged(text)
     if merged.isascii():
-        spaced = f" {merged}".translate(_PUNCTUATION)
-        for edge_joiners in _EDGE_JOINERS_RES:
-            spaced = edge_joiners.sub(" ", spaced)
-        return tuple(_NUMBERS_RE.sub(" ", spaced).split())
+        return words(merged)  # the same rule in one C pass
     # A word starting with a letter has one; one starting with a digit needs a letter after the digits.
     return tuple(word for word in _WORD_RE.findall(merged) if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
 
@@ -95,6 +89,8 @@ def normalise(text: str) -> str:
 
 @lru_cache(maxsize=256)
 def _merged(text: str) -> str:
+    # Dashes and curly quotes do not take a text off the fast paths (as_ascii() says why).
+    text = as_ascii(text) or text
     if not text.isascii():
         return _RUN_RE.sub(_join_run, text).lower()
     # ASCII: the run pattern is tried only where its shape says a run may start (the pattern alone,
@@ -190,10 +186,8 @@ _CUE_RE = re.compile(
 )
 _SUBJECT_RE = re.compile(rf"(?<![\w.\-]){_NAME}[ \t]*\Z")
 _SUBJECT_WINDOW = 120
-_CUE_WORDS = frozenset(p.phrase.split()[0] for p in PATTERNS)
-# What to look for when a cue's first word is among a text's tokens: the shortest cue word it starts
-# with (" is" finds " isa" and " ispart" too).
-_CUE_NEEDLES = {word: min((other for other in _CUE_WORDS if word.startswith(other)), key=len) for word in _CUE_WORDS}
+# Every cue starts with a space or tab and a pattern's first word.
+_CUE_FIRST_WORDS = Lexicon({p.phrase.split()[0] for p in PATTERNS})
 
 
 def cues(text: str) -> tuple[Triple, ...]:
@@ -205,7 +199,7 @@ def cues(text: str) -> tuple[Triple, ...]:
 def _cues(text: str) -> tuple[Triple, ...]:
     merged = _merged(text)
     found = []
-    for match in _cue_matches(merged, _tokens(text)):
+    for match in _cue_matches(merged):
         subject = _SUBJECT_RE.search(merged, max(0, match.start() - _SUBJECT_WINDOW), match.start())
         if subject is None:
             continue
@@ -221,22 +215,15 @@ def _cues(text: str) -> tuple[Triple, ...]:
     return tuple(found)
 
 
-def _cue_matches(merged: str, tokens):
-    """`_CUE_RE.finditer(merged)` (`tokens` are the text's), tried only where a first word of a cue the
-    tokens hold follows a space or tab: str.find skips through the text in C, where the regex would
-    stop at every space."""
-    separators = " \t" if "\t" in merged else " "
-    starts = set()
-    for word in {_CUE_NEEDLES[word] for word in _CUE_WORDS.intersection(tokens)}:
-        for separator in separators:
-            needle = separator + word
-            at = merged.find(needle)
-            while at >= 0:
-                starts.add(at)
-                at = merged.find(needle, at + len(needle))
+def _cue_matches(merged: str):
+    """`_CUE_RE.finditer(merged)`, tried only where a cue's first word follows a space or tab (found in
+    one C pass over ASCII text), not at every space."""
+    if not merged.isascii():
+        yield from _CUE_RE.finditer(merged)
+        return
     end = 0
-    for start in sorted(starts):
-        if start >= end and (match := _CUE_RE.match(merged, start)) is not None:
+    for start in _CUE_FIRST_WORDS.starts(merged):
+        if start > end and merged[start - 1] in " \t" and (match := _CUE_RE.match(merged, start - 1)):
             end = match.end()
             yield match
 

@@ -128,6 +128,9 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     print(f"  {_host_speed()}")
     _report("recollection, as the middleware runs it", _measure(
         lambda text: recollection_for(workspace_id=workspace.pk, text=text), measured))
+    typeset = [f"\u201c{text}\u201d".replace(", ", " \u2014 ", 5) for text in _prompts(RUNS)]
+    _report("with dashes and curly quotes (not ASCII)", _measure(
+        lambda text: recollection_for(workspace_id=workspace.pk, text=text), typeset))
     print(f"  {_host_speed()}")
     uniform = _prompts(RUNS, prose=False)
     print(f"  worst case: words drawn uniformly ({len(set(tokenize(uniform[0]))):,} distinct tokens a prompt)")
@@ -136,16 +139,14 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     # The same steps one by one, on fresh prompts (the tokeniser caches by text), in the same loop.
     from festinger.recollection import render
 
-    steps = {name: [] for name in ("sync (changes heard of)", "tokenise", "count", "saliency + lookups",
+    steps = {name: [] for name in ("sync (changes heard of)", "tokenise and count", "saliency + lookups",
                                    "render", "cue scan")}
     for text in _prompts(RUNS + 50)[50:]:
         text += " ."
         marks = [time.perf_counter_ns()]
         cache.world(workspace.pk)
         marks.append(time.perf_counter_ns())
-        tokens = tokenize(text)
-        marks.append(time.perf_counter_ns())
-        candidates = world.count(tokens)
+        candidates = world.count(text)
         marks.append(time.perf_counter_ns())
         salient = world.salient(candidates)
         marks.append(time.perf_counter_ns())

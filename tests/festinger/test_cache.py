@@ -104,13 +104,13 @@ def test_counts_from_several_processes_reach_the_database_without_losing_one(wor
     try:
         for _round in range(4):
             for other in others:
-                other.send("count", " ".join(["zorblax"] * 25) + " gnommoweb")
+                other.send("count", " ".join(["zorblax"] * 25) + " gnommoweb the, the")
     finally:
         for other in others:
             other.exit()  # pushes what it counted
     from festinger.recollection import recollection_for
 
-    recollection_for(workspace_id=world.pk, text="zorblax zorblax gnommoweb")
+    recollection_for(workspace_id=world.pk, text="zorblax zorblax gnommoweb the")
     cache.push_all()
 
     from fathom.celery import app
@@ -118,17 +118,34 @@ def test_counts_from_several_processes_reach_the_database_without_losing_one(wor
     app.send_task("maintenance.festinger_counts_flush")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        counts = dict(Concept.objects.filter(workspace=world, token__in=["zorblax", "gnommoweb"])
+        counts = dict(Concept.objects.filter(workspace=world, token__in=["zorblax", "gnommoweb", "the"])
                       .values_list("token", "encounter_count"))
         if counts.get("zorblax") == 3 * 4 * 25 + 2:
             break
         time.sleep(0.2)
-    assert counts == {"zorblax": 302, "gnommoweb": 10 + 3 * 4 + 1}
+    # "the" is a common word: counted by each process's Lexicon, not as a string per occurrence.
+    assert counts == {"zorblax": 302, "gnommoweb": 10 + 3 * 4 + 1, "the": 3 * 4 * 2 + 1}
     assert Concept.objects.get(workspace=world, token="zorblax").saliency == pytest.approx(5.7104, abs=1e-3)
 
     # A second flush has nothing left to add.
     assert world.pk not in cache.counts_flush()
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 302
+
+
+def test_a_common_word_the_world_learns_about_keeps_every_count(world):
+    """Common words are counted apart (festinger._words.Lexicon); when one becomes a concept with an edge,
+    what was counted before and after reaches the database, and from then on it can be salient."""
+    from festinger.recollection import recollection_for
+
+    recollection_for(workspace_id=world.pk, text="state of the state")
+    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")
+    cache.note_write(world.pk)
+    recollection_for(workspace_id=world.pk, text="state")
+    held = cache.world(world.pk)
+    assert "state" not in held.common and held.counted["state"] == 1
+    cache.push_all()
+    cache.counts_flush()
+    assert Concept.objects.get(workspace=world, token="state").encounter_count == 3
 
 
 def test_an_incremental_reload_ends_where_a_full_load_starts(world):

@@ -1,0 +1,580 @@
+/* festinger._words: the tokeniser's inner loop for ASCII text. festinger/text.py holds the rules and the
+ * regex path every other text takes; tests/festinger/test_text.py checks that the two agree.
+ *
+ * A word is a run of letters, digits and the joiners - . _ with the joiners stripped from its edges;
+ * a run without a letter (a number) is no word.
+ *
+ * words(text) returns them in order. A Lexicon counts them: it holds a fixed set of words (a world's
+ * common words, most of any prompt) with a count each, and counts a text's words without making a
+ * Python string for any of its own; the other words come back as {word: occurrences}. Creating and
+ * hashing a string per occurrence is what made tokenising and counting cost more than everything else
+ * on the recollection path. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    Py_ssize_t start, length;
+} Span;
+
+enum { LETTER = 1, DIGIT = 2, JOINER = 4 };
+
+/* Each ASCII character's class: one lookup instead of three comparisons per character. */
+static unsigned char classes[128];
+
+static void classes_fill(void)
+{
+    for (int c = 0; c < 128; c++) {
+        classes[c] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) ? LETTER
+                     : (c >= '0' && c <= '9') ? DIGIT
+                     : (c == '-' || c == '.' || c == '_') ? JOINER : 0;
+    }
+}
+
+/* The next word at or after *at: fills span, moves *at past it; 0 when there is none. */
+static int next_word(const unsigned char *chars, Py_ssize_t length, Py_ssize_t *at, Span *span)
+{
+    Py_ssize_t i = *at;
+    while (i < length) {
+        while (i < length && !classes[chars[i]]) {
+            i++;
+        }
+        Py_ssize_t start = i;
+        int seen = 0;
+        while (i < length && classes[chars[i]]) {
+            seen |= classes[chars[i]];
+            i++;
+        }
+        if (seen & LETTER) {  /* so the joiner runs stripped below end at a letter */
+            Py_ssize_t end = i;
+            while (classes[chars[start]] == JOINER) {
+                start++;
+            }
+            while (classes[chars[end - 1]] == JOINER) {
+                end--;
+            }
+            span->start = start;
+            span->length = end - start;
+            *at = i;
+            return 1;
+        }
+    }
+    *at = i;
+    return 0;
+}
+
+static const unsigned char *ascii_chars(PyObject *text, Py_ssize_t *length)
+{
+    if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text)) {
+        PyErr_SetString(PyExc_ValueError, "takes ASCII text");
+        return NULL;
+    }
+    *length = PyUnicode_GET_LENGTH(text);
+    return PyUnicode_1BYTE_DATA(text);
+}
+
+static PyObject *word_at(const unsigned char *chars, const Span *span)
+{
+    PyObject *word = PyUnicode_New(span->length, 127);
+    if (word != NULL) {
+        memcpy(PyUnicode_1BYTE_DATA(word), chars + span->start, span->length);
+    }
+    return word;
+}
+
+static PyObject *words(PyObject *module, PyObject *text)
+{
+    Py_ssize_t length, at = 0;
+    const unsigned char *chars = ascii_chars(text, &length);
+    if (chars == NULL) {
+        return NULL;
+    }
+    PyObject *found = PyList_New(0);
+    Span span;
+    while (found != NULL && next_word(chars, length, &at, &span)) {
+        PyObject *word = word_at(chars, &span);
+        if (word == NULL || PyList_Append(found, word) < 0) {
+            Py_CLEAR(found);
+        }
+        Py_XDECREF(word);
+    }
+    if (found == NULL) {
+        return NULL;
+    }
+    PyObject *tokens = PyList_AsTuple(found);
+    Py_DECREF(found);
+    return tokens;
+}
+
+/* Text whose non-ASCII characters are all punctuation (dashes, curly quotes, symbols) reads as ASCII
+ * text with a comma in their place: every rule of the tokeniser and the cue patterns treats any
+ * character that is neither a letter, a digit, a joiner nor a space or tab alike. */
+static PyObject *as_ascii(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "as_ascii() takes a str");
+        return NULL;
+    }
+    if (PyUnicode_IS_ASCII(text)) {
+        return Py_NewRef(text);
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 128 && Py_UNICODE_ISALNUM(c)) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *ascii = PyUnicode_New(length, 127);
+    if (ascii == NULL) {
+        return NULL;
+    }
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(ascii);
+    for (Py_ssize_t i = 0; i < length; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        out[i] = c < 128 ? (Py_UCS1)c : ',';
+    }
+    return ascii;
+}
+
+/* A word's hash: eight bytes at a time through murmur3's finaliser. Seeded from Python's own hash of
+ * a string, which differs in every process, so no text can be made to collide in these tables. */
+static uint64_t seed;
+
+static inline uint64_t mix(uint64_t hash)
+{
+    hash ^= hash >> 33;
+    hash *= 0xFF51AFD7ED558CCDULL;
+    return hash ^ (hash >> 33);
+}
+
+static uint64_t word_hash(const unsigned char *bytes, Py_ssize_t length)
+{
+    uint64_t hash = seed ^ (uint64_t)length * 0x9E3779B97F4A7C15ULL, chunk;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        memcpy(&chunk, bytes + i, 8);
+        hash = mix(hash ^ chunk);
+    }
+    chunk = 0;
+    memcpy(&chunk, bytes + i, length - i);
+    return mix(hash ^ chunk);
+}
+
+/* --- the other words of one text: an open-addressing table kept at most half full ------------------- */
+
+typedef struct {
+    uint64_t hash;
+    Span span;
+    Py_ssize_t count;  /* 0: an empty slot */
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    size_t capacity;  /* a power of two */
+    size_t *order;    /* the slots in use, first seen first */
+    size_t distinct;
+} Table;
+
+static int table_resize(Table *table, size_t capacity)
+{
+    Slot *slots = PyMem_Calloc(capacity, sizeof(Slot));
+    size_t *order = PyMem_Malloc(sizeof(size_t) * (capacity / 2));
+    if (slots == NULL || order == NULL) {
+        PyMem_Free(slots);
+        PyMem_Free(order);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t n = 0; n < table->distinct; n++) {
+        const Slot *slot = &table->slots[table->order[n]];
+        size_t i = slot->hash & (capacity - 1);
+        while (slots[i].count) {
+            i = (i + 1) & (capacity - 1);
+        }
+        slots[i] = *slot;
+        order[n] = i;
+    }
+    PyMem_Free(table->slots);
+    PyMem_Free(table->order);
+    table->slots = slots;
+    table->order = order;
+    table->capacity = capacity;
+    return 0;
+}
+
+static int table_count(Table *table, const unsigned char *chars, const Span *span, uint64_t hash)
+{
+    if (2 * (table->distinct + 1) > table->capacity && table_resize(table, table->capacity * 2) < 0) {
+        return -1;
+    }
+    const unsigned char *bytes = chars + span->start;
+    size_t i = hash & (table->capacity - 1);
+    Slot *slot;
+    for (slot = &table->slots[i]; slot->count; slot = &table->slots[i]) {
+        if (slot->hash == hash && slot->span.length == span->length
+                && memcmp(chars + slot->span.start, bytes, span->length) == 0) {
+            break;
+        }
+        i = (i + 1) & (table->capacity - 1);
+    }
+    if (slot->count++ == 0) {
+        slot->hash = hash;
+        slot->span = *span;
+        table->order[table->distinct++] = i;
+    }
+    return 0;
+}
+
+/* {word: count} for the table's words, first seen first; frees the table. */
+static PyObject *table_take(Table *table, const unsigned char *chars)
+{
+    PyObject *counts = PyDict_New();
+    for (size_t n = 0; counts != NULL && n < table->distinct; n++) {
+        const Slot *slot = &table->slots[table->order[n]];
+        PyObject *word = word_at(chars, &slot->span);
+        PyObject *count = PyLong_FromSsize_t(slot->count);
+        if (word == NULL || count == NULL || PyDict_SetItem(counts, word, count) < 0) {
+            Py_CLEAR(counts);
+        }
+        Py_XDECREF(word);
+        Py_XDECREF(count);
+    }
+    PyMem_Free(table->slots);
+    PyMem_Free(table->order);
+    return counts;
+}
+
+/* --- Lexicon ----------------------------------------------------------------------------------------- */
+
+/* Laid out for the read path's cache misses: a lookup reads one entry, which holds a word of up to eight
+ * bytes whole (most words); a longer word is compared in the arena, where the words lie back to back. */
+typedef struct {
+    uint64_t head;    /* the word's first eight bytes, zero-padded */
+    uint64_t hash;
+    uint32_t length;  /* 0: an empty entry */
+    uint32_t index;
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *words;      /* tuple of str, the index order */
+    char *arena;
+    Py_ssize_t *offsets;  /* each word's place in the arena */
+    Py_ssize_t *counts;
+    Entry *entries;       /* open addressing, at most half full */
+    size_t capacity;
+} Lexicon;
+
+static uint64_t head_of(const unsigned char *bytes, Py_ssize_t length)
+{
+    uint64_t head = 0;
+    memcpy(&head, bytes, length < 8 ? length : 8);
+    return head;
+}
+
+static Py_ssize_t lexicon_find(const Lexicon *self, const unsigned char *bytes, Py_ssize_t length, uint64_t hash)
+{
+    uint64_t head = head_of(bytes, length);
+    for (size_t i = hash & (self->capacity - 1); self->entries[i].length; i = (i + 1) & (self->capacity - 1)) {
+        const Entry *entry = &self->entries[i];
+        if (entry->head == head && entry->length == length && entry->hash == hash
+                && (length <= 8 || memcmp(self->arena + self->offsets[entry->index], bytes, length) == 0)) {
+            return entry->index;
+        }
+    }
+    return -1;
+}
+
+static int lexicon_ready(const Lexicon *self)
+{
+    if (self->words == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the Lexicon was never given its words");
+        return 0;
+    }
+    return 1;
+}
+
+static void lexicon_free(Lexicon *self)
+{
+    Py_CLEAR(self->words);
+    PyMem_Free(self->arena);
+    PyMem_Free(self->offsets);
+    PyMem_Free(self->counts);
+    PyMem_Free(self->entries);
+    self->arena = NULL;
+    self->offsets = self->counts = NULL;
+    self->entries = NULL;
+}
+
+static void lexicon_dealloc(Lexicon *self)
+{
+    lexicon_free(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int lexicon_init(Lexicon *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *iterable;
+    if (!PyArg_ParseTuple(args, "O:Lexicon", &iterable)) {
+        return -1;
+    }
+    lexicon_free(self);
+    PyObject *given = PySequence_Tuple(iterable);
+    if (given == NULL) {
+        return -1;
+    }
+    Py_ssize_t size = PyTuple_GET_SIZE(given), arena_size = 0;
+    for (Py_ssize_t n = 0; n < size; n++) {
+        PyObject *word = PyTuple_GET_ITEM(given, n);
+        Py_ssize_t length;
+        if (!PyUnicode_Check(word)) {
+            PyErr_Format(PyExc_TypeError, "a Lexicon holds str, not %.100s", Py_TYPE(word)->tp_name);
+        }
+        else if (PyUnicode_AsUTF8AndSize(word, &length) != NULL) {
+            arena_size += length;
+        }
+        if (PyErr_Occurred()) {
+            Py_DECREF(given);
+            return -1;
+        }
+    }
+    if (size >= UINT32_MAX / 4 || arena_size >= UINT32_MAX) {
+        Py_DECREF(given);
+        PyErr_SetString(PyExc_ValueError, "too many words for a Lexicon");
+        return -1;
+    }
+    self->capacity = 16;
+    while (self->capacity < 2 * (size_t)size) {
+        self->capacity *= 2;
+    }
+    self->arena = PyMem_Malloc(arena_size + 1);
+    self->offsets = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
+    self->counts = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
+    self->entries = PyMem_Calloc(self->capacity, sizeof(Entry));
+    PyObject *words = PyList_New(0);
+    if (self->arena == NULL || self->offsets == NULL || self->counts == NULL || self->entries == NULL
+            || words == NULL) {
+        Py_DECREF(given);
+        Py_XDECREF(words);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t used = 0;
+    for (Py_ssize_t n = 0; n < size; n++) {
+        PyObject *word = PyTuple_GET_ITEM(given, n);
+        Py_ssize_t length;
+        const unsigned char *bytes = (const unsigned char *)PyUnicode_AsUTF8AndSize(word, &length);
+        uint64_t hash = word_hash(bytes, length);
+        if (length == 0 || lexicon_find(self, bytes, length, hash) >= 0) {
+            continue;  /* no word, or said twice */
+        }
+        Py_ssize_t index = PyList_GET_SIZE(words);
+        if (PyList_Append(words, word) < 0) {
+            break;
+        }
+        memcpy(self->arena + used, bytes, length);
+        self->offsets[index] = used;
+        used += length;
+        size_t i = hash & (self->capacity - 1);
+        while (self->entries[i].length) {
+            i = (i + 1) & (self->capacity - 1);
+        }
+        self->entries[i] = (Entry){head_of(bytes, length), hash, (uint32_t)length, (uint32_t)index};
+    }
+    Py_DECREF(given);
+    if (PyErr_Occurred()) {
+        Py_DECREF(words);
+        return -1;
+    }
+    self->words = PyList_AsTuple(words);
+    Py_DECREF(words);
+    return self->words == NULL ? -1 : 0;
+}
+
+static PyObject *lexicon_count(Lexicon *self, PyObject *text)
+{
+    Py_ssize_t length, at = 0;
+    const unsigned char *chars = ascii_chars(text, &length);
+    if (chars == NULL || !lexicon_ready(self)) {
+        return NULL;
+    }
+    Table others = {NULL, 0, NULL, 0};
+    if (table_resize(&others, 256) < 0) {
+        return NULL;
+    }
+    Span span;
+    while (next_word(chars, length, &at, &span)) {
+        uint64_t hash = word_hash(chars + span.start, span.length);
+        Py_ssize_t index = lexicon_find(self, chars + span.start, span.length, hash);
+        if (index >= 0) {
+            self->counts[index]++;
+        }
+        else if (table_count(&others, chars, &span, hash) < 0) {
+            PyMem_Free(others.slots);
+            PyMem_Free(others.order);
+            return NULL;
+        }
+    }
+    return table_take(&others, chars);
+}
+
+static PyObject *lexicon_count_words(Lexicon *self, PyObject *iterable)
+{
+    if (!lexicon_ready(self)) {
+        return NULL;
+    }
+    PyObject *given = PySequence_Fast(iterable, "count_words() takes a sequence of str");
+    PyObject *others = given == NULL ? NULL : PyDict_New();
+    for (Py_ssize_t n = 0; others != NULL && n < PySequence_Fast_GET_SIZE(given); n++) {
+        PyObject *word = PySequence_Fast_GET_ITEM(given, n);
+        Py_ssize_t length;
+        const char *bytes = PyUnicode_Check(word) ? PyUnicode_AsUTF8AndSize(word, &length) : NULL;
+        if (bytes == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_TypeError, "a word is a str, not %.100s", Py_TYPE(word)->tp_name);
+            }
+            Py_CLEAR(others);
+            break;
+        }
+        uint64_t hash = word_hash((const unsigned char *)bytes, length);
+        Py_ssize_t index = lexicon_find(self, (const unsigned char *)bytes, length, hash);
+        if (index >= 0) {
+            self->counts[index]++;
+            continue;
+        }
+        PyObject *count = PyDict_GetItemWithError(others, word);  /* borrowed */
+        PyObject *more = count != NULL ? PyLong_FromSsize_t(PyLong_AsSsize_t(count) + 1)
+                                       : PyErr_Occurred() ? NULL : PyLong_FromLong(1);
+        if (more == NULL || PyDict_SetItem(others, word, more) < 0) {
+            Py_CLEAR(others);
+        }
+        Py_XDECREF(more);
+    }
+    Py_XDECREF(given);
+    return others;
+}
+
+static PyObject *lexicon_starts(Lexicon *self, PyObject *text)
+{
+    Py_ssize_t length, at = 0;
+    const unsigned char *chars = ascii_chars(text, &length);
+    if (chars == NULL || !lexicon_ready(self)) {
+        return NULL;
+    }
+    PyObject *starts = PyList_New(0);
+    Span span;
+    while (starts != NULL && next_word(chars, length, &at, &span)) {
+        uint64_t hash = word_hash(chars + span.start, span.length);
+        if (lexicon_find(self, chars + span.start, span.length, hash) < 0) {
+            continue;
+        }
+        PyObject *start = PyLong_FromSsize_t(span.start);
+        if (start == NULL || PyList_Append(starts, start) < 0) {
+            Py_CLEAR(starts);
+        }
+        Py_XDECREF(start);
+    }
+    return starts;
+}
+
+static PyObject *lexicon_take(Lexicon *self, PyObject *unused)
+{
+    PyObject *counts = PyDict_New();
+    Py_ssize_t size = self->words == NULL ? 0 : PyTuple_GET_SIZE(self->words);
+    for (Py_ssize_t index = 0; counts != NULL && index < size; index++) {
+        if (self->counts[index] == 0) {
+            continue;
+        }
+        PyObject *count = PyLong_FromSsize_t(self->counts[index]);
+        if (count == NULL || PyDict_SetItem(counts, PyTuple_GET_ITEM(self->words, index), count) < 0) {
+            Py_CLEAR(counts);
+        }
+        Py_XDECREF(count);
+    }
+    if (counts != NULL && size) {
+        memset(self->counts, 0, size * sizeof(Py_ssize_t));
+    }
+    return counts;
+}
+
+static Py_ssize_t lexicon_len(Lexicon *self)
+{
+    return self->words == NULL ? 0 : PyTuple_GET_SIZE(self->words);
+}
+
+static PyMethodDef lexicon_methods[] = {
+    {"count", (PyCFunction)lexicon_count, METH_O,
+     "count(text, /)\n--\n\nCount the lexicon's words in ASCII text (as words() finds them); returns "
+     "{word: occurrences} for the other words, first seen first."},
+    {"count_words", (PyCFunction)lexicon_count_words, METH_O,
+     "count_words(words, /)\n--\n\ncount() for words already found (a sequence of str, any text)."},
+    {"starts", (PyCFunction)lexicon_starts, METH_O,
+     "starts(text, /)\n--\n\nWhere the lexicon's words stand in ASCII text (as words() finds them): their "
+     "offsets, in order. Counts nothing."},
+    {"take", (PyCFunction)lexicon_take, METH_NOARGS,
+     "take()\n--\n\n{word: count} for the lexicon's words counted since the last take; their counts "
+     "start again at 0."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *lexicon_words(Lexicon *self, void *closure)
+{
+    return self->words == NULL ? PyTuple_New(0) : Py_NewRef(self->words);
+}
+
+static PyGetSetDef lexicon_getset[] = {
+    {"words", (getter)lexicon_words, NULL, "The words, in the order given (once each).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods lexicon_as_sequence = {.sq_length = (lenfunc)lexicon_len};
+
+static PyTypeObject LexiconType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "festinger._words.Lexicon",
+    .tp_doc = "Lexicon(words)\n--\n\nA fixed set of words, each with a count.",
+    .tp_basicsize = sizeof(Lexicon),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)lexicon_init,
+    .tp_dealloc = (destructor)lexicon_dealloc,
+    .tp_methods = lexicon_methods,
+    .tp_getset = lexicon_getset,
+    .tp_as_sequence = &lexicon_as_sequence,
+};
+
+static PyMethodDef methods[] = {
+    {"as_ascii", as_ascii, METH_O,
+     "as_ascii(text, /)\n--\n\ntext with each non-ASCII character written as a comma when none of them is a "
+     "letter or digit; else None."},
+    {"words", words, METH_O,
+     "words(text, /)\n--\n\nThe words of ASCII text, in order: runs of letters, digits and - . _ with the "
+     "joiners stripped from their edges, those without a letter dropped."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "festinger._words", NULL, -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__words(void)
+{
+    classes_fill();
+    PyObject *salt = PyUnicode_FromString("festinger._words");
+    Py_hash_t salt_hash = salt == NULL ? -1 : PyObject_Hash(salt);
+    Py_XDECREF(salt);
+    if (salt_hash == -1 || PyType_Ready(&LexiconType) < 0) {
+        return NULL;
+    }
+    seed = (uint64_t)salt_hash;
+    PyObject *created = PyModule_Create(&module);
+    if (created != NULL && PyModule_AddObjectRef(created, "Lexicon", (PyObject *)&LexiconType) < 0) {
+        Py_CLEAR(created);
+    }
+    return created;
+}
