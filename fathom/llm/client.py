@@ -3,7 +3,8 @@
 Every call resolves the role's model (`fathom.llm.registry`), runs the model middleware around the
 provider (`fathom.llm.middleware`), retries what may be retried (`fathom.llm.retry`), prices the
 usage, and traces itself as an `llm.call` span (started, then completed or failed) under whatever
-span is current.
+span is current. The start is written before the call goes out (with whatever the trace buffered
+until then), so a trace shows a call in flight, and one whose process died in it.
 
 Options understood here (everything else goes to the provider, e.g. temperature, max_tokens,
 tool_choice, stop, seed): `actor_id` (who is calling, for the trace; default: the current span's),
@@ -23,7 +24,7 @@ from fathom.llm.middleware import LLMRequest
 from fathom.llm.providers import get_provider
 from fathom.llm.retry import Attempts, RetryPolicy
 from fathom.llm.types import Completion, Message, StreamChunk, ToolSpec
-from fathom.tracing.spans import span, start_span
+from fathom.tracing.spans import flush, span, start_span
 
 SUMMARY_CHARS = 500
 
@@ -35,6 +36,7 @@ def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterab
     with span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
               **request_summary(request)) as call:
         request.trace_id = call.trace_id
+        flush()
         entered, answer = middleware.run_before(request)
         if answer is None:
             answer = _call_with_retries(request, call)
@@ -52,6 +54,7 @@ def stream(*, workspace, role: str, messages: Iterable[Message], tools: Iterable
     call = start_span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
                       **request_summary(request))
     request.trace_id = call.trace_id
+    flush()
     try:
         entered, answer = middleware.run_before(request)
         if answer is None:

@@ -12,7 +12,7 @@ continues where the journal ends."""
 import json
 import logging
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import jsonschema
 from django.db import transaction
@@ -42,13 +42,10 @@ class FireCancelled(Exception):
 def run_threaded_fire(fire: Fire) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
     failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
-    from fathom.tracing import continue_trace, span
+    from fathom.tracing import span
 
     limits = harness_settings_get(workspace_id=fire.workspace_id)
-    first_run, attempt = _earlier_runs(fire)
-    resumed = span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
-                   attempt=attempt, phase=fire.phase) if attempt > 1 else nullcontext()
-    with continue_trace(first_run), resumed, span(
+    with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
             mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
         if fire.status == Fire.Status.ACCEPTED:
@@ -74,24 +71,55 @@ def run_threaded_fire(fire: Fire) -> Fire:
     return fire
 
 
+@contextmanager
+def _resumed(fire: Fire):
+    """A fire that ran before (its worker died) continues its first run's trace, under a `fire.resume`
+    span (with this run's attempt number) below that run's root span. The spans the dead runs' tasks
+    left open are ended as failed now, but that root: it ends with this run, as the fire does."""
+    from fathom.tracing import continue_trace, flush, span
+    from fathom.tracing.services import spans_end
+
+    parent, roots, attempt = _earlier_runs(fire)
+    if attempt == 1:
+        yield
+        return
+    first_root = roots[0][0] if roots else ""
+    trace = {"workspace_id": fire.workspace_id, "trace_id": fire.trace_id}
+    spans_end(**trace, where={"run_id": str(fire.pk), "task_id__in": [task_id for _, task_id in roots]},
+              keep=[first_root], error=f"worker lost: attempt {attempt - 1} did not finish")
+    try:
+        with continue_trace(parent), span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}",
+                                          run_id=str(fire.pk), attempt=attempt, phase=fire.phase):
+            yield
+    except claims.ClaimLost:
+        raise  # another worker runs it now
+    except Exception as exc:
+        flush()
+        spans_end(**trace, where={"span_id": first_root}, error=f"{type(exc).__name__}: {exc}")
+        raise
+    flush()
+    spans_end(**trace, where={"span_id": first_root},
+              error="" if fire.status == Fire.Status.FINISHED else f"fire {fire.status}: {fire.error}".strip(": "))
+
+
 def _earlier_runs(fire: Fire):
-    """A fire that ran before (its worker died) continues its first run's trace, under that run's root
-    span: returns that parent (None when the current span is in the trace already, as a child fire's
-    parent is) and this run's attempt number."""
+    """How a fire's run joins its trace: the parent to continue (None when the current span is in the
+    trace already, as a child fire's parent is), the earlier runs' root spans (span id, task id),
+    first first, and this run's attempt number."""
     from fathom.tracing import SpanContext, current_span
     from fathom.tracing.models import TraceEvent
 
     if not fire.trace_id:
-        return None, 1
+        return None, [], 1
     roots = list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id,
                                            run_id=str(fire.pk), kind="trace.prompt.received")
-                 .order_by("at", "id").values_list("span_id", flat=True))
+                 .order_by("at", "id").values_list("span_id", "task_id"))
     attempt = max(len(roots), 1) + 1
     current = current_span()
     if current is not None and current.trace_id == fire.trace_id:
-        return None, attempt
-    return SpanContext(trace_id=fire.trace_id, span_id=roots[0] if roots else "",
-                       workspace_id=fire.workspace_id), attempt
+        return None, roots, attempt
+    return SpanContext(trace_id=fire.trace_id, span_id=roots[0][0] if roots else "",
+                       workspace_id=fire.workspace_id), roots, attempt
 
 
 # --- main loop ------------------------------------------------------------------------------------------
@@ -288,8 +316,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
     from fathom.llm.offline import SearchThenRespond
     from fathom.tracing import flush
 
-    flush()  # what the trace holds so far outlives a worker killed in the middle of the call
-    completion = complete(
+    completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
         workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",

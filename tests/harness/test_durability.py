@@ -76,6 +76,8 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
     assert os.getpgid(pid) == first.pid and pid != first.pid  # a pool process of our worker runs it
     parent = Fire.objects.get(session=session)
     journal_before = FireToolCall.objects.filter(fire__in=[parent, *parent.children.all()]).count()
+    in_flight = [s for s in _walk(api.get(f"/v1/traces/{parent.trace_id}").json()["spans"]) if s["status"] == "running"]
+    assert "llm.call" in [s["name"] for s in in_flight]  # the held call shows in the trace while it runs
     # ... and it is killed with SIGKILL
     if kill == "the pool process":
         os.kill(pid, signal.SIGKILL)  # the worker's main process sees it lost and requeues the task
@@ -120,6 +122,8 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
     marker = Delta.objects.get(tags__contains=["kind:qa-marker", f"fire:{parent.pk}"])
     assert "provenance-level:0" in marker.tags and f"from:{rover.pk}" in marker.tags
     wait_for(lambda: Delta.objects.get(pk=marker.pk).provenance_embedding is not None)  # its centroid
+    # the session's turn ends after its fire (and its trace) did
+    wait_for(lambda: SessionEvent.objects.filter(session=session, kind="TurnEnded").exists(), timeout=30)
     events = Counter(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
     assert (events["TurnStarted"], events["AssistantOutput"], events["TurnEnded"]) == (1, 1, 1)
     message.refresh_from_db()
@@ -136,18 +140,23 @@ def test_kill_9_mid_fire_resumes_from_the_journal_and_writes_everything_once(
     spans = list(_walk(trace["spans"]))
     for fire, resumed in ((parent, True), (child, stall_in == "child")):
         runs = [s for s in spans if s["name"] == "trace.prompt" and s["run_id"] == str(fire.pk)]
-        calls = [[c["name"] for c in run["children"]].count("llm.call") for run in runs]
+        calls = [sum(c["name"] == "llm.call" and c["status"] == "ok" for c in run["children"]) for run in runs]
         assert len(calls) == (2 if resumed else 1) and all(calls) and sum(calls) == fire.model_calls
         assert [s["attributes"]["attempt"] for s in spans
                 if s["name"] == "fire.resume" and s["run_id"] == str(fire.pk)] == ([2] if resumed else [])
     assert [t["trace_id"] for t in api.get("/v1/traces", {"run_id": str(parent.pk)}).json()["results"]] == [trace_id]
+    # what the killed run left open is ended: its call in flight failed ("worker lost"), its root with the fire
+    stalled = parent if stall_in == "parent" else child
+    lost = [s for s in spans if s["error"].startswith("worker lost: attempt 1")]
+    assert ("llm.call", str(stalled.pk)) in {(s["name"], s["run_id"]) for s in lost}
+    assert {s["run_id"] for s in lost} <= {str(parent.pk), str(child.pk)}
+    assert trace["status"] == "ok" and not [s["name"] for s in spans if s["status"] == "running"]
 
 
 def _finished_trace(api, trace_id, fire):
-    """The trace once the fire's last run has written its root span's end."""
+    """The trace once every span in it has ended (the fire's root last)."""
     trace = api.get(f"/v1/traces/{trace_id}").json()
-    return trace if any(s["name"] == "trace.prompt" and s["run_id"] == str(fire.pk) and s["status"] == "ok"
-                        for s in _walk(trace.get("spans", []))) else None
+    return trace if trace.get("status") not in (None, "running") else None
 
 
 def _walk(spans):
