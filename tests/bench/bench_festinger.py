@@ -131,6 +131,9 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     typeset = [f"\u201c{text}\u201d".replace(", ", " \u2014 ", 5) for text in _prompts(RUNS)]
     _report("with dashes and curly quotes (not ASCII)", _measure(
         lambda text: recollection_for(workspace_id=workspace.pk, text=text), typeset))
+    accented = [f"café {text}" for text in _prompts(RUNS)]
+    _report("with a non-ASCII letter (the regex path)", _measure(
+        lambda text: recollection_for(workspace_id=workspace.pk, text=text), accented))
     print(f"  {_host_speed()}")
     uniform = _prompts(RUNS, prose=False)
     print(f"  worst case: words drawn uniformly ({len(set(tokenize(uniform[0]))):,} distinct tokens a prompt)")
