@@ -1,23 +1,22 @@
-/* festinger._words: the tokeniser's inner loop for ASCII text. festinger/text.py holds the rules and the
- * regex path every other text takes; tests/festinger/test_text.py checks that the two agree.
+/* festinger._words: the tokeniser's inner loops. festinger/text.py holds the rules as regexes; the
+ * property tests in tests/festinger/test_text.py check that this code finds what they find.
  *
  * A word is a run of letters, digits and the joiners - . _ with the joiners stripped from its edges;
- * a run without a letter (a number) is no word.
+ * a run without a letter (a number) is no word. Letters and digits are Unicode's (str.isalnum()).
  *
- * words(text) returns them in order. A Lexicon counts them: it holds a fixed set of words (a world's
- * common words, most of any prompt) with a count each, and counts a text's words without making a
- * Python string for any of its own; the other words come back as {word: occurrences}. Creating and
- * hashing a string per occurrence is what made tokenising and counting cost more than everything else
- * on the recollection path. */
+ * words(text) returns a text's words in order. A Lexicon counts them: it holds a fixed set of words (a
+ * world's common words, most of any prompt) with a count each, and counts a text's words without
+ * making a Python string for any of its own; the other words come back as {word: occurrences}.
+ * Creating and hashing a string per occurrence is what made tokenising and counting cost more than
+ * everything else on the recollection path. shape(text) is what text.py looks for compound runs in.
+ *
+ * Texts are read as UTF-8 (an ASCII str's own bytes, else the UTF-8 copy CPython keeps in the str), so
+ * a word is a span of bytes that hashes and compares alike in every text. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
-
-typedef struct {
-    Py_ssize_t start, length;
-} Span;
 
 enum { LETTER = 1, DIGIT = 2, JOINER = 4 };
 
@@ -33,73 +32,142 @@ static void classes_fill(void)
     }
 }
 
-/* The next word at or after *at: fills span, moves *at past it; 0 when there is none. */
-static int next_word(const unsigned char *chars, Py_ssize_t length, Py_ssize_t *at, Span *span)
+typedef struct {
+    const unsigned char *bytes;  /* UTF-8 */
+    Py_ssize_t size;
+    PyObject *owner;             /* holds the bytes when the str could not (it has lone surrogates) */
+} Text;
+
+static int text_open(PyObject *str, Text *text)
 {
-    Py_ssize_t i = *at;
-    while (i < length) {
-        while (i < length && !classes[chars[i]]) {
-            i++;
-        }
-        Py_ssize_t start = i;
-        int seen = 0;
-        while (i < length && classes[chars[i]]) {
-            seen |= classes[chars[i]];
-            i++;
-        }
-        if (seen & LETTER) {  /* so the joiner runs stripped below end at a letter */
-            Py_ssize_t end = i;
-            while (classes[chars[start]] == JOINER) {
-                start++;
-            }
-            while (classes[chars[end - 1]] == JOINER) {
-                end--;
-            }
-            span->start = start;
-            span->length = end - start;
-            *at = i;
-            return 1;
-        }
+    if (!PyUnicode_Check(str)) {
+        PyErr_Format(PyExc_TypeError, "a text is a str, not %.100s", Py_TYPE(str)->tp_name);
+        return -1;
     }
-    *at = i;
+    text->owner = NULL;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(str, &text->size);
+    if (utf8 == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        text->owner = PyUnicode_AsEncodedString(str, "utf-8", "surrogatepass");
+        if (text->owner == NULL) {
+            return -1;
+        }
+        utf8 = PyBytes_AS_STRING(text->owner);
+        text->size = PyBytes_GET_SIZE(text->owner);
+    }
+    text->bytes = (const unsigned char *)utf8;
     return 0;
 }
 
-static const unsigned char *ascii_chars(PyObject *text, Py_ssize_t *length)
+static void text_close(Text *text)
 {
-    if (!PyUnicode_Check(text) || !PyUnicode_IS_ASCII(text)) {
-        PyErr_SetString(PyExc_ValueError, "takes ASCII text");
-        return NULL;
-    }
-    *length = PyUnicode_GET_LENGTH(text);
-    return PyUnicode_1BYTE_DATA(text);
+    Py_CLEAR(text->owner);
 }
 
-static PyObject *word_at(const unsigned char *chars, const Span *span)
+/* The class of the character at byte `at`; sets `width` to its length in bytes. */
+static inline unsigned char class_at(const Text *text, Py_ssize_t at, Py_ssize_t *width)
 {
+    const unsigned char *b = text->bytes + at;
+    if (b[0] < 0x80) {
+        *width = 1;
+        return classes[b[0]];
+    }
+    Py_UCS4 c;
+    if (b[0] < 0xE0) {
+        c = (Py_UCS4)(b[0] & 0x1F) << 6 | (b[1] & 0x3F);
+        *width = 2;
+    }
+    else if (b[0] < 0xF0) {
+        c = (Py_UCS4)(b[0] & 0x0F) << 12 | (Py_UCS4)(b[1] & 0x3F) << 6 | (b[2] & 0x3F);
+        *width = 3;
+    }
+    else {
+        c = (Py_UCS4)(b[0] & 0x07) << 18 | (Py_UCS4)(b[1] & 0x3F) << 12 | (Py_UCS4)(b[2] & 0x3F) << 6 | (b[3] & 0x3F);
+        *width = 4;
+    }
+    return Py_UNICODE_ISALNUM(c) ? LETTER : 0;  /* a letter for the number rule too: not an ASCII digit */
+}
+
+typedef struct {
+    Py_ssize_t start, length;  /* in bytes */
+    Py_ssize_t offset;         /* in characters, for the caller's str */
+    int ascii;
+} Span;
+
+typedef struct {
+    Py_ssize_t at, offset;  /* the next byte, and its character's index */
+} Cursor;
+
+/* The next word after the cursor: fills span and moves the cursor past it; 0 when there is none. */
+static int next_word(const Text *text, Cursor *cursor, Span *span)
+{
+    Py_ssize_t i = cursor->at, offset = cursor->offset, width;
+    while (i < text->size) {
+        while (i < text->size && !class_at(text, i, &width)) {
+            i += width;
+            offset++;
+        }
+        Py_ssize_t start = i, start_offset = offset;
+        unsigned char seen = 0, cls;
+        int ascii = 1;
+        while (i < text->size && (cls = class_at(text, i, &width))) {
+            seen |= cls;
+            ascii &= width == 1;
+            i += width;
+            offset++;
+        }
+        if (seen & LETTER) {  /* so the joiner runs stripped below end at a letter */
+            Py_ssize_t end = i;
+            while (text->bytes[start] < 0x80 && classes[text->bytes[start]] == JOINER) {
+                start++;
+                start_offset++;
+            }
+            while (text->bytes[end - 1] < 0x80 && classes[text->bytes[end - 1]] == JOINER) {
+                end--;
+            }
+            *span = (Span){start, end - start, start_offset, ascii};
+            cursor->at = i;
+            cursor->offset = offset;
+            return 1;
+        }
+    }
+    cursor->at = i;
+    cursor->offset = offset;
+    return 0;
+}
+
+static PyObject *word_at(const Text *text, const Span *span)
+{
+    if (!span->ascii) {
+        return PyUnicode_DecodeUTF8((const char *)text->bytes + span->start, span->length, "surrogatepass");
+    }
     PyObject *word = PyUnicode_New(span->length, 127);
     if (word != NULL) {
-        memcpy(PyUnicode_1BYTE_DATA(word), chars + span->start, span->length);
+        memcpy(PyUnicode_1BYTE_DATA(word), text->bytes + span->start, span->length);
     }
     return word;
 }
 
-static PyObject *words(PyObject *module, PyObject *text)
+static PyObject *words(PyObject *module, PyObject *str)
 {
-    Py_ssize_t length, at = 0;
-    const unsigned char *chars = ascii_chars(text, &length);
-    if (chars == NULL) {
+    Text text;
+    if (text_open(str, &text) < 0) {
         return NULL;
     }
     PyObject *found = PyList_New(0);
+    Cursor cursor = {0, 0};
     Span span;
-    while (found != NULL && next_word(chars, length, &at, &span)) {
-        PyObject *word = word_at(chars, &span);
+    while (found != NULL && next_word(&text, &cursor, &span)) {
+        PyObject *word = word_at(&text, &span);
         if (word == NULL || PyList_Append(found, word) < 0) {
             Py_CLEAR(found);
         }
         Py_XDECREF(word);
     }
+    text_close(&text);
     if (found == NULL) {
         return NULL;
     }
@@ -108,21 +176,61 @@ static PyObject *words(PyObject *module, PyObject *text)
     return tokens;
 }
 
-/* Text whose non-ASCII characters are all punctuation (dashes, curly quotes, symbols) reads as ASCII
- * text with a comma in their place: every rule of the tokeniser and the cue patterns treats any
- * character that is neither a letter, a digit, a joiner nor a space or tab alike. */
-static PyObject *as_ascii(PyObject *module, PyObject *text)
+/* One character per character of text: `A` a capital (A-Z, À-Ö, Ø-Þ: text.py's compound rule), `a`
+ * another letter, digit or joiner, ` ` a space or tab, `.` anything else. */
+static Py_UCS1 shapes[256];  /* for the first 256 characters, the only ones most texts hold */
+
+static Py_UCS1 shape_of(Py_UCS4 c)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "as_ascii() takes a str");
+    return ((c >= 'A' && c <= 'Z') || (c >= 0xC0 && c <= 0xDE && c != 0xD7)) ? 'A'
+           : (c < 128 ? classes[c] != 0 : Py_UNICODE_ISALNUM(c)) ? 'a'
+           : (c == ' ' || c == '\t') ? ' ' : '.';
+}
+
+static PyObject *shape(PyObject *module, PyObject *str)
+{
+    if (!PyUnicode_Check(str)) {
+        PyErr_Format(PyExc_TypeError, "a text is a str, not %.100s", Py_TYPE(str)->tp_name);
         return NULL;
     }
-    if (PyUnicode_IS_ASCII(text)) {
-        return Py_NewRef(text);
+    Py_ssize_t length = PyUnicode_GET_LENGTH(str);
+    int kind = PyUnicode_KIND(str);
+    const void *data = PyUnicode_DATA(str);
+    PyObject *shaped = PyUnicode_New(length, 127);
+    if (shaped == NULL) {
+        return NULL;
     }
-    Py_ssize_t length = PyUnicode_GET_LENGTH(text);
-    int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(shaped);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            out[i] = shapes[((const Py_UCS1 *)data)[i]];
+        }
+    }
+    else {
+        for (Py_ssize_t i = 0; i < length; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            out[i] = c < 256 ? shapes[c] : shape_of(c);
+        }
+    }
+    return shaped;
+}
+
+/* Text whose characters beyond ASCII are all punctuation (dashes, curly quotes, symbols) with a comma
+ * for each of them: the same words, runs and cues (every rule treats any character that is no letter,
+ * digit, joiner, space or tab alike), and ASCII, which lowercases and scans several times faster.
+ * None when a letter or digit lies beyond ASCII. */
+static PyObject *as_ascii(PyObject *module, PyObject *str)
+{
+    if (!PyUnicode_Check(str)) {
+        PyErr_Format(PyExc_TypeError, "a text is a str, not %.100s", Py_TYPE(str)->tp_name);
+        return NULL;
+    }
+    if (PyUnicode_IS_ASCII(str)) {
+        return Py_NewRef(str);
+    }
+    Py_ssize_t length = PyUnicode_GET_LENGTH(str);
+    int kind = PyUnicode_KIND(str);
+    const void *data = PyUnicode_DATA(str);
     for (Py_ssize_t i = 0; i < length; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c >= 128 && Py_UNICODE_ISALNUM(c)) {
@@ -231,12 +339,12 @@ static int table_count(Table *table, const unsigned char *chars, const Span *spa
 }
 
 /* {word: count} for the table's words, first seen first; frees the table. */
-static PyObject *table_take(Table *table, const unsigned char *chars)
+static PyObject *table_take(Table *table, const Text *text)
 {
     PyObject *counts = PyDict_New();
     for (size_t n = 0; counts != NULL && n < table->distinct; n++) {
         const Slot *slot = &table->slots[table->order[n]];
-        PyObject *word = word_at(chars, &slot->span);
+        PyObject *word = word_at(text, &slot->span);
         PyObject *count = PyLong_FromSsize_t(slot->count);
         if (word == NULL || count == NULL || PyDict_SetItem(counts, word, count) < 0) {
             Py_CLEAR(counts);
@@ -396,89 +504,57 @@ static int lexicon_init(Lexicon *self, PyObject *args, PyObject *kwargs)
     return self->words == NULL ? -1 : 0;
 }
 
-static PyObject *lexicon_count(Lexicon *self, PyObject *text)
+static PyObject *lexicon_count(Lexicon *self, PyObject *str)
 {
-    Py_ssize_t length, at = 0;
-    const unsigned char *chars = ascii_chars(text, &length);
-    if (chars == NULL || !lexicon_ready(self)) {
+    Text text;
+    if (!lexicon_ready(self) || text_open(str, &text) < 0) {
         return NULL;
     }
     Table others = {NULL, 0, NULL, 0};
-    if (table_resize(&others, 256) < 0) {
-        return NULL;
-    }
+    int failed = table_resize(&others, 256) < 0;
+    Cursor cursor = {0, 0};
     Span span;
-    while (next_word(chars, length, &at, &span)) {
-        uint64_t hash = word_hash(chars + span.start, span.length);
-        Py_ssize_t index = lexicon_find(self, chars + span.start, span.length, hash);
+    while (!failed && next_word(&text, &cursor, &span)) {
+        const unsigned char *bytes = text.bytes + span.start;
+        uint64_t hash = word_hash(bytes, span.length);
+        Py_ssize_t index = lexicon_find(self, bytes, span.length, hash);
         if (index >= 0) {
             self->counts[index]++;
         }
-        else if (table_count(&others, chars, &span, hash) < 0) {
-            PyMem_Free(others.slots);
-            PyMem_Free(others.order);
-            return NULL;
+        else {
+            failed = table_count(&others, text.bytes, &span, hash) < 0;
         }
     }
-    return table_take(&others, chars);
+    PyObject *counts = failed ? NULL : table_take(&others, &text);
+    if (failed) {
+        PyMem_Free(others.slots);
+        PyMem_Free(others.order);
+    }
+    text_close(&text);
+    return counts;
 }
 
-static PyObject *lexicon_count_words(Lexicon *self, PyObject *iterable)
+static PyObject *lexicon_starts(Lexicon *self, PyObject *str)
 {
-    if (!lexicon_ready(self)) {
-        return NULL;
-    }
-    PyObject *given = PySequence_Fast(iterable, "count_words() takes a sequence of str");
-    PyObject *others = given == NULL ? NULL : PyDict_New();
-    for (Py_ssize_t n = 0; others != NULL && n < PySequence_Fast_GET_SIZE(given); n++) {
-        PyObject *word = PySequence_Fast_GET_ITEM(given, n);
-        Py_ssize_t length;
-        const char *bytes = PyUnicode_Check(word) ? PyUnicode_AsUTF8AndSize(word, &length) : NULL;
-        if (bytes == NULL) {
-            if (!PyErr_Occurred()) {
-                PyErr_Format(PyExc_TypeError, "a word is a str, not %.100s", Py_TYPE(word)->tp_name);
-            }
-            Py_CLEAR(others);
-            break;
-        }
-        uint64_t hash = word_hash((const unsigned char *)bytes, length);
-        Py_ssize_t index = lexicon_find(self, (const unsigned char *)bytes, length, hash);
-        if (index >= 0) {
-            self->counts[index]++;
-            continue;
-        }
-        PyObject *count = PyDict_GetItemWithError(others, word);  /* borrowed */
-        PyObject *more = count != NULL ? PyLong_FromSsize_t(PyLong_AsSsize_t(count) + 1)
-                                       : PyErr_Occurred() ? NULL : PyLong_FromLong(1);
-        if (more == NULL || PyDict_SetItem(others, word, more) < 0) {
-            Py_CLEAR(others);
-        }
-        Py_XDECREF(more);
-    }
-    Py_XDECREF(given);
-    return others;
-}
-
-static PyObject *lexicon_starts(Lexicon *self, PyObject *text)
-{
-    Py_ssize_t length, at = 0;
-    const unsigned char *chars = ascii_chars(text, &length);
-    if (chars == NULL || !lexicon_ready(self)) {
+    Text text;
+    if (!lexicon_ready(self) || text_open(str, &text) < 0) {
         return NULL;
     }
     PyObject *starts = PyList_New(0);
+    Cursor cursor = {0, 0};
     Span span;
-    while (starts != NULL && next_word(chars, length, &at, &span)) {
-        uint64_t hash = word_hash(chars + span.start, span.length);
-        if (lexicon_find(self, chars + span.start, span.length, hash) < 0) {
+    while (starts != NULL && next_word(&text, &cursor, &span)) {
+        const unsigned char *bytes = text.bytes + span.start;
+        if (lexicon_find(self, bytes, span.length, word_hash(bytes, span.length)) < 0) {
             continue;
         }
-        PyObject *start = PyLong_FromSsize_t(span.start);
+        PyObject *start = PyLong_FromSsize_t(span.offset);
         if (start == NULL || PyList_Append(starts, start) < 0) {
             Py_CLEAR(starts);
         }
         Py_XDECREF(start);
     }
+    text_close(&text);
     return starts;
 }
 
@@ -509,12 +585,10 @@ static Py_ssize_t lexicon_len(Lexicon *self)
 
 static PyMethodDef lexicon_methods[] = {
     {"count", (PyCFunction)lexicon_count, METH_O,
-     "count(text, /)\n--\n\nCount the lexicon's words in ASCII text (as words() finds them); returns "
+     "count(text, /)\n--\n\nCount the lexicon's words in text (as words() finds them); returns "
      "{word: occurrences} for the other words, first seen first."},
-    {"count_words", (PyCFunction)lexicon_count_words, METH_O,
-     "count_words(words, /)\n--\n\ncount() for words already found (a sequence of str, any text)."},
     {"starts", (PyCFunction)lexicon_starts, METH_O,
-     "starts(text, /)\n--\n\nWhere the lexicon's words stand in ASCII text (as words() finds them): their "
+     "starts(text, /)\n--\n\nWhere the lexicon's words stand in text (as words() finds them): their "
      "offsets, in order. Counts nothing."},
     {"take", (PyCFunction)lexicon_take, METH_NOARGS,
      "take()\n--\n\n{word: count} for the lexicon's words counted since the last take; their counts "
@@ -549,12 +623,15 @@ static PyTypeObject LexiconType = {
 };
 
 static PyMethodDef methods[] = {
-    {"as_ascii", as_ascii, METH_O,
-     "as_ascii(text, /)\n--\n\ntext with each non-ASCII character written as a comma when none of them is a "
-     "letter or digit; else None."},
     {"words", words, METH_O,
-     "words(text, /)\n--\n\nThe words of ASCII text, in order: runs of letters, digits and - . _ with the "
+     "words(text, /)\n--\n\nThe words of text, in order: runs of letters, digits and - . _ with the "
      "joiners stripped from their edges, those without a letter dropped."},
+    {"as_ascii", as_ascii, METH_O,
+     "as_ascii(text, /)\n--\n\ntext with a comma for each character beyond ASCII when none of them is a "
+     "letter or digit; else None."},
+    {"shape", shape, METH_O,
+     "shape(text, /)\n--\n\nA character per character of text: A a capital (A-Z and Latin-1's), a another "
+     "letter, digit or joiner, a space for a space or tab, . anything else."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -565,6 +642,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__words(void)
 {
     classes_fill();
+    for (Py_UCS4 c = 0; c < 256; c++) {
+        shapes[c] = shape_of(c);
+    }
     PyObject *salt = PyUnicode_FromString("festinger._words");
     Py_hash_t salt_hash = salt == NULL ? -1 : PyObject_Hash(salt);
     Py_XDECREF(salt);

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from festinger._words import Lexicon, as_ascii, words
+from festinger._words import Lexicon, as_ascii, shape, words
 
 # --- tokens ---------------------------------------------------------------------------------------------
 
@@ -41,14 +41,10 @@ _RUN_RE = re.compile(
     rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b){_CAPWORD_TAIL}"
     rf"(?:[ \t]+(?!(?:ISA|ISPART)\b)[{_CAP}]{_CAPWORD_TAIL})+{_END}"
 )
-# The shape of ASCII text: capitals `A`, other word characters (joiners included) `a`, spaces and tabs
-# ` `, the rest `.`. A run starts at a capital whose word is followed by spaces and another capital:
-# led by a literal, the engine skips from capital to capital in C.
-_SHAPE = str.maketrans({
-    chr(c): "A" if chr(c).isupper() else "a" if chr(c).isalnum() or chr(c) in "-._" else " " if chr(c) in " \t"
-    else "." for c in range(128)})
+# Where a compound run may start in `shape(text)` (festinger/_words.c: `A` a capital, `a` another word
+# character, ` ` a space or tab): at a capital whose word is followed by spaces and another capital. Led
+# by a literal, the engine skips from capital to capital in C.
 _RUN_START_RE = re.compile(r"A(?=[Aa]*[ ]+A)")
-_WORD_RE = re.compile(_WORD)
 _NUMBER_CHARS = "0123456789-._"
 _SPACES_RE = re.compile(r"[ \t]+")
 
@@ -60,9 +56,8 @@ def tokenize(text: str) -> tuple[str, ...]:
 
 def count_tokens(lexicon: Lexicon, text: str) -> dict[str, int]:
     """Count the tokens of `text` that `lexicon` holds (festinger/_words.c) and return {token:
-    occurrences} for the others, first seen first. For ASCII text no string is made for a lexicon word."""
-    merged = _merged(text)
-    return lexicon.count(merged) if merged.isascii() else lexicon.count_words(_tokens(text))
+    occurrences} for the others, first seen first. No string is made for a lexicon word."""
+    return lexicon.count(_merged(text))
 
 
 def canonical(phrase: str) -> str:
@@ -75,11 +70,7 @@ def canonical(phrase: str) -> str:
 # Cached: a tool loop sends the same history messages on every call.
 @lru_cache(maxsize=256)
 def _tokens(text: str) -> tuple[str, ...]:
-    merged = _merged(text)
-    if merged.isascii():
-        return words(merged)  # the same rule in one C pass
-    # A word starting with a letter has one; one starting with a digit needs a letter after the digits.
-    return tuple(word for word in _WORD_RE.findall(merged) if word[0] > "9" or word.lstrip(_NUMBER_CHARS))
+    return words(_merged(text))  # festinger/_words.c: the words `_WORD` matches, numbers dropped
 
 
 def normalise(text: str) -> str:
@@ -89,14 +80,11 @@ def normalise(text: str) -> str:
 
 @lru_cache(maxsize=256)
 def _merged(text: str) -> str:
-    # Dashes and curly quotes do not take a text off the fast paths (as_ascii() says why).
-    text = as_ascii(text) or text
-    if not text.isascii():
-        return _RUN_RE.sub(_join_run, text).lower()
-    # ASCII: the run pattern is tried only where its shape says a run may start (the pattern alone,
+    text = as_ascii(text) or text  # dashes and curly quotes as commas: the same tokens, faster
+    # The run pattern is tried only where the text's shape says a run may start (the pattern alone,
     # led by a class of capitals, makes the engine test every character).
     pieces, end = [], 0
-    for start in _RUN_START_RE.finditer(text.translate(_SHAPE)):
+    for start in _RUN_START_RE.finditer(shape(text)):
         run = _RUN_RE.match(text, start.start()) if start.start() >= end else None
         if run is not None:
             pieces += (text[end:run.start()], _join_run(run))
@@ -217,10 +205,7 @@ def _cues(text: str) -> tuple[Triple, ...]:
 
 def _cue_matches(merged: str):
     """`_CUE_RE.finditer(merged)`, tried only where a cue's first word follows a space or tab (found in
-    one C pass over ASCII text), not at every space."""
-    if not merged.isascii():
-        yield from _CUE_RE.finditer(merged)
-        return
+    one C pass), not at every space."""
     end = 0
     for start in _CUE_FIRST_WORDS.starts(merged):
         if start > end and merged[start - 1] in " \t" and (match := _CUE_RE.match(merged, start - 1)):

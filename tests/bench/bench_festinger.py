@@ -132,7 +132,7 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     _report("with dashes and curly quotes (not ASCII)", _measure(
         lambda text: recollection_for(workspace_id=workspace.pk, text=text), typeset))
     accented = [f"café {text}" for text in _prompts(RUNS)]
-    _report("with a non-ASCII letter (the regex path)", _measure(
+    _report("with a letter beyond ASCII (café)", _measure(
         lambda text: recollection_for(workspace_id=workspace.pk, text=text), accented))
     print(f"  {_host_speed()}")
     uniform = _prompts(RUNS, prose=False)
