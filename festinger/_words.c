@@ -417,6 +417,7 @@ static void lexicon_free(Lexicon *self)
     self->arena = NULL;
     self->offsets = self->counts = NULL;
     self->entries = NULL;
+    self->capacity = 0;
 }
 
 static void lexicon_dealloc(Lexicon *self)
@@ -425,25 +426,29 @@ static void lexicon_dealloc(Lexicon *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Builds the tables in a local Lexicon and moves them into self at the end: the Python code that may
+ * run meanwhile (the iterable, a garbage collection) never sees a half-built self. The words are kept as
+ * exact str, whose hashing runs no Python code. */
 static int lexicon_init(Lexicon *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *iterable;
     if (!PyArg_ParseTuple(args, "O:Lexicon", &iterable)) {
         return -1;
     }
-    lexicon_free(self);
     PyObject *given = PySequence_Tuple(iterable);
     if (given == NULL) {
         return -1;
     }
-    Py_ssize_t size = PyTuple_GET_SIZE(given), arena_size = 0;
+    Py_ssize_t size = PyTuple_GET_SIZE(given), arena_size = 0, length;
     for (Py_ssize_t n = 0; n < size; n++) {
         PyObject *word = PyTuple_GET_ITEM(given, n);
-        Py_ssize_t length;
         if (!PyUnicode_Check(word)) {
             PyErr_Format(PyExc_TypeError, "a Lexicon holds str, not %.100s", Py_TYPE(word)->tp_name);
         }
-        else if (PyUnicode_AsUTF8AndSize(word, &length) != NULL) {
+        else if (PyUnicode_AsUTF8AndSize(word, &length) != NULL && length > UINT32_MAX - arena_size) {
+            PyErr_SetString(PyExc_ValueError, "too many words for a Lexicon");
+        }
+        else {
             arena_size += length;
         }
         if (PyErr_Occurred()) {
@@ -451,57 +456,66 @@ static int lexicon_init(Lexicon *self, PyObject *args, PyObject *kwargs)
             return -1;
         }
     }
-    if (size >= UINT32_MAX / 4 || arena_size >= UINT32_MAX) {
+    if (size >= UINT32_MAX / 4) {
         Py_DECREF(given);
         PyErr_SetString(PyExc_ValueError, "too many words for a Lexicon");
         return -1;
     }
-    self->capacity = 16;
-    while (self->capacity < 2 * (size_t)size) {
-        self->capacity *= 2;
+    Lexicon built = {.capacity = 16};
+    while (built.capacity < 2 * (size_t)size) {
+        built.capacity *= 2;
     }
-    self->arena = PyMem_Malloc(arena_size + 1);
-    self->offsets = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
-    self->counts = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
-    self->entries = PyMem_Calloc(self->capacity, sizeof(Entry));
+    built.arena = PyMem_Malloc(arena_size + 1);
+    built.offsets = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
+    built.counts = PyMem_Calloc(size + 1, sizeof(Py_ssize_t));
+    built.entries = PyMem_Calloc(built.capacity, sizeof(Entry));
     PyObject *words = PyList_New(0);
-    if (self->arena == NULL || self->offsets == NULL || self->counts == NULL || self->entries == NULL
-            || words == NULL) {
-        Py_DECREF(given);
-        Py_XDECREF(words);
+    int failed = 0;
+    if (built.arena == NULL || built.offsets == NULL || built.counts == NULL || built.entries == NULL) {
         PyErr_NoMemory();
-        return -1;
+        failed = 1;
     }
     Py_ssize_t used = 0;
-    for (Py_ssize_t n = 0; n < size; n++) {
-        PyObject *word = PyTuple_GET_ITEM(given, n);
-        Py_ssize_t length;
-        const unsigned char *bytes = (const unsigned char *)PyUnicode_AsUTF8AndSize(word, &length);
+    for (Py_ssize_t n = 0; !failed && words != NULL && n < size; n++) {
+        const unsigned char *bytes = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(given, n),
+                                                                                    &length);
         uint64_t hash = word_hash(bytes, length);
-        if (length == 0 || lexicon_find(self, bytes, length, hash) >= 0) {
+        if (length == 0 || lexicon_find(&built, bytes, length, hash) >= 0) {
             continue;  /* no word, or said twice */
         }
         Py_ssize_t index = PyList_GET_SIZE(words);
-        if (PyList_Append(words, word) < 0) {
+        PyObject *exact = PyUnicode_FromObject(PyTuple_GET_ITEM(given, n));
+        failed = exact == NULL || PyList_Append(words, exact) < 0;
+        Py_XDECREF(exact);
+        if (failed) {
             break;
         }
-        memcpy(self->arena + used, bytes, length);
-        self->offsets[index] = used;
+        memcpy(built.arena + used, bytes, length);
+        built.offsets[index] = used;
         used += length;
-        size_t i = hash & (self->capacity - 1);
-        while (self->entries[i].length) {
-            i = (i + 1) & (self->capacity - 1);
+        size_t i = hash & (built.capacity - 1);
+        while (built.entries[i].length) {
+            i = (i + 1) & (built.capacity - 1);
         }
-        self->entries[i] = (Entry){head_of(bytes, length), hash, (uint32_t)length, (uint32_t)index};
+        built.entries[i] = (Entry){head_of(bytes, length), hash, (uint32_t)length, (uint32_t)index};
     }
     Py_DECREF(given);
-    if (PyErr_Occurred()) {
-        Py_DECREF(words);
+    if (!failed && words != NULL) {
+        built.words = PyList_AsTuple(words);
+    }
+    Py_XDECREF(words);
+    if (built.words == NULL) {
+        lexicon_free(&built);
         return -1;
     }
-    self->words = PyList_AsTuple(words);
-    Py_DECREF(words);
-    return self->words == NULL ? -1 : 0;
+    lexicon_free(self);
+    self->words = built.words;
+    self->arena = built.arena;
+    self->offsets = built.offsets;
+    self->counts = built.counts;
+    self->entries = built.entries;
+    self->capacity = built.capacity;
+    return 0;
 }
 
 static PyObject *lexicon_count(Lexicon *self, PyObject *str)

@@ -16,8 +16,9 @@ socket buffer: the read path never waits for the network.
   A subscription that drops is made again at the next read and marks every world stale: what was
   published meanwhile is lost. The reload is incremental (what was written since the last one), a
   full load only at first use and on the operator's reload.
-- Encounter counts. Counting is in memory: the salient candidates at once (saliency needs them), the
-  rest kept as token tuples. A background thread per process (`_background`) adds them to a Redis
+- Encounter counts. Counting is in memory: the common words' in a `Lexicon` (festinger/_words.c,
+  which counts them without a string each), the other tokens' per text, and those at once into
+  `counted` (saliency needs them). A background thread per process (`_background`) adds them to a Redis
   hash with HINCRBY every PUSH_SECONDS (atomic: many processes can count the same token); at process
   exit the rest is pushed.
   The beat entry `maintenance.festinger_counts_flush` (every 30 s) moves the hash into PostgreSQL
@@ -216,9 +217,9 @@ class World:
             self.lexicon, self.lexicon_of = Lexicon(self.common), self.common
         return self.lexicon
 
-    def candidates(self, token_collections) -> set[str]:
-        """The distinct tokens of these collections that can be salient (not common words)."""
-        return set().union(*token_collections).difference(self.common)
+    def candidates(self, token_lists) -> set[str]:
+        """The distinct tokens of these lists that can be salient (not common words)."""
+        return set().union(*token_lists).difference(self.common)
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)

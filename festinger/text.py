@@ -19,6 +19,10 @@ whitespace only (punctuation ends a cue). An ISA cue followed by `of {Z}` takes 
 otherwise ISA defaults to `type` and ISPART to the seed dimension the pattern names (`runs on` ->
 `runs-on`, `owned by` -> `owned-by`), else `membership`. Pronouns and other function words are
 never X or Y (`this is a problem` states nothing about a concept).
+
+The rules are written here as regexes (`_WORD`, `_RUN_RE`, `_CUE_RE`); the loops that run over a whole
+prompt are C (festinger/_words.c: words, the common-word Lexicon, where runs and cues may start), and
+the property tests in tests/festinger/test_text.py check that both find the same.
 """
 
 from __future__ import annotations
