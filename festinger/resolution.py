@@ -83,26 +83,32 @@ def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
 
 def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = None,
                        limit: int = RESOLUTION_BATCH) -> ResolutionRun | None:
-    """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`). A run already
-    started (a redelivered task) is returned untouched; a second run of the same workspace while one
-    is in progress is recorded as skipped. Runs left `running` by a worker that died are failed
-    first (see `_lost_runs_fail`)."""
+    """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`). A run delivered
+    again while `running` (its worker died, or a retry) is carried on where it stopped: the conflicts
+    it decided are no longer pending. A second run of the same workspace while one is in progress is
+    recorded as skipped. Scheduled runs left `running` by a worker that died are failed first (see
+    `_lost_runs_fail`)."""
     from fathom.models import Workspace
 
+    carried_on = False
     if run_id is not None:
         claimed = ResolutionRun.objects.filter(pk=run_id, status=ResolutionRun.Status.QUEUED).update(
             status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
         run = ResolutionRun.objects.select_related("workspace").filter(pk=run_id).first()
         if not claimed:
-            return run
+            if run is None or run.status != ResolutionRun.Status.RUNNING:
+                return run
+            # Delivered again while `running`: the worker that ran it died (the broker redelivers a task
+            # only once its worker is gone), or it is a retry. This one carries the run on.
+            carried_on = True
     else:
         workspace = Workspace.objects.filter(pk=workspace_id).first()
         if workspace is None:
             return None
         run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule",
                                            status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
-    lock = _WorkspaceLock(run.workspace_id)
-    if not lock.acquire():
+    lock = _WorkspaceLock(run.workspace_id, run.pk)
+    if not (lock.take_over() if carried_on else lock.acquire()):
         _finish(run, status=ResolutionRun.Status.SKIPPED, error="another resolution run of this workspace is in progress")
         return run
     try:
@@ -160,15 +166,29 @@ def _finish(run: ResolutionRun, *, status: str, error: str = "") -> None:
 
 
 class _WorkspaceLock:
-    """One resolution run per workspace at a time, across processes (a Redis key with an expiry)."""
+    """One resolution run per workspace at a time, across processes (a Redis key with an expiry, whose
+    value names the run holding it)."""
 
-    def __init__(self, workspace_id: int):
+    _TAKE_OVER = """
+    local held = redis.call('GET', KEYS[1])
+    if held and string.sub(held, 1, string.len(ARGV[2])) ~= ARGV[2] then return 0 end
+    redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+    return 1
+    """
+
+    def __init__(self, workspace_id: int, run_id: int):
         from fathom.redis_client import get_redis
 
-        self.redis, self.key, self.token = get_redis(), f"festinger:resolution:lock:{workspace_id}", uuid.uuid4().hex
+        self.redis, self.key = get_redis(), f"festinger:resolution:lock:{workspace_id}"
+        self.run_prefix = f"{run_id}:"
+        self.token = self.run_prefix + uuid.uuid4().hex
 
     def acquire(self) -> bool:
         return bool(self.redis.set(self.key, self.token, nx=True, ex=LOCK_SECONDS))
+
+    def take_over(self) -> bool:
+        """Acquire the lock if it is free or held by an earlier attempt of the same run (dead)."""
+        return bool(self.redis.eval(self._TAKE_OVER, 1, self.key, self.token, self.run_prefix, LOCK_SECONDS))
 
     def release(self) -> None:
         if self.redis.get(self.key) == self.token:

@@ -150,7 +150,7 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
     assert run.status == "failed" and "SoftTimeLimitExceeded" in run.error
     conflict = Conflict.objects.get(pk=test_b_state.pk)
     assert (conflict.status, conflict.attempts, conflict.error) == ("pending", 0, "")
-    lock = _WorkspaceLock(workspace.pk)
+    lock = _WorkspaceLock(workspace.pk, 0)
     assert lock.acquire()  # the run let go of the workspace
     lock.release()
 
@@ -223,10 +223,24 @@ def test_the_configured_resolver_role_is_asked(workspace, test_b_state):
 def test_a_second_run_while_one_holds_the_lock_is_skipped(workspace, scripted_llm, test_b_state):
     from festinger.resolution import _WorkspaceLock
 
-    lock = _WorkspaceLock(workspace.pk)
+    lock = _WorkspaceLock(workspace.pk, 0)
     assert lock.acquire()
     try:
         run = run_now(workspace)
+    finally:
+        lock.release()
+    assert run.status == "skipped" and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
+
+
+def test_a_running_run_delivered_again_while_another_run_holds_the_lock_is_skipped(workspace, test_b_state):
+    from festinger.resolution import _WorkspaceLock
+
+    queued = resolution_request(workspace=workspace, trigger="test")
+    ResolutionRun.objects.filter(pk=queued.pk).update(status="running")  # its worker died before the lock
+    lock = _WorkspaceLock(workspace.pk, queued.pk + 1)
+    assert lock.acquire()
+    try:
+        run = resolution_execute(run_id=queued.pk)
     finally:
         lock.release()
     assert run.status == "skipped" and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
