@@ -206,9 +206,13 @@ class ResolutionRun(WorkspaceScoped):
     dismissed = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
+    task_id = models.CharField(max_length=255, blank=True, default="",
+                               help_text="a scheduled run's Celery task: delivered again, it carries this run on")
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["task_id"], condition=~models.Q(task_id=""),
+                                               name="festinger_resolutionrun_task_unique")]
 
     def __str__(self):
         return f"resolution run #{self.pk} ({self.status})"

@@ -81,32 +81,32 @@ def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
     return run
 
 
-def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = None,
+def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = None, task_id: str = "",
                        limit: int = RESOLUTION_BATCH) -> ResolutionRun | None:
-    """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`). A run delivered
-    again while `running` (its worker died, or a retry) is carried on where it stopped: the conflicts
-    it decided are no longer pending. A second run of the same workspace while one is in progress is
-    recorded as skipped. Scheduled runs left `running` by a worker that died are failed first (see
-    `_lost_runs_fail`)."""
+    """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`, its Celery
+    `task_id`). A run delivered again while `running` (its worker died: the broker redelivers a task
+    only once its worker is gone; or a retry) is carried on where it stopped: the conflicts it decided
+    are no longer pending. A second run of the same workspace while one is in progress is recorded as
+    skipped. Runs left `running` by a worker that died and never delivered again are failed first
+    (see `_lost_runs_fail`)."""
     from fathom.models import Workspace
 
-    carried_on = False
     if run_id is not None:
         claimed = ResolutionRun.objects.filter(pk=run_id, status=ResolutionRun.Status.QUEUED).update(
             status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
         run = ResolutionRun.objects.select_related("workspace").filter(pk=run_id).first()
-        if not claimed:
-            if run is None or run.status != ResolutionRun.Status.RUNNING:
-                return run
-            # Delivered again while `running`: the worker that ran it died (the broker redelivers a task
-            # only once its worker is gone), or it is a retry. This one carries the run on.
-            carried_on = True
     else:
         workspace = Workspace.objects.filter(pk=workspace_id).first()
         if workspace is None:
             return None
-        run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule",
-                                           status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
+        run = ResolutionRun.objects.select_related("workspace").filter(task_id=task_id).first() if task_id else None
+        claimed = run is None
+        if claimed:
+            run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule", task_id=task_id,
+                                               status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
+    if not claimed and (run is None or run.status != ResolutionRun.Status.RUNNING):
+        return run
+    carried_on = not claimed
     lock = _WorkspaceLock(run.workspace_id, run.pk)
     if not (lock.take_over() if carried_on else lock.acquire()):
         _finish(run, status=ResolutionRun.Status.SKIPPED, error="another resolution run of this workspace is in progress")

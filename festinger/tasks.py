@@ -18,15 +18,15 @@ _TRANSIENT = (OperationalError, InterfaceError)
 
 # acks_late is safe: a queued run is claimed with a conditional UPDATE, and each conflict is applied
 # in a transaction that first checks it is still pending, so a redelivery repeats nothing.
-@shared_task(name=RESOLUTION_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+@shared_task(name=RESOLUTION_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              autoretry_for=_TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=3,
              soft_time_limit=600, time_limit=660)
-def resolution(workspace_id: int | None = None, run_id: int | None = None) -> None:
+def resolution(self, workspace_id: int | None = None, run_id: int | None = None) -> None:
     """Drain a batch of the workspace's conflict queue: `workspace_id` from beat, `run_id` for a
     run an operator queued."""
     from festinger.resolution import resolution_execute
 
-    resolution_execute(workspace_id=workspace_id, run_id=run_id)
+    resolution_execute(workspace_id=workspace_id, run_id=run_id, task_id=self.request.id or "")
 
 
 # acks_late is safe: a conflict decided already is skipped, and a decision is applied in a

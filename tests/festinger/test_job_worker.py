@@ -105,17 +105,20 @@ def test_a_run_whose_worker_died_is_failed_by_the_next_run(celery_worker, worksp
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(celery_worker, workspace, api,
-                                                                               scripted_llm):
-    # Given a queued run whose worker died mid-run: the run `running`, one conflict decided, the lock
-    # still held in the dead attempt's name, one conflict pending
+@pytest.mark.parametrize("delivered", ["an operator's run", "a scheduled tick"])
+def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(delivered, celery_worker, workspace,
+                                                                               api, scripted_llm):
+    # Given a run whose worker died mid-run: the run `running`, one conflict decided, the lock still
+    # held in the dead attempt's name, one conflict pending
     insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
     decided = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
                           source="inferred")
     pending = insert_fact(workspace, "dobby", "job_pool", "membership", is_isa=False, confidence=0.5,
                           source="inferred")
     Conflict.objects.filter(pk=decided.pk).update(status="dismissed")
-    run = ResolutionRun.objects.create(workspace=workspace, trigger="operator", status="running",
+    scheduled = delivered == "a scheduled tick"
+    run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule" if scheduled else "operator",
+                                       task_id="the-tick-that-died" if scheduled else "", status="running",
                                        started_at=timezone.now(), processed=1, dismissed=1)
     lock_key = f"festinger:resolution:lock:{workspace.pk}"
     get_redis().set(lock_key, f"{run.pk}:the-dead-attempt", ex=LOCK_SECONDS)
@@ -124,14 +127,19 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(c
     # When the broker delivers its task again (what acks_late does once the worker is gone)
     from fathom.celery import app
 
-    app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance")
+    if scheduled:
+        app.send_task(RESOLUTION_TASK, kwargs={"workspace_id": workspace.pk}, queue="maintenance",
+                      task_id=run.task_id)
+    else:
+        app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance")
 
-    # Then the worker carries the run on: only the pending conflict is asked about, the counts go on
-    # from where the dead attempt left them, and the lock is let go
+    # Then the worker carries the same run on: only the pending conflict is asked about, the counts go
+    # on from where the dead attempt left them, and the lock is let go
     shown = wait_for_run(api, run.pk)
     assert (shown["status"], shown["processed"], shown["dismissed"]) == ("finished", 2, 2)
     assert api.get(f"/v1/festinger/conflicts/{pending.pk}").json()["status"] == "dismissed"
     assert len(scripted_llm.sent) == 1 and not get_redis().exists(lock_key)
+    assert ResolutionRun.objects.filter(workspace=workspace).count() == 1
 
 
 def recollection(api, text) -> str:
