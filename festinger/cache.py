@@ -50,7 +50,7 @@ from redis.exceptions import RedisError
 
 from fathom.redis_client import get_redis
 from festinger._words import Lexicon
-from festinger.text import count_tokens
+from festinger.text import normalise
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +201,9 @@ class World:
         """Count one encounter of each token of `text`; returns {token: occurrences} for those that can be
         salient (not common words), the only ones whose counts are kept here. Every count goes to the
         database: the common words' in the Lexicon, the others' in `unpushed`."""
+        merged = normalise(text)  # the regex and lowercasing work done before taking the lock
         with self._count_lock:
-            others = count_tokens(self._lexicon(), text)
+            others = self._lexicon().count(merged)  # common words counted in C, no string each
             self.unpushed.append(others)
         counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
         for token, n in others.items():

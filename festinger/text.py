@@ -58,12 +58,6 @@ def tokenize(text: str) -> tuple[str, ...]:
     return _tokens(text)
 
 
-def count_tokens(lexicon: Lexicon, text: str) -> dict[str, int]:
-    """Count the tokens of `text` that `lexicon` holds (festinger/_words.c) and return {token:
-    occurrences} for the others, first seen first. No string is made for a lexicon word."""
-    return lexicon.count(_merged(text))
-
-
 def canonical(phrase: str) -> str:
     """One token for a phrase naming one concept (a fact's parent, a dimension, a writer's answer):
     its tokens joined by underscores, so `Glitch University`, `glitch university` and

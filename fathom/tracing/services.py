@@ -45,20 +45,15 @@ def traces_prune(*, retention_days: int | None = None, batch_size: int | None = 
 def spans_end(*, workspace_id: int, trace_id: str, where: dict, keep=(), error: str = "") -> int:
     """Ends the spans of the trace that started and never ended, of those whose start event matches
     `where` (TraceEvent filters) but the ones in `keep`: failed with `error`, or completed when it is
-    empty; each end event is written now and timed from the span's start. For the spans a dead
-    process left open. Returns how many were ended."""
+    empty. For the spans a dead process left open. Returns how many were ended."""
     from fathom.tracing.spans import Buffer, words
 
     events = TraceEvent.objects.filter(workspace_id=workspace_id, trace_id=trace_id)
     ended = events.exclude(status="").values("span_id")
-    starts = [row for row in events.filter(status="", **where).exclude(span_id__in=ended).exclude(span_id__in=keep)
-              if row.kind == words(row.name)[0]]
-    now = timezone.now()
     buffer = Buffer()
-    for row in starts:  # the start row carries every id the end event needs
-        _, completed, failed = words(row.name)
-        buffer.events.append((now, failed if error else completed, row, {}, (now - row.at).total_seconds() * 1000,
-                              {}, "error" if error else "ok", error))
+    for row in events.filter(status="", **where).exclude(span_id__in=ended).exclude(span_id__in=keep):
+        if row.kind == words(row.name)[0]:  # a start, not a point event inside the span
+            buffer.add_end_of(row, error=error)
     return buffer.flush()
 
 

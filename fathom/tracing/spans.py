@@ -291,6 +291,14 @@ class Buffer:
         if len(self.events) >= FLUSH_AT:
             self.flush()
 
+    def add_end_of(self, start, *, error: str = "") -> None:
+        """The end event of a span known only by its start event (a TraceEvent another process wrote):
+        failed with `error`, or completed when it is empty, now, timed from the start."""
+        at = datetime.now(UTC)
+        _, completed, failed = words(start.name)
+        self.events.append((at, failed if error else completed, start, {}, (at - start.at).total_seconds() * 1000,
+                            {}, "error" if error else "ok", error))
+
     def flush(self) -> int:
         if not self.events:
             return 0
