@@ -241,7 +241,7 @@ EMBEDDING_API_KEY = env_str("FATHOM_EMBEDDING_API_KEY") or OPENAI_API_KEY
 EMBEDDING_BASE_URL = env_url("FATHOM_EMBEDDING_BASE_URL", ("http", "https"))
 EMBEDDER = env_str("FATHOM_EMBEDDER", "openai" if EMBEDDING_API_KEY else "hashing")
 _DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2",
-                             "hashing": "hashing-v1"}
+                             "hashing": "hashing-v2"}
 if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
     raise ImproperlyConfigured(f"FATHOM_EMBEDDER must be one of {', '.join(_DEFAULT_EMBEDDING_MODELS)}, "
                                f"got {EMBEDDER!r}")

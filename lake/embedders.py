@@ -1,8 +1,11 @@
 """Embedders turn texts into vectors of `settings.EMBEDDING_DIMENSIONS` floats. One is chosen by
 settings (FATHOM_EMBEDDER); every write and every search of the lake uses the same one.
 
-- `hashing`: deterministic feature hashing of words and word pairs. No dependency, no network: the
-  default with no key, and what the tests use. Texts that share words land near each other.
+- `hashing`: deterministic feature hashing of words and word pairs. No network: the default with
+  no key, and what the tests use. Texts that share words land near each other. `hashing-v2` (the
+  default model) leaves out English stopwords and folds word forms with the Snowball stemmer
+  ("calibrated", "calibrating" -> "calibr"), so function words no longer make texts alike;
+  `hashing-v1` is the first version (every word as written), kept for lakes embedded with it.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
 - `sentence-transformers`: a local model by name or path (the optional extra
@@ -13,12 +16,13 @@ task retries with backoff; any other provider error is permanent and raises `Emb
 
 import hashlib
 import math
-import re
 from functools import lru_cache
 from typing import Protocol
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from lake.words import stems, words
 
 
 class EmbeddingUnavailable(Exception):
@@ -58,22 +62,30 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
     raise ImproperlyConfigured(f"unknown embedder {kind!r}")
 
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+HASHING_V1 = "hashing-v1"
 
 
 class HashingEmbedder:
     """Signed feature hashing of lowercased words (weight 1) and adjacent word pairs (weight 0.5),
-    with sublinear term frequency, L2-normalised. blake2b keeps it identical across processes."""
+    with sublinear term frequency, L2-normalised. blake2b keeps it identical across processes.
 
-    def __init__(self, dimensions: int, *, model: str = "hashing-v1"):
+    From `hashing-v2` on, stopwords are left out, words are stemmed, and every feature is spread
+    over 4 signed buckets: a shared word still matches in all 4, while two different words that
+    collide share 1 bucket in 4 (with `v1`'s single bucket, a short query and a short text that
+    share no word were often as close as ones that share one)."""
+
+    def __init__(self, dimensions: int, *, model: str = "hashing-v2"):
         self.dimensions = dimensions
         self.name = f"hashing:{model}"
+        legacy = model == HASHING_V1
+        self._words = words if legacy else stems
+        self._buckets = 1 if legacy else 4
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._embed_one(text) for text in texts]
 
     def _embed_one(self, text: str) -> list[float]:
-        words = _WORD.findall(text.lower())
+        words = self._words(text)
         counts: dict[str, float] = {}
         for word in words:
             counts[word] = counts.get(word, 0.0) + 1.0
@@ -81,13 +93,15 @@ class HashingEmbedder:
             pair = f"{first} {second}"
             counts[pair] = counts.get(pair, 0.0) + 0.5
         if not counts:
-            counts[""] = 1.0  # an empty text still gets a unit vector, so distances stay defined
+            counts[""] = 1.0  # an empty text (or stopwords only) still gets a unit vector, so distances stay defined
         vector = [0.0] * self.dimensions
         for feature, count in counts.items():
-            digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-            bucket = int.from_bytes(digest[:4], "little") % self.dimensions
-            sign = 1.0 if digest[4] & 1 else -1.0
-            vector[bucket] += sign * (1.0 + math.log(count)) if count >= 1 else sign * count
+            weight = (1.0 + math.log(count)) if count >= 1 else count
+            digest = hashlib.blake2b(feature.encode(), digest_size=8 * self._buckets).digest()
+            for part in range(self._buckets):
+                chunk = digest[8 * part:8 * part + 8]
+                bucket = int.from_bytes(chunk[:4], "little") % self.dimensions
+                vector[bucket] += weight if chunk[4] & 1 else -weight
         norm = math.sqrt(sum(value * value for value in vector)) or 1.0
         return [value / norm for value in vector]
 

@@ -49,7 +49,7 @@ class Delta(WorkspaceScoped):
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     # For a provenance only: the centroid of its constituents' embeddings, set at write time.
     provenance_embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
-    # Which embedder computed `embedding` ("hashing:hashing-v1", "openai:text-embedding-3-small").
+    # Which embedder computed `embedding` ("hashing:hashing-v2", "openai:text-embedding-3-small").
     embedding_model = models.CharField(max_length=200, blank=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("content", config=TEXT_SEARCH_CONFIG),

@@ -1,0 +1,58 @@
+"""The hashing embedder (hashing-v2): stopwords out, word forms folded, collisions spread; and the
+re-embed command that migrates a lake embedded by hashing-v1."""
+
+from io import StringIO
+
+from django.core.management import call_command
+
+from lake.embedders import HashingEmbedder
+from lake.models import Delta
+
+
+def _similarity(embedder, first: str, second: str) -> float:
+    a, b = embedder.embed([first, second])
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_stopwords_alone_make_no_two_texts_alike():
+    v2, v1 = HashingEmbedder(384, model="hashing-v2"), HashingEmbedder(384, model="hashing-v1")
+    query, note = "what do we have and what does it", "what the team did with it and what we have now"
+
+    assert _similarity(v1, query, note) > 0.5  # v1: the small words alone made them close
+    assert abs(_similarity(v2, "rover wheel " + query, "garden tomato " + note)) < 0.05
+
+
+def test_word_forms_fold_to_one_stem():
+    v2, v1 = HashingEmbedder(384, model="hashing-v2"), HashingEmbedder(384, model="hashing-v1")
+
+    assert _similarity(v2, "calibrated encoders", "calibrating the encoder") > 0.99
+    assert _similarity(v1, "calibrated encoders", "calibrating the encoder") < 0.3
+
+
+def test_a_chance_collision_weighs_a_quarter_of_a_shared_word():
+    v2 = HashingEmbedder(8, model="hashing-v2")  # 8 buckets: different words collide often
+    shared = _similarity(v2, "saxophone", "saxophone")
+    others = [abs(_similarity(v2, "saxophone", word)) for word in ("volcano", "penguin", "opera", "glacier", "tuba")]
+
+    assert shared > 0.99 and max(others) < 0.75
+
+
+def test_reembed_stale_migrates_hashing_v1_rows_once(workspace, moments, settings):
+    settings.EMBEDDING_MODEL = "hashing-v1"
+    notes = moments("calibrated the wheel encoders", "what we did with it")
+    assert set(Delta.objects.filter(pk__in=[n.id for n in notes]).values_list("embedding_model", flat=True)) == {
+        "hashing:hashing-v1"}
+    before = {d.id: list(d.embedding) for d in Delta.objects.filter(pk__in=[n.id for n in notes])}
+
+    settings.EMBEDDING_MODEL = "hashing-v2"
+    out = StringIO()
+    call_command("fathom", "lake", "reembed", "--workspace", workspace.slug, "--stale", stdout=out, stderr=StringIO())
+    again = StringIO()
+    call_command("fathom", "lake", "reembed", "--workspace", workspace.slug, "--stale", stdout=again,
+                 stderr=StringIO())
+
+    assert "embedded 2 delta(s)" in out.getvalue()
+    assert "embedded 0 delta(s)" in again.getvalue()  # idempotent: nothing stale is left
+    rows = Delta.objects.filter(pk__in=[n.id for n in notes])
+    assert {d.embedding_model for d in rows} == {"hashing:hashing-v2"}
+    assert all(list(d.embedding) != before[d.id] for d in rows)
