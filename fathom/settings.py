@@ -252,3 +252,21 @@ EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, mini
 # The largest image POST /v1/media keeps.
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
+# Search (lake/search; README "Search"). The characters of rendered recall an answer may take (about
+# 4 per token) when the request names no budget: what a fire's prompt can spare.
+SEARCH_BUDGET_CHARS = env_int("FATHOM_SEARCH_BUDGET_CHARS", 6000, minimum=200, maximum=1_000_000)
+# Hybrid fusion: weighted reciprocal rank fusion of each step's vector and full-text rankings.
+SEARCH_VECTOR_WEIGHT = env_float("FATHOM_SEARCH_VECTOR_WEIGHT", 1.0, minimum=0)
+SEARCH_TEXT_WEIGHT = env_float("FATHOM_SEARCH_TEXT_WEIGHT", 1.0, minimum=0)
+# The most provenance rows may take of a search's hits (a share of the limit; 1 = no cap).
+SEARCH_PROVENANCE_SHARE = env_float("FATHOM_SEARCH_PROVENANCE_SHARE", 0.3, minimum=0)
+if SEARCH_PROVENANCE_SHARE > 1:
+    raise ImproperlyConfigured(f"FATHOM_SEARCH_PROVENANCE_SHARE must be at most 1, got {SEARCH_PROVENANCE_SHARE}")
+# A provenance matches on its centroid only when that is this much closer (cosine) than its summary.
+SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
+# The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
+# match must rank at least this (ts_rank_cd). The vector floor's default is calibrated for the hashing
+# embedder; other embedders' distances differ, so theirs is off (1.0) unless set.
+SEARCH_VECTOR_MAX_DISTANCE = env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 0.78 if EMBEDDER == "hashing" else 1.0,
+                                       minimum=0)
+SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

@@ -12,7 +12,8 @@ from rest_framework.views import APIView
 from fathom.models import Role
 from lake.media import media_get, media_store
 from lake.models import Delta
-from lake.search import DEPTHS, MAX_LIMIT
+from lake.search import DEPTHS, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET
+from lake.search import MODES as SEARCH_MODES
 from lake.selectors import (
     delta_get,
     deltas_list,
@@ -145,36 +146,105 @@ class DeltaDetailView(APIView):
         return Response(DeltaDetailOut(delta, context=context).data)
 
 
+class SearchFiltersIn(serializers.Serializer):
+    tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                 help_text="tags every hit carries")
+    kind = serializers.CharField(required=False, default="", help_text="the kind:<kind> tag")
+    source = serializers.CharField(required=False, default="")
+    since = serializers.DateTimeField(required=False, default=None, help_text="created_at >= (ISO 8601)")
+    until = serializers.DateTimeField(required=False, default=None, help_text="created_at < (ISO 8601)")
+
+
+class SearchRequestIn(serializers.Serializer):
+    query = serializers.CharField(max_length=4000)
+    mode = serializers.ChoiceField(choices=list(SEARCH_MODES), default="hybrid",
+                                   help_text="hybrid: vector and full text fused; vector or text: one ranking only")
+    depth = serializers.ChoiceField(choices=list(DEPTHS), default="normal")
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10, help_text="the most hits")
+    budget = serializers.IntegerField(min_value=MIN_BUDGET, max_value=MAX_BUDGET, required=False, allow_null=True,
+                                      default=None, help_text="characters of rendered recall the answer may take "
+                                                              "(about 4 a token); FATHOM_SEARCH_BUDGET_CHARS when absent")
+    filters = SearchFiltersIn(required=False, allow_null=True, default=dict)
+
+
+class SearchScoresOut(serializers.Serializer):
+    found_by = serializers.ListField(child=serializers.CharField(),
+                                     help_text="vector, centroid, text; or strip, expand-down, expand-up")
+    summary_distance = serializers.FloatField(allow_null=True)
+    centroid_distance = serializers.FloatField(allow_null=True)
+    distance = serializers.FloatField(allow_null=True, help_text="the one the vector ranking used")
+    matched_on = serializers.CharField(allow_null=True, help_text="summary or centroid")
+    text_rank = serializers.FloatField(allow_null=True)
+    vector_position = serializers.IntegerField(allow_null=True)
+    text_position = serializers.IntegerField(allow_null=True)
+    rrf = serializers.FloatField(allow_null=True)
+    rerank_factor = serializers.FloatField()
+    reranked_distance = serializers.FloatField(allow_null=True)
+
+
+class SearchRowOut(serializers.Serializer):
+    id = serializers.CharField()
+    role = serializers.ChoiceField(choices=["hit", "child", "neighbour", "container"])
+    rank = serializers.IntegerField(allow_null=True, help_text="hits: 1 is best")
+    anchor_id = serializers.CharField(allow_null=True, help_text="child or neighbour: the hit it hangs from")
+    contains = serializers.ListField(child=serializers.CharField(), help_text="container: what it holds")
+    depth = serializers.IntegerField(allow_null=True, help_text="container: hops above a surfaced delta")
+    level = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    source = serializers.CharField()
+    tags = serializers.ListField(child=serializers.CharField())
+    content = serializers.CharField()
+    media_hash = serializers.CharField()
+    scores = SearchScoresOut()
+
+
+class SearchBudgetOut(serializers.Serializer):
+    characters = serializers.IntegerField(help_text="the budget")
+    used = serializers.IntegerField(help_text="characters of `rendered`")
+    rows_kept = serializers.IntegerField()
+    left_out = serializers.DictField(child=serializers.IntegerField(),
+                                     help_text="rows that did not fit, by role (hit, child, neighbour, container)")
+    left_out_hits = serializers.ListField(child=serializers.CharField(), help_text="ids of the hits left out")
+
+
+class SearchPlanStepOut(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    filters = serializers.DictField()
+
+
+class SearchPlanOut(serializers.Serializer):
+    source = serializers.CharField(help_text="default, planner or given")
+    steps = SearchPlanStepOut(many=True)
+    note = serializers.CharField(required=False, help_text="why the default plan was used")
+
+
+class SearchResponseOut(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField()
+    depth = serializers.CharField()
+    plan = SearchPlanOut()
+    warnings = serializers.ListField(child=serializers.CharField())
+    nothing_found = serializers.CharField(allow_null=True, help_text="why there are no hits (null when there are)")
+    budget = SearchBudgetOut()
+    rendered = serializers.CharField(help_text="the recall as a model reads it")
+    rows = SearchRowOut(many=True)
+
+
 class SearchView(APIView):
     """Recall: seed 000's retrieval stack. Any role may search."""
 
     write_role = Role.VIEWER
 
-    class Filters(serializers.Serializer):
-        tags = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
-        kind = serializers.CharField(required=False, default="")
-        source = serializers.CharField(required=False, default="")
-        since = serializers.DateTimeField(required=False, default=None)
-        until = serializers.DateTimeField(required=False, default=None)
-
-    class Input(serializers.Serializer):
-        query = serializers.CharField(max_length=4000)
-        depth = serializers.ChoiceField(choices=list(DEPTHS), default="normal")
-        limit = serializers.IntegerField(min_value=1, max_value=MAX_LIMIT, default=10)
-        filters = serializers.JSONField(required=False, default=dict)
-
-        def validate_filters(self, value):
-            filters = SearchView.Filters(data=value or {})
-            filters.is_valid(raise_exception=True)
-            return filters.validated_data
-
-    @extend_schema(request=Input, responses=dict, summary="Search: rendered recall text and structured rows")
+    @extend_schema(request=SearchRequestIn, responses=SearchResponseOut,
+                   summary="Search: rendered recall text and structured rows, within a character budget")
     def post(self, request):
-        data = self.Input(data=request.data)
+        data = SearchRequestIn(data=request.data)
         data.is_valid(raise_exception=True)
-        result = deltas_search(workspace=request.workspace, query=data.validated_data["query"],
-                               depth=data.validated_data["depth"], filters=data.validated_data["filters"],
-                               limit=data.validated_data["limit"])
+        params = data.validated_data
+        result = deltas_search(workspace=request.workspace, query=params["query"], mode=params["mode"],
+                               depth=params["depth"], filters=params["filters"], limit=params["limit"],
+                               budget=params["budget"])
         return Response(result.as_dict())
 
 

@@ -38,6 +38,8 @@ def register(subparsers):
     search.add_argument("--workspace", required=True)
     search.add_argument("--depth", default="normal", choices=["shallow", "normal", "deep"])
     search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
+    search.add_argument("--budget", type=int, default=None, help="characters of recall (default FATHOM_SEARCH_BUDGET_CHARS)")
     search.add_argument("--json", action="store_true", help="print the structured rows too")
     search.set_defaults(handler=_search)
 
@@ -75,7 +77,8 @@ def _search(command, options):
 
     try:
         result = deltas_search(workspace=_workspace(options["workspace"]), query=options["query"],
-                               depth=options["depth"], limit=options["limit"])
+                               depth=options["depth"], limit=options["limit"], mode=options["mode"],
+                               budget=options["budget"])
     except ApplicationError as exc:
         raise CommandError(exc.message) from None
     command.stdout.write(result.rendered)

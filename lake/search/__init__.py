@@ -3,12 +3,16 @@
 1. plan (`plan.py`): 1 to 4 steps; the planner model composes them, or one hybrid step by default;
 2. execution (`execute.py`): per step, vector (summary and centroid) and full-text candidates;
 3. timeline strips and 4. provenance expansion down and up (`expand.py`);
-5. valence rerank and reciprocal rank fusion (`rank.py`);
-6. provenance rows match on LEAST(summary distance, centroid distance), both reported;
-7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips.
+5. valence rerank, weighted reciprocal rank fusion, the relevance floor and the provenance cap
+   (`rank.py`);
+6. provenance rows match on LEAST(summary distance, centroid distance), the centroid only where it
+   is meaningfully closer, both reported;
+7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips, packed into
+   the answer's character budget (`budget.py`).
 
 `deltas_search` returns the rendered text and the structured rows; every row says how it got
-there (`role`, `found_by`) and carries its numbers (`scores`)."""
+there (`role`, `found_by`) and carries its numbers (`scores`). A query of small words only, or one
+nothing matches above the relevance floor, returns no hits and says why (`nothing_found`)."""
 
 import logging
 from collections.abc import Mapping
@@ -21,26 +25,36 @@ from django.utils import timezone
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from fathom.tracing import span
+from lake.embedders import EmbeddingFailed, EmbeddingUnavailable, get_embedder
 from lake.models import level_of
+from lake.search.budget import Packing, pack
 from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
 from lake.search.plan import (
     MAX_STEPS,
+    MODES,
     Filters,
     Plan,
     Step,
     default_plan,
     planner_plan,
     with_filters,
+    with_mode,
 )
-from lake.search.rank import Ranked, fuse, rerank_factor
-from lake.search.render import is_named_stretch, render
+from lake.search.rank import Ranked, Tuning, fuse, rerank_factor, top_hits
+from lake.search.render import is_named_stretch, render, row_cost
+from lake.words import content_words
 
-__all__ = ["DEPTHS", "Filters", "Plan", "SearchResult", "SearchRow", "Step", "deltas_search"]
+__all__ = ["DEPTHS", "MODES", "Filters", "Plan", "SearchResult", "SearchRow", "Step", "deltas_search"]
 
 logger = logging.getLogger(__name__)
 
 MAX_LIMIT = 100
+MIN_BUDGET = 200  # characters: the header line and one short hit
+MAX_BUDGET = 1_000_000
+ONLY_SMALL_WORDS = "the query has only small words (stopwords such as 'what', 'the', 'and'); name what to look for"
+BELOW_FLOOR = ("nothing in this lake matches the query closely enough (below the relevance floor of "
+               "every ranking this search used)")
 
 
 @dataclass(frozen=True)
@@ -95,38 +109,60 @@ class SearchResult:
     rows: list[SearchRow]
     rendered: str
     warnings: list[str] = field(default_factory=list)
+    mode: str = "hybrid"
+    nothing_found: str = ""  # why there are no hits (small words only, below the floor); "" when there are
+    budget: Packing | None = None
 
     @property
     def hits(self) -> list[SearchRow]:
         return [row for row in self.rows if row.role == "hit"]
 
     def as_dict(self) -> dict:
-        return {"query": self.query, "depth": self.depth, "plan": self.plan.as_dict(), "warnings": self.warnings,
-                "rendered": self.rendered, "rows": [row.as_dict() for row in self.rows]}
+        return {"query": self.query, "mode": self.mode, "depth": self.depth, "plan": self.plan.as_dict(),
+                "warnings": self.warnings, "nothing_found": self.nothing_found or None,
+                "budget": self.budget.as_dict() if self.budget else None, "rendered": self.rendered,
+                "rows": [row.as_dict() for row in self.rows]}
 
 
 def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", filters: Filters | Mapping | None = None,
-                  limit: int = 10, plan: Plan | None = None) -> SearchResult:
+                  limit: int = 10, plan: Plan | None = None, mode: str = "hybrid",
+                  budget: int | None = None) -> SearchResult:
     """Recall from this workspace's lake: the best `limit` hits for `query`, with their timeline
-    strips, the constituents of provenance hits and the provenance containing what surfaced.
-    `filters` (tags, kind, source, since, until) narrow every step's hits; `plan` overrides the
-    planner. Costs a constant number of queries whatever the size of the result: one per step
-    plus two (the scan settings with the planner check; strips and expansion together)."""
+    strips, the constituents of provenance hits and the provenance containing what surfaced,
+    packed into `budget` characters of rendered text (SEARCH_BUDGET_CHARS when None; what did
+    not fit is listed in `budget`). `mode` is `hybrid` (vector and full text fused), `vector` or
+    `text`: anything but hybrid applies to every step of the plan. `filters` (tags, kind, source,
+    since, until) narrow every step's hits; `plan` overrides the planner.
+
+    No hits, and `nothing_found` says why, for a query of stopwords only (no query is run) and for
+    one that nothing matches above the relevance floor. Costs a constant number of queries
+    whatever the size of the result: one per step plus two (the scan settings with the planner
+    check; strips and expansion together)."""
     query = " ".join(str(query).split())
     if not query:
         raise ApplicationError("a search needs a query", details={"field": "query"})
     if depth not in DEPTHS:
         raise ApplicationError(f"depth must be one of {', '.join(DEPTHS)}, not {depth!r}", details={"field": "depth"})
+    if mode not in MODES:
+        raise ApplicationError(f"mode must be one of {', '.join(MODES)}, not {mode!r}", details={"field": "mode"})
     if not 1 <= limit <= MAX_LIMIT:
         raise ApplicationError(f"limit must be between 1 and {MAX_LIMIT}", details={"field": "limit"})
+    budget = settings.SEARCH_BUDGET_CHARS if budget is None else budget
+    if not MIN_BUDGET <= budget <= MAX_BUDGET:
+        raise ApplicationError(f"budget must be between {MIN_BUDGET} and {MAX_BUDGET:,} characters",
+                               details={"field": "budget"})
     if isinstance(filters, Mapping):
         filters = Filters(**{key: tuple(value) if key == "tags" else value for key, value in filters.items()})
     config = DEPTHS[depth]
+    if not content_words(query) and plan is None:
+        return _nothing_found(query=query, depth=depth, mode=mode, plan=default_plan(query), budget=budget,
+                              reason=ONLY_SMALL_WORDS, warnings=[])
     pool = max(limit * config.pool_factor, config.min_pool)
     planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
     plan = with_filters(plan or plan_for(workspace=workspace, query=query, planner=planner), filters or Filters())
     if not 1 <= len(plan.steps) <= MAX_STEPS:
         raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")
+    plan = with_mode(plan, mode) if mode != "hybrid" else plan
     warnings: list[str] = [plan.note] if plan.note else []
 
     vectors = _query_vectors(plan, warnings)
@@ -134,7 +170,15 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     for index, step in enumerate(plan.steps):
         run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
                  pool=pool, candidates=candidates)
-    hits = fuse(list(candidates.values()), len(plan.steps))[:limit]
+    tuning = Tuning.from_settings()
+    hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning), limit=limit,
+                            share=tuning.provenance_share)
+    if not hits:
+        return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
+                              warnings=warnings)
+    if capped:
+        warnings.append(f"{capped} more provenance row{'s' * (capped != 1)} matched; provenance takes at most "
+                        f"{tuning.provenance_share:.0%} of the hits (FATHOM_SEARCH_PROVENANCE_SHARE)")
     main_vector = vectors.get(plan.steps[0].query)
 
     # Stages 3 and 4: strips around moment hits; down (ids from the hits' own tags) and up.
@@ -153,9 +197,14 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
 
     rows = _rows(hits, strip_rows, children_of, lineage, known)
     strip_of = {anchor: [row.id for row in rows_] for anchor, rows_ in strip_rows.items()}
-    rendered = render(query=query, depth=depth, plan_source=plan.source, steps=len(plan.steps), rows=rows,
-                      strip_of=strip_of, children_of=children_of, warnings=warnings)
-    return SearchResult(query=query, depth=depth, plan=plan, rows=rows, rendered=rendered, warnings=warnings)
+
+    def render_rows(kept: list[SearchRow], closing: str) -> str:
+        return render(query=query, depth=depth, plan_source=plan.source, steps=len(plan.steps), rows=kept,
+                      strip_of=strip_of, children_of=children_of, warnings=warnings, mode=mode, closing=closing)
+
+    packed = pack(rows, budget=budget, line_cost=row_cost, render=render_rows)
+    return SearchResult(query=query, depth=depth, plan=plan, rows=packed.kept, rendered=packed.rendered,
+                        warnings=warnings, mode=mode, budget=packed)
 
 
 def plan_for(*, workspace: Workspace, query: str, planner: bool) -> Plan:
@@ -175,11 +224,17 @@ def plan_for(*, workspace: Workspace, query: str, planner: bool) -> Plan:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
+def _nothing_found(*, query: str, depth: str, mode: str, plan: Plan, budget: int, reason: str,
+                   warnings: list[str]) -> SearchResult:
+    rendered = render(query=query, depth=depth, plan_source=plan.source, steps=len(plan.steps), rows=[],
+                      strip_of={}, children_of={}, warnings=warnings, mode=mode, nothing_found=reason)
+    return SearchResult(query=query, depth=depth, plan=plan, rows=[], rendered=rendered, warnings=warnings,
+                        mode=mode, nothing_found=reason, budget=Packing(budget=budget, rendered=rendered))
+
+
 def _query_vectors(plan: Plan, warnings: list[str]) -> dict[str, str | None]:
     """The embedding of each step's query, as pgvector text; with the embedder down, the search
     runs on full text alone and says so."""
-    from lake.embedders import EmbeddingFailed, EmbeddingUnavailable, get_embedder
-
     texts = list(dict.fromkeys(step.query for step in plan.steps if step.mode in ("hybrid", "vector")))
     if not texts:
         return {}

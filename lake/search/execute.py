@@ -9,6 +9,7 @@ selective filter still yields the full number of candidates."""
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection
 
 from lake.models import KIND_PREFIX, PROVENANCE_TAG, TEXT_SEARCH_CONFIG
@@ -39,16 +40,26 @@ class Candidate:
 
     @property
     def distance(self) -> float | None:
-        """LEAST(summary distance, centroid distance): a provenance gets the better of the two."""
-        known = [d for d in (self.summary_distance, self.centroid_distance) if d is not None]
-        return min(known) if known else None
+        """The better of summary and centroid distance (see `vector_distance`)."""
+        return vector_distance(self.summary_distance, self.centroid_distance)
 
     @property
     def matched_on(self) -> str | None:
-        if self.centroid_distance is not None and (self.summary_distance is None
-                                                   or self.centroid_distance < self.summary_distance):
-            return "centroid"
-        return "summary" if self.summary_distance is not None else None
+        if self.summary_distance is None and self.centroid_distance is None:
+            return None
+        return "summary" if self.distance == self.summary_distance else "centroid"
+
+
+def vector_distance(summary: float | None, centroid: float | None) -> float | None:
+    """Seed 000's LEAST(summary distance, centroid distance), except that the centroid counts only
+    where it is closer by SEARCH_CENTROID_MARGIN: an average of many vectors sits near almost any
+    query, so a small edge says nothing, while a provenance whose words miss the query but whose
+    constituents hit it (seed 000's "navier stokes research") is still found by its centroid."""
+    if centroid is None:
+        return summary
+    if summary is None or centroid < summary - settings.SEARCH_CENTROID_MARGIN:
+        return centroid
+    return summary
 
 
 def prepare(*, workspace_id: int, ef_search: int) -> bool:
@@ -129,7 +140,7 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
             candidate.centroid_distance = _better(candidate.centroid_distance, centroid)
         if by_vector:
             candidate.vector_steps.add(index)
-            candidate.step_distances[index] = min(d for d in (summary, centroid) if d is not None)
+            candidate.step_distances[index] = vector_distance(summary, centroid)
         if text_rank is not None:
             candidate.text_steps.add(index)
             candidate.step_text_ranks[index] = text_rank

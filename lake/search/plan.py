@@ -62,6 +62,11 @@ def default_plan(query: str, *, note: str = "") -> Plan:
     return Plan(steps=(Step(query=query, mode="hybrid"),), source="default", note=note)
 
 
+def with_mode(plan: Plan, mode: str) -> Plan:
+    """The plan with every step searching in `mode` (a request's vector-only or text-only search)."""
+    return replace(plan, steps=tuple(replace(step, mode=mode) for step in plan.steps))
+
+
 def with_filters(plan: Plan, filters: Filters) -> Plan:
     """The plan with the request's filters added to every step."""
     return replace(plan, steps=tuple(replace(step, filters=step.filters.merged(filters)) for step in plan.steps))

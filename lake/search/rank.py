@@ -1,14 +1,26 @@
-"""Stages 5 and 2's fusion: the valence rerank and reciprocal rank fusion.
+"""Stages 5 and 2's fusion: the valence rerank, weighted reciprocal rank fusion, the relevance floor
+and the provenance cap.
 
 Seed 000's valence rerank multiplies a hit's distance by 0.85 for provenance and sediment and by
 0.92 for Q/A markers, so a named stretch ranks above a raw moment when both match. Made hybrid:
-each step yields a vector ranking (by `LEAST(summary, centroid) distance x factor`) and a
-full-text ranking (by `ts_rank_cd / factor`); every ranking of every step is fused by reciprocal
-rank fusion, score = sum over rankings of 1 / (RRF_K + position). A vector neighbour at cosine
-distance 1 or more (nothing in common) is not a match. Ties go to the smaller reranked
-distance, then to the newer moment."""
+each step yields a vector ranking (by summary or centroid distance x factor, see
+`execute.vector_distance`) and a full-text ranking (by `ts_rank_cd / factor`); every ranking of
+every step is fused by weighted reciprocal rank fusion, score = sum over rankings of
+weight / (RRF_K + position), the weights being settings. Ties go to the smaller reranked distance,
+then to the newer moment.
 
+The relevance floor keeps a candidate out of a ranking it does not belong in: a vector neighbour
+further than SEARCH_VECTOR_MAX_DISTANCE, a text match ranked below SEARCH_TEXT_MIN_RANK. A
+candidate in no ranking is not a hit, so a query that matches nothing well returns no hits.
+
+The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of a search's hits; the
+slots left go to the next moments, so a summary never crowds out the moments it summarises (it
+still surfaces as a container of the moments that are hits)."""
+
+import math
 from dataclasses import dataclass
+
+from django.conf import settings
 
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, SEDIMENT_TAG
 from lake.search.execute import Candidate
@@ -16,8 +28,23 @@ from lake.search.execute import Candidate
 RRF_K = 60
 PROVENANCE_FACTOR = 0.85
 QA_MARKER_FACTOR = 0.92
-# A cosine distance of 1 or more means no likeness at all: such a neighbour is not a vector match.
-UNRELATED = 1.0
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The settings that shape a ranking (read once per search; tests pass their own)."""
+
+    vector_weight: float
+    text_weight: float
+    vector_max_distance: float
+    text_min_rank: float
+    provenance_share: float
+
+    @classmethod
+    def from_settings(cls) -> "Tuning":
+        return cls(vector_weight=settings.SEARCH_VECTOR_WEIGHT, text_weight=settings.SEARCH_TEXT_WEIGHT,
+                   vector_max_distance=settings.SEARCH_VECTOR_MAX_DISTANCE,
+                   text_min_rank=settings.SEARCH_TEXT_MIN_RANK, provenance_share=settings.SEARCH_PROVENANCE_SHARE)
 
 
 @dataclass
@@ -47,25 +74,30 @@ def rerank_factor(tags) -> float:
     return 1.0
 
 
-def fuse(candidates: list[Candidate], steps: int) -> list[Ranked]:
-    """The candidates that placed in some ranking, best first, each with the numbers that placed it."""
+def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning) -> list[Ranked]:
+    """The candidates that placed in some ranking (above the floor), best first, each with the
+    numbers that placed it."""
     factors = {c.id: rerank_factor(c.tags) for c in candidates}
     rrf = {c.id: 0.0 for c in candidates}
     vector_positions: dict[str, int] = {}
     text_positions: dict[str, int] = {}
     for step in range(steps):
-        by_vector = sorted((c for c in candidates if step in c.vector_steps and c.step_distances[step] < UNRELATED),
+        by_vector = sorted((c for c in candidates if step in c.vector_steps
+                            and c.step_distances[step] <= tuning.vector_max_distance),
                            key=lambda c: (c.step_distances[step] * factors[c.id], c.id))
-        by_text = sorted((c for c in candidates if step in c.text_steps),
+        by_text = sorted((c for c in candidates if step in c.text_steps
+                          and c.step_text_ranks[step] >= tuning.text_min_rank),
                          key=lambda c: (-c.step_text_ranks[step] / factors[c.id], c.id))
-        for positions, ranking in ((vector_positions, by_vector), (text_positions, by_text)):
+        for positions, ranking, weight in ((vector_positions, by_vector, tuning.vector_weight),
+                                           (text_positions, by_text, tuning.text_weight)):
             for position, candidate in enumerate(ranking, start=1):
-                rrf[candidate.id] += 1.0 / (RRF_K + position)
+                # A ranking with no weight still places its candidates, behind every weighted one.
+                rrf[candidate.id] += weight / (RRF_K + position) if weight else 1e-9 / position
                 positions[candidate.id] = min(positions.get(candidate.id, position), position)
     ranked = []
     for candidate in candidates:
         if not rrf[candidate.id]:
-            continue  # in no ranking: a vector neighbour with nothing in common
+            continue  # in no ranking: below the floor of every half
         distance = candidate.distance
         factor = factors[candidate.id]
         ranked.append(Ranked(
@@ -77,3 +109,29 @@ def fuse(candidates: list[Candidate], steps: int) -> list[Ranked]:
     ranked.sort(key=lambda r: (-r.rrf, r.reranked_distance if r.reranked_distance is not None else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
+
+
+def provenance_cap(*, limit: int, share: float) -> int:
+    """How many of `limit` hits may be provenance rows: share x limit, rounded down, but at least one
+    while the share is above 0 (a search for one named stretch can still find it)."""
+    if share >= 1:
+        return limit
+    return max(1, math.floor(share * limit + 1e-9)) if share > 0 else 0
+
+
+def top_hits(ranked: list[Ranked], *, limit: int, share: float) -> tuple[list[Ranked], int]:
+    """The best `limit` of `ranked` with at most `provenance_cap` provenance rows among them, and
+    how many provenance rows the cap passed over."""
+    cap = provenance_cap(limit=limit, share=share)
+    hits: list[Ranked] = []
+    provenance = passed_over = 0
+    for item in ranked:
+        if len(hits) == limit:
+            break
+        if PROVENANCE_TAG in item.candidate.tags:
+            if provenance >= cap:
+                passed_over += 1
+                continue
+            provenance += 1
+        hits.append(item)
+    return hits, passed_over

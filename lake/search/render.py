@@ -14,14 +14,16 @@ TIME_FORMAT = "%Y-%m-%d %H:%M"
 
 
 def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequence, strip_of: dict,
-           children_of: dict, warnings: Sequence[str]) -> str:
+           children_of: dict, warnings: Sequence[str], mode: str = "hybrid", nothing_found: str = "",
+           closing: str = "") -> str:
     """`rows` hold each delta once (with its best role); `strip_of` maps a moment hit to the ids of
-    its strip, `children_of` a provenance hit to the ids of its constituents."""
+    its strip, `children_of` a provenance hit to the ids of its constituents. `nothing_found` says
+    why there are no hits; `closing` is a last line (what the budget left out)."""
     by_id = {row.id: row for row in rows}
     hits = [row for row in rows if row.role == "hit"]
     containers = [row for row in rows if row.role == "container"]
 
-    lines = [f'recall for "{query}" · depth {depth} · plan {plan_source} ({steps} step{"s" * (steps != 1)}) · '
+    lines = [f'recall for "{query}" · {mode} · depth {depth} · plan {plan_source} ({steps} step{"s" * (steps != 1)}) · '
              f'{len(hits)} hit{"s" * (len(hits) != 1)}']
     lines += [f"note: {warning}" for warning in warnings]
     if containers:
@@ -30,8 +32,8 @@ def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequen
             holds = ", ".join(f"[{child}]" for child in row.contains)
             lines.append(f"  {provenance_label(row)} — holds {holds}")
     if not hits:
-        lines += ["", "no deltas matched."]
-        return "\n".join(lines)
+        lines += ["", f"nothing found: {nothing_found or 'no deltas matched.'}"]
+        return "\n".join(lines + (["", closing] if closing else []))
 
     groups = _strip_groups([hit for hit in hits if not is_named_stretch(hit)], strip_of)
     group_of = {hit_id: group for group in groups for hit_id in group}
@@ -52,7 +54,20 @@ def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequen
         lines += ["", f"── {strip[0].created_at.strftime(TIME_FORMAT)} → {strip[-1].created_at.strftime(TIME_FORMAT)} ──"]
         for row in strip:
             lines += _delta_lines(row, prefix="▸ " if row.role == "hit" else "  ")
+    if closing:
+        lines += ["", closing]
     return "\n".join(lines)
+
+
+def row_cost(row) -> int:
+    """About how many characters `row` adds to a recall (the budget's estimate)."""
+    if row.role == "container":
+        return len(provenance_label(row)) + 12 + sum(len(child) + 4 for child in row.contains)
+    if row.role == "hit" and is_named_stretch(row):
+        return len(provenance_label(row)) + 3 + sum(len(line) + 5 for line in _summary(row))
+    lines = _delta_lines(row, prefix="    ↳ " if row.role == "child" else "▸ ")
+    strip_header = 40 if row.role == "hit" else 0  # a hit may open a strip: "── <time> → <time> ──"
+    return sum(len(line) + 1 for line in lines) + strip_header
 
 
 def _strip_groups(moment_hits, strip_of) -> list[set[str]]:

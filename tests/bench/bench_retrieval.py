@@ -44,7 +44,7 @@ from django.db import connection
 
 from fathom.models import Workspace
 from lake.embedders import get_embedder
-from lake.search import Plan, Step, deltas_search
+from lake.search import deltas_search
 from lake.services import deltas_create, deltas_embed
 from proposals.services import proposal_draft
 
@@ -128,7 +128,7 @@ EPISODE_WORDS = [("investigation", "enquiry"), ("overhaul", "rebuild"), ("trial 
 # Subjects none of the topics hold, small words only, and nonsense.
 ABSENT = ["what do we have and what does it", "is there anything about this or that", "the of and to in it",
           "zqxv blorf wug", "flim trabe quonk snarv", "glorp vesh tranq", "saxophone reed humidity",
-          "volcano lava eruption forecast", "penguin migration antarctic", "opera tickets in vienna"]
+          "volcano lava eruption forecast", "penguin huddle antarctic", "opera tickets in vienna"]
 
 
 @dataclass
@@ -180,6 +180,9 @@ class Outcome:
     rows: int = 0
     rendered_chars: int = 0
     json_bytes: int = 0
+    best_distance: float | None = None  # the best vector distance among the hits
+    best_text_rank: float | None = None
+    distances: dict = field(default_factory=dict)
 
 
 def _run(workspace, mode, questions) -> list[Outcome]:
@@ -196,11 +199,14 @@ def _run(workspace, mode, questions) -> list[Outcome]:
 def _search(workspace, mode, text) -> Outcome:
     if mode == "pgvector":
         return Outcome(hits=_plain_pgvector(workspace, text), seconds=0)
-    plan = None if mode == "hybrid" else Plan(steps=(Step(query=text, mode=mode),), source="given")
-    result = deltas_search(workspace=workspace, query=text, limit=K, plan=plan)
+    result = deltas_search(workspace=workspace, query=text, limit=K, mode=mode)
     body = json.dumps(result.as_dict(), default=str)
+    distances = [row.scores["distance"] for row in result.hits if row.scores["distance"] is not None]
+    ranks = [row.scores["text_rank"] for row in result.hits if row.scores["text_rank"] is not None]
     return Outcome(hits=[row.id for row in result.hits], seconds=0, rows=len(result.rows),
-                   rendered_chars=len(result.rendered), json_bytes=len(body))
+                   rendered_chars=len(result.rendered), json_bytes=len(body),
+                   best_distance=min(distances, default=None), best_text_rank=max(ranks, default=None),
+                   distances={row.id: row.scores["distance"] for row in result.hits})
 
 
 def _plain_pgvector(workspace, text) -> list[str]:
@@ -255,8 +261,26 @@ def _print_tables(results, questions, absent, provenance_ids):
               f"{_mean(o.rows for o in answered):>6.1f} {_mean(o.rendered_chars for o in answered):>7.0f} "
               f"{_mean(o.json_bytes for o in answered) / 1024:>8.1f} "
               f"{sum(not o.hits for o in missing):>7}/{len(missing):<5} {_mean(len(o.hits) for o in missing):>13.1f}")
+    _print_floor_calibration(results, questions, absent)
     print(f"\n(rows, chars, JSON KB: the mean answer to a labelled question at the default depth; absent: "
           f"{', '.join(repr(q.text) for q in absent[:4])}, ...)")
+
+
+def _print_floor_calibration(results, questions, absent):
+    """What the relevance floors are calibrated on: the vector distance of the best relevant hit of
+    each labelled question (vector mode) against the best hit of each absent query."""
+    n = len(questions)
+    outcomes = results["vector"]
+    relevant = sorted(min((d for i, d in o.distances.items() if q.gold.get(i) and d is not None), default=9)
+                      for q, o in zip(questions, outcomes[:n], strict=True))
+    relevant = [d for d in relevant if d < 9]
+    best_absent = sorted(o.best_distance for o in outcomes[n:] if o.best_distance is not None)
+    if relevant:
+        quantiles = ", ".join(f"p{p} {relevant[min(len(relevant) - 1, int(p / 100 * len(relevant)))]:.3f}"
+                              for p in (50, 90, 95, 99))
+        print(f"\nfloor calibration (vector mode, cosine distance): best relevant hit {quantiles}, "
+              f"max {relevant[-1]:.3f} ({len(relevant)} of {n} questions); "
+              f"best hit of absent queries: {', '.join(f'{d:.3f}' for d in best_absent) or 'none'}")
 
 
 def _mean(values) -> float:
