@@ -258,6 +258,7 @@ SEARCH_BUDGET_CHARS = env_int("FATHOM_SEARCH_BUDGET_CHARS", 6000, minimum=200, m
 # Hybrid fusion: weighted reciprocal rank fusion of each step's vector and full-text rankings.
 SEARCH_VECTOR_WEIGHT = env_float("FATHOM_SEARCH_VECTOR_WEIGHT", 1.0, minimum=0)
 SEARCH_TEXT_WEIGHT = env_float("FATHOM_SEARCH_TEXT_WEIGHT", 1.0, minimum=0)
+SEARCH_RRF_K = env_int("FATHOM_SEARCH_RRF_K", 60, minimum=1, maximum=1000)
 # The most provenance rows may take of a search's hits (a share of the limit; 1 = no cap).
 SEARCH_PROVENANCE_SHARE = env_float("FATHOM_SEARCH_PROVENANCE_SHARE", 0.3, minimum=0)
 if SEARCH_PROVENANCE_SHARE > 1:

@@ -6,7 +6,8 @@ Seed 000's valence rerank multiplies a hit's distance by 0.85 for provenance and
 each step yields a vector ranking (by summary or centroid distance x factor, see
 `execute.vector_distance`) and a full-text ranking (by `ts_rank_cd / factor`); every ranking of
 every step is fused by weighted reciprocal rank fusion, score = sum over rankings of
-weight / (RRF_K + position), the weights being settings. Ties go to the smaller reranked distance,
+weight / (k + position), the weights and k being settings (a smaller k
+lets each ranking's first places count for more against the other's). Ties go to the smaller reranked distance,
 then to the newer moment.
 
 The relevance floor keeps a candidate out of a ranking it does not belong in: a vector neighbour
@@ -25,7 +26,6 @@ from django.conf import settings
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, SEDIMENT_TAG
 from lake.search.execute import Candidate
 
-RRF_K = 60
 PROVENANCE_FACTOR = 0.85
 QA_MARKER_FACTOR = 0.92
 
@@ -39,10 +39,12 @@ class Tuning:
     vector_max_distance: float
     text_min_rank: float
     provenance_share: float
+    rrf_k: int = 60
 
     @classmethod
     def from_settings(cls) -> "Tuning":
         return cls(vector_weight=settings.SEARCH_VECTOR_WEIGHT, text_weight=settings.SEARCH_TEXT_WEIGHT,
+                   rrf_k=settings.SEARCH_RRF_K,
                    vector_max_distance=settings.SEARCH_VECTOR_MAX_DISTANCE,
                    text_min_rank=settings.SEARCH_TEXT_MIN_RANK, provenance_share=settings.SEARCH_PROVENANCE_SHARE)
 
@@ -92,7 +94,7 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning) -> list[Ran
                                            (text_positions, by_text, tuning.text_weight)):
             for position, candidate in enumerate(ranking, start=1):
                 # A ranking with no weight still places its candidates, behind every weighted one.
-                rrf[candidate.id] += weight / (RRF_K + position) if weight else 1e-9 / position
+                rrf[candidate.id] += weight / (tuning.rrf_k + position) if weight else 1e-9 / position
                 positions[candidate.id] = min(positions.get(candidate.id, position), position)
     ranked = []
     for candidate in candidates:
