@@ -154,6 +154,8 @@ SPECTACULAR_SETTINGS = {
     # The docs page's assets are served by us, not fetched from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Choice sets whose field names other components use too: named here, not by a hash.
+    "ENUM_NAME_OVERRIDES": {"SearchModeEnum": "lake.search.plan.MODES", "SearchRowRoleEnum": "lake.search.budget.ROLES"},
     "REDOC_DIST": "SIDECAR",
 }
 

@@ -14,6 +14,7 @@ from lake.media import media_get, media_store
 from lake.models import Delta
 from lake.search import DEPTHS, MAX_BUDGET, MAX_LIMIT, MIN_BUDGET
 from lake.search import MODES as SEARCH_MODES
+from lake.search.budget import ROLES as SEARCH_ROW_ROLES
 from lake.selectors import (
     delta_get,
     deltas_list,
@@ -184,7 +185,7 @@ class SearchScoresOut(serializers.Serializer):
 
 class SearchRowOut(serializers.Serializer):
     id = serializers.CharField()
-    role = serializers.ChoiceField(choices=["hit", "child", "neighbour", "container"])
+    role = serializers.ChoiceField(choices=list(SEARCH_ROW_ROLES))
     rank = serializers.IntegerField(allow_null=True, help_text="hits: 1 is best")
     anchor_id = serializers.CharField(allow_null=True, help_text="child or neighbour: the hit it hangs from")
     contains = serializers.ListField(child=serializers.CharField(), help_text="container: what it holds")

@@ -167,3 +167,16 @@ def test_no_mode_shows_another_workspaces_deltas(api, other_workspace, api_clien
 
     assert len(own["rows"]) == 1
     assert theirs["rows"] == [] and "workspace a" not in theirs["rendered"] and theirs["nothing_found"]
+
+
+def test_the_openapi_schema_describes_the_search_request_and_response(client, db):
+    schema = client.get("/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    operation = schema["paths"]["/v1/search"]["post"]
+    components = schema["components"]["schemas"]
+
+    request = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    response = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert {"query", "mode", "budget", "depth", "limit", "filters"} <= set(components[request]["properties"])
+    assert {"mode", "nothing_found", "budget", "rendered", "rows"} <= set(components[response]["properties"])
+    row = components["SearchRowOut"]["properties"]
+    assert "scores" in row and "left_out_hits" in components["SearchBudgetOut"]["properties"]
