@@ -270,6 +270,6 @@ SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
 # match must rank at least this (ts_rank_cd). The vector floor's default is calibrated for the hashing
 # embedder; other embedders' distances differ, so theirs is off (1.0) unless set.
-SEARCH_VECTOR_MAX_DISTANCE = env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 0.78 if EMBEDDER == "hashing" else 1.0,
+SEARCH_VECTOR_MAX_DISTANCE = env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 0.75 if EMBEDDER == "hashing" else 1.0,
                                        minimum=0)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)
