@@ -268,8 +268,8 @@ if SEARCH_PROVENANCE_SHARE > 1:
 # A provenance matches on its centroid only when that is this much closer (cosine) than its summary.
 SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
-# match must rank at least this (ts_rank_cd). The vector floor's default is calibrated for the hashing
-# embedder; other embedders' distances differ, so theirs is off (1.0) unless set.
-SEARCH_VECTOR_MAX_DISTANCE = env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 0.75 if EMBEDDER == "hashing" else 1.0,
-                                       minimum=0)
+# match must rank at least this (ts_rank_cd). Unset, the vector floor is the embedder's own, calibrated
+# for it (hashing-v2: 0.75); embedders without one have none (1.0).
+SEARCH_VECTOR_MAX_DISTANCE = (env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 1.0, minimum=0)
+                              if env_str("FATHOM_SEARCH_VECTOR_MAX_DISTANCE") else None)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

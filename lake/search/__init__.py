@@ -170,7 +170,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     for index, step in enumerate(plan.steps):
         run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
                  pool=pool, candidates=candidates)
-    tuning = Tuning.from_settings()
+    tuning = Tuning.from_settings(embedder_floor=getattr(get_embedder(), "relevance_floor", 1.0) if vectors else 1.0)
     hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning), limit=limit,
                             share=tuning.provenance_share)
     if not hits:

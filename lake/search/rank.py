@@ -6,13 +6,14 @@ Seed 000's valence rerank multiplies a hit's distance by 0.85 for provenance and
 each step yields a vector ranking (by summary or centroid distance x factor, see
 `execute.vector_distance`) and a full-text ranking (by `ts_rank_cd / factor`); every ranking of
 every step is fused by weighted reciprocal rank fusion, score = sum over rankings of
-weight / (k + position), the weights and k being settings (a smaller k
-lets each ranking's first places count for more against the other's). Ties go to the smaller reranked distance,
-then to the newer moment.
+weight / (k + position), the weights and k being settings (a smaller k lets each ranking's first
+places count for more against the other's). Ties go to the smaller reranked distance, then to the
+newer moment.
 
 The relevance floor keeps a candidate out of a ranking it does not belong in: a vector neighbour
-further than SEARCH_VECTOR_MAX_DISTANCE, a text match ranked below SEARCH_TEXT_MIN_RANK. A
-candidate in no ranking is not a hit, so a query that matches nothing well returns no hits.
+further than SEARCH_VECTOR_MAX_DISTANCE (by default the embedder's own floor), a text match ranked
+below SEARCH_TEXT_MIN_RANK. A candidate in no ranking is not a hit, so a query that matches nothing
+well returns no hits.
 
 The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of a search's hits; the
 slots left go to the next moments, so a summary never crowds out the moments it summarises (it
@@ -42,10 +43,11 @@ class Tuning:
     rrf_k: int = 60
 
     @classmethod
-    def from_settings(cls) -> "Tuning":
+    def from_settings(cls, *, embedder_floor: float = 1.0) -> "Tuning":
+        """The settings; the vector floor is `embedder_floor` (the embedder's own) unless set."""
+        floor = settings.SEARCH_VECTOR_MAX_DISTANCE
         return cls(vector_weight=settings.SEARCH_VECTOR_WEIGHT, text_weight=settings.SEARCH_TEXT_WEIGHT,
-                   rrf_k=settings.SEARCH_RRF_K,
-                   vector_max_distance=settings.SEARCH_VECTOR_MAX_DISTANCE,
+                   rrf_k=settings.SEARCH_RRF_K, vector_max_distance=embedder_floor if floor is None else floor,
                    text_min_rank=settings.SEARCH_TEXT_MIN_RANK, provenance_share=settings.SEARCH_PROVENANCE_SHARE)
 
 
