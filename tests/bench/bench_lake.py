@@ -57,10 +57,11 @@ def test_lake_at_scale(transactional_db, monkeypatch):
     if VECTORS == "clustered":
         embedder = _ClusteredEmbedder(vocabulary, random.Random(5))
         import lake.embedders
+        import lake.search
         import lake.services
 
-        monkeypatch.setattr(lake.embedders, "get_embedder", lambda: embedder)
-        monkeypatch.setattr(lake.services, "get_embedder", lambda: embedder)
+        for module in (lake.embedders, lake.search, lake.services):  # each holds its own reference
+            monkeypatch.setattr(module, "get_embedder", lambda: embedder)
     workspace = Workspace.objects.create(slug="bench-lake", name="Lake benchmark")
     figures: dict[str, str] = {}
     ratios: list[tuple[str, float, float, bool]] = []
