@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test lint bench clean
 
+# festinger/_words.c: an edit rebuilds the optional C extension (skipped when there is no compiler).
 $(VENV)/.installed: pyproject.toml festinger/_words.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -49,8 +49,8 @@ from django.db import connection, transaction
 from redis.exceptions import RedisError
 
 from fathom.redis_client import get_redis
-from festinger._words import Lexicon
 from festinger.text import normalise
+from festinger.wordscan import Lexicon
 
 log = logging.getLogger(__name__)
 
