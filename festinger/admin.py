@@ -19,13 +19,9 @@ from fathom.errors import ApplicationError
 from fathom.models import Membership, Role, Workspace
 from festinger import selectors
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun, WorldConfig
-from festinger.resolution import (
-    allowed_decisions,
-    conflict_apply,
-    conflicts_ask_request,
-    resolution_request,
-)
+from festinger.resolution import allowed_decisions, conflict_apply
 from festinger.services import config_update, config_validate, edge_remove
+from festinger.tasks import conflicts_ask_request, resolution_request
 
 _ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
 

@@ -10,7 +10,8 @@ from fathom.models import Role
 from festinger import selectors
 from festinger.iknowthat import SYNTAX, iknowthat
 from festinger.models import CollisionType, Conflict, ConflictStatus, Edge, ResolutionRun
-from festinger.resolution import DECISIONS, conflict_apply, conflict_dismiss, resolution_request
+from festinger.resolution import DECISIONS, conflict_apply, conflict_dismiss
+from festinger.tasks import resolution_request
 
 
 class EdgeOutput(serializers.ModelSerializer):

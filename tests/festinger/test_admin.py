@@ -76,7 +76,7 @@ def test_ask_the_resolver_action_queues_the_conflict_for_a_worker(admin_client, 
                                                                    celery_worker, monkeypatch):
     scripted_llm.reply('{"decision": "dismiss", "reasoning": "noise"}')
     asked_here = []  # this process serves the request; the worker is another process, not patched
-    monkeypatch.setattr("fathom.llm.complete", lambda **kwargs: asked_here.append(kwargs))
+    monkeypatch.setattr("festinger.resolution.complete", lambda **kwargs: asked_here.append(kwargs))
 
     response = admin_client.post(reverse("admin:festinger_conflict_changelist"),
                                  {"action": "ask_resolver", "_selected_action": [queued.pk]}, follow=True)

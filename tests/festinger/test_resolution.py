@@ -7,8 +7,9 @@ import pytest
 
 from fathom.llm.scripted import Script
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun
-from festinger.resolution import conflict_apply, resolution_execute, resolution_request
+from festinger.resolution import conflict_apply, resolution_execute
 from festinger.services import insert_fact
+from festinger.tasks import resolution_request
 
 DECOMPOSE = {"decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
              "reasoning": "repo describes what gnommoweb is as a software artifact; container describes how it "
@@ -143,7 +144,7 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
     def time_is_up(**_kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr("fathom.llm.complete", time_is_up)
+    monkeypatch.setattr("festinger.resolution.complete", time_is_up)
 
     run = run_now(workspace)
 
@@ -193,7 +194,7 @@ def test_a_full_batch_continues_in_a_new_run(workspace, scripted_llm, test_b_sta
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
 
     with django_capture_on_commit_callbacks():
-        first = run_now(workspace, limit=1)
+        first = run_now(workspace, limit=1, on_full_batch=resolution_request)  # what the task passes
 
     assert first.processed == 1
     assert ResolutionRun.objects.filter(workspace=workspace, trigger=f"continuation of run #{first.pk}",
