@@ -126,8 +126,8 @@ def concepts_ensure(*, workspace, tokens) -> dict[str, Concept]:
 # --- Facts into the graph (URD) -----------------------------------------------------------------
 
 
-def insert_fact(workspace, concept_token: str, parent_token: str, dimension_token: str, *, is_isa: bool,
-                confidence: float, source: str, priority: bool = False) -> Edge | Conflict:
+def insert_fact(*, workspace, concept: str, parent: str, dimension: str, is_isa: bool, confidence: float,
+                source: str, priority: bool = False) -> Edge | Conflict:
     """Place "concept IN parent within dimension" (the seed's URD insert flow).
 
     Returns the new Edge; the existing Edge when the same fact is already held (its last_confirmed
@@ -137,8 +137,7 @@ def insert_fact(workspace, concept_token: str, parent_token: str, dimension_toke
     safety net: a concurrent insert into the same (concept, dimension) becomes a Conflict, never an
     error. New tokens become concepts; the dimension gets its root edge. `priority` marks a manual
     fact, reviewed first by the resolution job."""
-    concept_token, parent_token, dimension_token = (
-        token_normalise(t) for t in (concept_token, parent_token, dimension_token))
+    concept_token, parent_token, dimension_token = (token_normalise(t) for t in (concept, parent, dimension))
     if not 0.0 <= confidence <= 1.0:
         raise ApplicationError(f"confidence must be between 0 and 1, not {confidence}", code="invalid_fact")
     if source not in Source.values:

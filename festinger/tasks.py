@@ -75,9 +75,10 @@ def festinger_cues_insert(workspace_id: int, triples: list[dict]) -> list[dict]:
     outcomes = []
     for triple in triples:
         try:
-            placed = insert_fact(workspace, canonical(triple["concept"]), canonical(triple["parent"]),
-                                 canonical(triple["dimension"]), is_isa=bool(triple["is_isa"]),
-                                 confidence=float(triple["confidence"]), source="inferred")
+            placed = insert_fact(workspace=workspace, concept=canonical(triple["concept"]),
+                                 parent=canonical(triple["parent"]), dimension=canonical(triple["dimension"]),
+                                 is_isa=bool(triple["is_isa"]), confidence=float(triple["confidence"]),
+                                 source="inferred")
         except ApplicationError as exc:  # e.g. a concept that would be its own parent
             outcomes.append({**triple, "outcome": "invalid", "error": exc.message})
             continue

@@ -89,8 +89,9 @@ def _write(workspace, token: str, context: list[str]) -> dict:
                      Message.user("That answer could not be used: " + "; ".join(problems[:5])
                                   + ". Answer again with the JSON object only.")]
     for triple in triples:
-        placed = insert_fact(workspace, triple["concept"], triple["parent"], triple["dimension"],
-                             is_isa=triple["is_isa"], confidence=triple["confidence"], source="cloud_llm")
+        placed = insert_fact(workspace=workspace, concept=triple["concept"], parent=triple["parent"],
+                             dimension=triple["dimension"], is_isa=triple["is_isa"],
+                             confidence=triple["confidence"], source="cloud_llm")
         result["placed"].append({**triple, "outcome": "conflict" if isinstance(placed, Conflict) else "edge",
                                  "id": placed.pk})
     if triples:

@@ -167,7 +167,8 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
 
     reloads = []
     for i in range(5):
-        insert_fact(workspace, f"zk{i}", f"zk{i + 10}", "owned-by", is_isa=False, confidence=0.9, source="gutask")
+        insert_fact(workspace=workspace, concept=f"zk{i}", parent=f"zk{i + 10}", dimension="owned-by",
+                    is_isa=False, confidence=0.9, source="gutask")
         cache.note_write(workspace.pk)  # what the commit does (this test's transaction never commits)
         started = time.perf_counter()
         cache.world(workspace.pk)

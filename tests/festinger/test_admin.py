@@ -16,8 +16,10 @@ OVERVIEW = reverse("admin:festinger_overview")
 
 @pytest.fixture
 def queued(workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.8, source="inferred")
 
 
 def staff(client, workspace, role):
@@ -54,9 +56,10 @@ def test_a_viewer_sees_the_page_but_cannot_run(client, workspace, other_workspac
 
 
 def test_conflict_actions_accept_and_keep(admin_client, workspace, queued):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.7,
-                         source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                         is_isa=False, confidence=0.7, source="inferred")
     changelist = reverse("admin:festinger_conflict_changelist")
     assert admin_client.get(changelist).status_code == 200
 
@@ -106,7 +109,8 @@ def test_a_viewer_cannot_decide_conflicts(client, workspace, queued, django_capt
 
 
 def test_deleting_an_edge_in_admin_keeps_it_in_history(admin_client, workspace):
-    edge = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    edge = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                       confidence=0.9, source="cloud_llm")
     admin_client.post(reverse("admin:festinger_edge_delete", args=[edge.pk]), {"post": "yes"})
     assert not Edge.objects.filter(pk=edge.pk).exists()
     history = EdgeHistory.objects.get()
@@ -163,7 +167,8 @@ def test_a_decision_that_does_not_apply_is_reported_and_changes_nothing(admin_cl
 
 
 def test_edges_are_read_only_in_admin(admin_client, workspace):
-    edge = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    edge = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                       confidence=0.9, source="cloud_llm")
     url = reverse("admin:festinger_edge_change", args=[edge.pk])
     assert admin_client.get(url).status_code == 200
     admin_client.post(url, {"confidence": 0.1})

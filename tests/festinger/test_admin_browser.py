@@ -14,9 +14,10 @@ from tests.proposals.test_admin_browser import browser, operator_logs_in  # noqa
 
 @pytest.mark.slow
 def test_an_operator_runs_resolution_and_decomposes_a_conflict(live_server, browser, workspace):  # noqa: F811
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
-                           source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.8, source="inferred")
     wait = WebDriverWait(browser, 20)
 
     operator_logs_in(browser, live_server, "/admin/festinger/conflict/overview/")

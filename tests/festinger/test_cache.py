@@ -66,10 +66,12 @@ def test_a_write_in_one_process_is_read_by_another_at_its_next_read(world):
     try:
         assert other.send("read", "gnommoweb").startswith("<recollection>\n? gnommoweb: no recollection")
 
-        edge = insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+        edge = insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                           confidence=0.9, source="gutask")
         assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type] repo\n</recollection>"
 
-        insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
+        insert_fact(workspace=world, concept="gnommoweb", parent="container", dimension="type", is_isa=True,
+                    confidence=0.9, source="inferred")
         assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type?] repo\n</recollection>"
 
         edge_remove(edge=Edge.objects.get(pk=edge.pk), reason="test", actor="operator:test")
@@ -138,7 +140,8 @@ def test_a_common_word_the_world_learns_about_keeps_every_count(world):
     from festinger.recollection import recollection_for
 
     recollection_for(workspace_id=world.pk, text="state of the state")
-    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="state", parent="region", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     cache.note_write(world.pk)
     recollection_for(workspace_id=world.pk, text="state")
     held = cache.world(world.pk)
@@ -153,14 +156,19 @@ def test_an_incremental_reload_ends_where_a_full_load_starts(world):
     what changed holds exactly what a fresh load reads."""
     from festinger.services import dimension_ensure, edge_move
 
-    insert_fact(world, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="dobby", parent="agent_pool", dimension="membership", is_isa=False,
+                confidence=0.9, source="gutask")
     held = cache.World(world.pk)
     held.load()
 
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
-    insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
-    insert_fact(world, "dobby", "python", "tech", is_isa=False, confidence=0.9, source="gutask")
-    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")  # a common word
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="container", dimension="type", is_isa=True,
+                confidence=0.9, source="inferred")
+    insert_fact(workspace=world, concept="dobby", parent="python", dimension="tech", is_isa=False,
+                confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="state", parent="region", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")  # a common word
     moved = Edge.objects.get(workspace=world, concept__token="gnommoweb", dimension__token="type")
     edge_move(edge=moved, dimension=dimension_ensure(workspace=world, token="artifact-type", is_isa=True),
               reason="test", actor="operator:test")
@@ -199,7 +207,8 @@ def test_a_warm_read_sends_nothing_to_redis(world, monkeypatch):
 
     from festinger.recollection import recollection_for
 
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     recollection_for(workspace_id=world.pk, text="gnommoweb")  # first use: subscribes and loads
     sent = []
     with monkeypatch.context() as patched:

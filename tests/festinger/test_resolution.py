@@ -29,8 +29,10 @@ def run_now(workspace, **kwargs):
 @pytest.fixture
 def test_b_state(workspace):
     """The state at the end of seed Test B: gnommoweb ISA repo in type, and the queued ISA+ISA collision."""
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.8, source="inferred")
 
 
 def test_test_c_the_job_decomposes_an_isa_isa_collision_into_two_dimensions(workspace, scripted_llm, test_b_state):
@@ -64,10 +66,10 @@ def test_test_c_the_job_decomposes_an_isa_isa_collision_into_two_dimensions(work
 
 
 def test_update_retires_the_old_edge_to_history_and_inserts_the_new_one(workspace, scripted_llm):
-    old = insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9,
-                      source="cloud_llm")
-    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=1.0,
-                           source="gutask", priority=True)
+    old = insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                      is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                           is_isa=False, confidence=1.0, source="gutask", priority=True)
     scripted_llm.reply(json.dumps({"decision": "update", "reasoning": "moved last week"}))
 
     run_now(workspace)
@@ -81,9 +83,10 @@ def test_update_retires_the_old_edge_to_history_and_inserts_the_new_one(workspac
 
 
 def test_t38_dismiss_leaves_the_world_unchanged(workspace, scripted_llm):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
-                           source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                           is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "the existing fact is right"}))
 
     run = run_now(workspace)
@@ -95,8 +98,10 @@ def test_t38_dismiss_leaves_the_world_unchanged(workspace, scripted_llm):
 
 
 def test_a_misclassification_places_the_incoming_fact_in_the_suggested_dimension(workspace, scripted_llm):
-    insert_fact(workspace, "michigan", "state", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "michigan", "usa", "type", is_isa=False, confidence=0.9, source="inferred")
+    insert_fact(workspace=workspace, concept="michigan", parent="state", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="michigan", parent="usa", dimension="type",
+                           is_isa=False, confidence=0.9, source="inferred")
     assert conflict.collision_type == "misclassification"
     scripted_llm.reply(json.dumps({"decision": "misclassification", "dimension": "geography", "reasoning": "place"}))
 
@@ -158,8 +163,8 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
 
 def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scripted_llm, test_b_state):
     # gnommoweb already has a parent in deployment-type: the move to artifact-type must be undone too
-    insert_fact(workspace, "gnommoweb", "kubernetes_pod", "deployment-type", is_isa=True, confidence=0.9,
-                source="cloud_llm")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="kubernetes_pod",
+                dimension="deployment-type", is_isa=True, confidence=0.9, source="cloud_llm")
     scripted_llm.reply(json.dumps(DECOMPOSE))
 
     run_now(workspace)
@@ -172,11 +177,12 @@ def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scri
 
 
 def test_priority_conflicts_are_resolved_first(workspace, scripted_llm):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    inferred = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.6,
-                           source="inferred")
-    manual = insert_fact(workspace, "gnommoweb", "service", "type", is_isa=True, confidence=1.0, source="gutask",
-                         priority=True)
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    inferred = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.6, source="inferred")
+    manual = insert_fact(workspace=workspace, concept="gnommoweb", parent="service", dimension="type",
+                         is_isa=True, confidence=1.0, source="gutask", priority=True)
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "a"}))
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "b"}))
 
@@ -189,8 +195,10 @@ def test_priority_conflicts_are_resolved_first(workspace, scripted_llm):
 
 
 def test_a_full_batch_continues_in_a_new_run(workspace, scripted_llm, test_b_state, django_capture_on_commit_callbacks):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5, source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
 
     with django_capture_on_commit_callbacks():

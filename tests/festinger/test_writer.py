@@ -28,7 +28,8 @@ def answer(*triples):
 
 
 def test_the_writers_triples_are_placed_and_the_concept_becomes_novel(workspace, writer):
-    insert_fact(workspace, "zorblax", "queue", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=workspace, concept="zorblax", parent="queue", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     writer.reply(answer(("zorblax", "message broker", "type", True, 0.9), ("zorblax", "Erlang", "tech", False, 0.7)))
 
     result = concept_write(workspace_id=workspace.pk, token="zorblax", context=["restart zorblax now"])
