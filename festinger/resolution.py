@@ -81,15 +81,16 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
                        limit: int = RESOLUTION_BATCH,
                        on_full_batch: Callable[..., object] | None = None) -> ResolutionRun | None:
     """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`, its Celery
-    `task_id`). A run delivered again while `running` (its worker died: the broker redelivers a task
-    only once its worker is gone; or a retry) is carried on where it stopped: the conflicts it decided
-    are no longer pending. A second run of the same workspace while one is in progress is recorded as
+    `task_id`; a claimed run records it). A run delivered again while `running` by the task that claimed
+    it (its worker died: the broker redelivers a task only once its worker is gone; or a retry) is
+    carried on where it stopped: the conflicts it decided are no longer pending. Anyone else finding it
+    `running` gets it back untouched. A second run of the same workspace while one is in progress is recorded as
     skipped. Runs left `running` by a worker that died and never delivered again are failed first
     (see `_lost_runs_fail`). A full batch that resolved something, with more conflicts waiting, calls
     `on_full_batch(workspace=, trigger=)` (the task queues the next run: festinger.tasks.resolution_request)."""
     if run_id is not None:
         claimed = ResolutionRun.objects.filter(pk=run_id, status=ResolutionRun.Status.QUEUED).update(
-            status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
+            status=ResolutionRun.Status.RUNNING, started_at=timezone.now(), task_id=task_id)
         run = ResolutionRun.objects.select_related("workspace").filter(pk=run_id).first()
     else:
         workspace = Workspace.objects.filter(pk=workspace_id).first()
@@ -100,7 +101,10 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
         if claimed:
             run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule", task_id=task_id,
                                                status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
-    if not claimed and (run is None or run.status != ResolutionRun.Status.RUNNING):
+    # Only the task that claimed a run carries it on when delivered again: any other caller finding it
+    # `running` (the worker and an in-process call racing for one queued run) leaves it to its attempt.
+    if not claimed and (run is None or run.status != ResolutionRun.Status.RUNNING or not task_id
+                        or run.task_id != task_id):
         return run
     carried_on = not claimed
     lock = _WorkspaceLock(run.workspace_id, run.pk)

@@ -121,7 +121,7 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(d
     Conflict.objects.filter(pk=decided.pk).update(status="dismissed")
     scheduled = delivered == "a scheduled tick"
     run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule" if scheduled else "operator",
-                                       task_id="the-tick-that-died" if scheduled else "", status="running",
+                                       task_id="the-delivery-that-died", status="running",
                                        started_at=timezone.now(), processed=1, dismissed=1)
     lock_key = f"festinger:resolution:lock:{workspace.pk}"
     get_redis().set(lock_key, f"{run.pk}:the-dead-attempt", ex=LOCK_SECONDS)
@@ -134,7 +134,7 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(d
         app.send_task(RESOLUTION_TASK, kwargs={"workspace_id": workspace.pk}, queue="maintenance",
                       task_id=run.task_id)
     else:
-        app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance")
+        app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance", task_id=run.task_id)
 
     # Then the worker carries the same run on: only the pending conflict is asked about, the counts go
     # on from where the dead attempt left them, and the lock is let go

@@ -245,14 +245,36 @@ def test_a_running_run_delivered_again_while_another_run_holds_the_lock_is_skipp
     from festinger.resolution import _WorkspaceLock
 
     queued = resolution_request(workspace=workspace, trigger="test")
-    ResolutionRun.objects.filter(pk=queued.pk).update(status="running")  # its worker died before the lock
+    # its worker died before the lock
+    ResolutionRun.objects.filter(pk=queued.pk).update(status="running", task_id="the-delivery")
     lock = _WorkspaceLock(workspace.pk, queued.pk + 1)
     assert lock.acquire()
     try:
-        run = resolution_execute(run_id=queued.pk)
+        run = resolution_execute(run_id=queued.pk, task_id="the-delivery")
     finally:
         lock.release()
     assert run.status == "skipped" and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
+
+
+@pytest.mark.parametrize("task_id", ["", "another-delivery"])
+def test_a_run_another_attempt_is_running_is_left_to_it(workspace, scripted_llm, test_b_state, task_id):
+    """The race a worker shared by the test session lost to an in-process call (or won): two callers
+    for one queued run, the second finding it `running` under the first's claim and lock."""
+    from festinger.resolution import _WorkspaceLock
+
+    scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
+    queued = resolution_request(workspace=workspace, trigger="test")
+    ResolutionRun.objects.filter(pk=queued.pk).update(status="running", task_id="the-worker's-delivery")
+    running_attempt = _WorkspaceLock(workspace.pk, queued.pk)
+    assert running_attempt.acquire()
+    try:
+        run = resolution_execute(run_id=queued.pk, task_id=task_id)
+
+        assert (run.status, run.processed) == ("running", 0)
+        assert scripted_llm.sent == [] and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
+        assert running_attempt.lock.owned()  # its lock is still its own
+    finally:
+        running_attempt.release()
 
 
 def test_a_redelivered_run_does_nothing_twice(workspace, scripted_llm, test_b_state):
