@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from festinger import cache
+from festinger.cache import flush, keys, model, registry
 from festinger.models import Concept, Edge
 from festinger.services import edge_remove, insert_fact, world_ensure
 from tests.conftest import REPO_ROOT, worker_env
@@ -192,7 +193,7 @@ def test_a_concept_is_asked_about_once_until_the_retry_interval_passes(db, works
     world = cache.world(workspace.pk)
     salient = [("gnommoweb", 3.0), ("faint", 0.1)]
     clock = [1000.0]
-    monkeypatch.setattr(cache.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(model.time, "monotonic", lambda: clock[0])
 
     assert world.to_write(salient) == ["gnommoweb"]  # below the write threshold: never
     assert world.to_write(salient) == []  # asked already
@@ -224,7 +225,8 @@ def test_a_dropped_subscription_reloads_every_world_at_the_next_read(world):
 
     assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block.startswith(
         "<recollection>\n? gnommoweb: no recollection")
-    cache._changes.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
+    subscription = registry.changes_subscription()
+    subscription.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
     # A write this process did not hear of: committed while it was not listening.
     Edge.objects.create(workspace=world, concept=Concept.objects.get(workspace=world, token="gnommoweb"),
                         parent=Concept.objects.get_or_create(workspace=world, token="repo")[0],
@@ -243,7 +245,7 @@ def test_a_flush_that_dies_after_its_commit_does_not_add_the_batch_twice(world, 
 
     recollection_for(workspace_id=world.pk, text="zorblax zorblax zorblax gnommoweb")
     cache.push_all()
-    batch_add = cache._batch_add
+    batch_add = flush._batch_add
 
     def dies_after_the_commit(workspace_id, *args):
         totals = batch_add(workspace_id, *args)
@@ -251,17 +253,17 @@ def test_a_flush_that_dies_after_its_commit_does_not_add_the_batch_twice(world, 
             raise SystemExit("the worker died")
         return totals
 
-    monkeypatch.setattr(cache, "_batch_add", dies_after_the_commit)
+    monkeypatch.setattr(flush, "_batch_add", dies_after_the_commit)
     with pytest.raises(SystemExit):
         cache.counts_flush()
     monkeypatch.undo()
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
-    assert get_redis().exists(cache._DRAINING.format(ws=world.pk))  # Redis still holds the batch
+    assert get_redis().exists(keys.DRAINING.format(ws=world.pk))  # Redis still holds the batch
 
     recollection_for(workspace_id=world.pk, text="zorblax")  # counted meanwhile: the next batch
     cache.push_all()
     app.send_task("maintenance.festinger_counts_flush")  # the batch left behind goes first: added already
-    wait_for(lambda: not get_redis().exists(cache._DRAINING.format(ws=world.pk)))
+    wait_for(lambda: not get_redis().exists(keys.DRAINING.format(ws=world.pk)))
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
     app.send_task("maintenance.festinger_counts_flush")  # then what was counted meanwhile
     wait_for(lambda: Concept.objects.get(workspace=world, token="zorblax").encounter_count == 4)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from fathom.llm import Message, complete
 from festinger import cache
+from festinger.cache import changes, model, registry
 from festinger.models import Concept, Conflict, Edge
 from festinger.recollection import inject, recollection_for
 from festinger.services import insert_fact, world_ensure
@@ -268,7 +269,8 @@ def test_without_redis_a_model_call_goes_on_without_its_recollection(world, scri
     seen(world, "gnommoweb", 10)
     cache.forget(world.pk)
     unreachable = redis.Redis(unix_socket_path=str(tmp_path / "gone.sock"), socket_connect_timeout=0.2)
-    monkeypatch.setattr(cache, "get_redis", lambda: unreachable)
+    for part in (registry, changes, model):  # every part of the cache that talks to Redis
+        monkeypatch.setattr(part, "get_redis", lambda: unreachable)
     scripted_llm.reply("fine")
 
     answer = complete(workspace=world, role="main", messages=[Message.user("gnommoweb?")])
