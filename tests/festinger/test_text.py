@@ -2,7 +2,6 @@
 run twice: with the C loops (festinger/_words.c, when built) and with the same loops in Python
 (festinger/_words_python.py)."""
 
-import importlib
 import os
 import re
 import subprocess
@@ -15,34 +14,15 @@ from hypothesis import strategies as st
 
 from festinger import _words_python, text
 from festinger.text import PATTERNS, Triple, canonical, cues, tokenize
-
-
-def _compiled():
-    try:
-        return importlib.import_module("festinger._words")
-    except ImportError:
-        return None
+from tests.festinger.loops import compiled_loops, loops_in_use, loops_named
 
 
 @pytest.fixture(scope="module", autouse=True, params=["c", "python"])
 def implementation(request):
     """festinger.text running on one implementation of the loops (module-scoped: hypothesis runs many
     examples per test, and a function-scoped fixture would not be reset between them)."""
-    loops = _words_python if request.param == "python" else _compiled()
-    if loops is None:
-        pytest.skip("the C extension festinger._words was not built (installed without a compiler)")
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("words", "shape", "as_ascii", "Lexicon"):
-            patch.setattr(text, name, getattr(loops, name))
-        patch.setattr(text, "_CUE_FIRST_WORDS", loops.Lexicon(text._CUE_FIRST_WORDS.words))
-        _caches_clear()
+    with loops_in_use(loops_named(request.param)) as loops:
         yield loops
-        _caches_clear()
-
-
-def _caches_clear():
-    for cached in (text._tokens, text._merged, text._cues):
-        cached.cache_clear()
 
 
 _CHOSEN = """
@@ -60,7 +40,7 @@ print(wordscan.implementation.__name__, text.tokenize("Glitch University runs on
     ("0", "built", "festinger._words"),
 ])
 def test_the_c_loops_are_used_when_built_unless_python_is_asked_for(pure_python, extension, chosen):
-    if chosen == "festinger._words" and _compiled() is None:
+    if chosen == "festinger._words" and compiled_loops() is None:
         pytest.skip("the C extension festinger._words was not built (installed without a compiler)")
     env = {**os.environ, "FATHOM_PURE_PYTHON": pure_python}
     ran = subprocess.run([sys.executable, "-c", _CHOSEN, extension], env=env, capture_output=True, text=True,
@@ -71,7 +51,7 @@ def test_the_c_loops_are_used_when_built_unless_python_is_asked_for(pure_python,
 
 @given(st.text(max_size=80))
 def test_both_loops_shape_and_make_ascii_alike(sample):
-    compiled = _compiled()
+    compiled = compiled_loops()
     if compiled is None:
         return
     assert _words_python.shape(sample) == compiled.shape(sample)
