@@ -20,6 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from harness.fires import writes
+from harness.fires.journal import JournalTurn, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
 from harness.runtime import claims
@@ -127,37 +128,39 @@ def _earlier_runs(fire: Fire):
 def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
     tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
+    specs = {False: tool_specs(tools), True: tool_specs([by_name["respond"]])}  # the same every turn
     preamble = render_preamble(fire, history_limit=limits.history_messages)
-    turns = _journal(fire, MAIN)  # read once (a resumed fire's committed turns), then kept as it grows
+    turns = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
     while True:
-        last = turns[-1] if turns else None
+        last, recorded = (turns[-1] if turns else None), False
         if last is not None:
+            before = len(last.results)
             response = _run_pending_calls(fire, last, by_name)
             if response is not None:
-                _respond(fire, response, forced=last.forced)
+                _respond(fire, response, forced=last.turn.forced)
                 return
-            turns[-1] = last = FireTurn.objects.prefetch_related("calls").get(pk=last.pk)  # with its results
-        _check_cancel(fire)
+            recorded = len(last.results) > before  # then the last commit read the cancel request too
+        _check_cancel(fire, read_at_last_commit=recorded)
         forced = len(turns) >= limits.max_turns_per_fire
-        if forced and last is not None and last.forced:
+        if forced and last is not None and last.turn.forced:
             # The forced turn answered without calling respond: its text is the answer.
-            _respond(fire, respond_tool.validate({"body": last.text or "(no answer within the turn cap)"}), forced=True)
+            _respond(fire, respond_tool.validate({"body": last.turn.text or "(no answer within the turn cap)"}),
+                     forced=True)
             return
-        offered = [by_name["respond"]] if forced else tools
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
-        turns.append(_model_turn(fire, len(turns) + 1, MAIN, messages, offered, forced=forced))
+        turns.append(JournalTurn(_model_turn(fire, len(turns) + 1, MAIN, messages, specs[forced], forced=forced)))
 
 
-def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None:
-    """Run the turn's calls that have no recorded result (all of them, or the rest after a crash);
-    return the response if the turn responded validly."""
-    done = {c.call_id: c for c in turn.calls.all()}
+def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | None:
+    """Run the turn's calls that have no recorded result (all of them, or the rest after a crash),
+    adding each result to `entry`; return the response if the turn responded validly."""
+    turn, done = entry.turn, entry.results
     respond_calls = [c for c in turn.tool_calls if c["name"] == "respond"]
     for position, call in enumerate(turn.tool_calls):
         if call["id"] in done or call["name"] == "respond":
             continue
-        _run_call(fire, turn, position, call, by_name)
+        done[call["id"]] = _run_call(fire, turn, position, call, by_name)
     if not turn.tool_calls:
         if turn.text.strip():  # a lean reply: plain text is a respond with that body
             return respond_tool.validate({"body": turn.text})
@@ -170,14 +173,14 @@ def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None
         try:
             response = respond_tool.validate(_arguments(call))
         except ToolError as exc:
-            _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
+            done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
             return None
-        _record(fire, turn, turn.tool_calls.index(call), call, "responded", ok=True)
+        done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, "responded", ok=True)
         return response
     return None
 
 
-def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> None:
+def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> FireToolCall:
     from fathom.tracing import span
 
     name, args = call["name"], _arguments(call)
@@ -190,19 +193,30 @@ def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: di
               plan_step=plan_step) as traced:
         problem = _problem(tool, name, args, by_name)
         if problem:
-            _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
             traced.set(ok=False, error=problem)
-            return
+            return _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
         if tool.transactional:
-            with transaction.atomic():
-                result, ok = _invoke(tool, ctx, args)
-                _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
-                        latency_ms=(time.perf_counter() - started) * 1000)
+            recorded = _run_in_transaction(fire, turn, position, call, tool, ctx, args, started)
         else:
             result, ok = _invoke(tool, ctx, args)
-            _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
-                    latency_ms=(time.perf_counter() - started) * 1000)
-        traced.set(ok=ok, result_chars=len(result))
+            recorded = _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
+                               latency_ms=(time.perf_counter() - started) * 1000)
+        traced.set(ok=recorded.ok, result_chars=len(recorded.result))
+        return recorded
+
+
+def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started) -> FireToolCall:
+    """A tool that writes commits together with its result. When it fails, its transaction is rolled
+    back whole (no half-writes) and the failure is recorded in a transaction of its own: one
+    transaction and no savepoint on the way that matters, a success."""
+    try:
+        with transaction.atomic():
+            value = _run_tool(tool, ctx, args)
+            return _record(fire, turn, position, call, value, ok=True, plan_step=ctx.plan_step,
+                           latency_ms=(time.perf_counter() - started) * 1000)
+    except _ToolFailed as failed:
+        return _record(fire, turn, position, call, str(failed), ok=False, plan_step=ctx.plan_step,
+                       latency_ms=(time.perf_counter() - started) * 1000)
 
 
 def _problem(tool, name: str, args, by_name: dict) -> str:
@@ -212,38 +226,60 @@ def _problem(tool, name: str, args, by_name: dict) -> str:
         return f"arguments must be a JSON object, got {args!r:.200}"
     if "_unparsed" in args:  # the provider could not parse the model's arguments as a JSON object
         return f"arguments must be a JSON object, got {str(args['_unparsed'])!r:.200}"
-    try:
-        jsonschema.validate(args, tool.parameters)
-    except jsonschema.ValidationError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        return f"malformed arguments for {name}{f' at {where}' if where else ''}: {exc.message}"
+    error = jsonschema.exceptions.best_match(_validator(tool).iter_errors(args))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path)
+        return f"malformed arguments for {name}{f' at {where}' if where else ''}: {error.message}"
     return ""
 
 
+_VALIDATORS: dict[int, tuple] = {}
+
+
+def _validator(tool):
+    # Built once per tool: jsonschema.validate would check the schema itself again on every call.
+    # Keyed by identity (a Tool holds dicts, so it does not hash); the entry keeps its tool alive.
+    cached = _VALIDATORS.get(id(tool))
+    if cached is None or cached[0] is not tool:
+        cached = _VALIDATORS[id(tool)] = (tool, jsonschema.validators.validator_for(tool.parameters)(tool.parameters))
+    return cached[1]
+
+
 def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
-    # A tool that writes runs in a savepoint, so one that raises leaves no half-writes. A tool that
-    # reads, or commits as it goes (introspect's child fire keeps its own journal, which must be
-    # durable on its own: a worker dying inside it resumes the child rather than redoing it), runs
-    # outside one, unless a transaction is open already and a failed query must not poison it.
-    savepoint = tool.transactional or transaction.get_connection().in_atomic_block
+    # A tool that reads, or commits as it goes (introspect's child fire keeps its own journal, which
+    # must be durable on its own: a worker dying inside it resumes the child rather than redoing it),
+    # runs outside a transaction, unless one is open already and a failed query must not poison it.
+    savepoint = transaction.get_connection().in_atomic_block
     try:
         with transaction.atomic() if savepoint else nullcontext():
-            value = tool.run(ctx, args)
+            return _run_tool(tool, ctx, args), True
+    except _ToolFailed as failed:
+        return str(failed), False
+
+
+class _ToolFailed(Exception):
+    """A tool's failure, as the model reads it (its result)."""
+
+
+def _run_tool(tool, ctx: ToolContext, args: dict) -> str:
+    try:
+        value = tool.run(ctx, args)
     except ToolError as exc:
-        return f"error: {exc}", False
+        raise _ToolFailed(f"error: {exc}") from exc
     except claims.ClaimLost:
         raise
     except Exception as exc:  # noqa: BLE001 - the model reads any tool failure as its result
         logger.warning("tool %s raised in fire %s", tool.name, ctx.fire.pk, exc_info=True)
-        return f"error: the tool raised {type(exc).__name__}: {exc}", False
+        raise _ToolFailed(f"error: the tool raised {type(exc).__name__}: {exc}") from exc
     if isinstance(value, str):
-        return value, True
-    return json.dumps(value, ensure_ascii=False, default=str), True
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None, latency_ms: float = 0) -> None:
+def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None,
+            latency_ms: float = 0) -> FireToolCall:
     with transaction.atomic(savepoint=False):  # joins the tool's transaction when there is one
-        FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
+        recorded = FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
                                     position=position, name=call["name"],
                                     arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
                                     plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
@@ -253,6 +289,7 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
             "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
         _heartbeat(fire)
+    return recorded
 
 
 def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
@@ -278,19 +315,19 @@ def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
 
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
-    turns = _journal(fire, REVIEW)
+    turns = journal_read(fire=fire, phase=REVIEW)
     try:
         if not turns:
             _check_cancel(fire)
             messages = [Message.system(REVIEW_PROMPT), Message.user(_review_brief(fire))]
-            _model_turn(fire, _next_number(fire), REVIEW, messages, tools, forced=False)
-            turns = _journal(fire, REVIEW)
-        turn = turns[-1]
-        _run_pending_calls(fire, turn, by_name)
-        calls = list(FireToolCall.objects.filter(turn=turn).order_by("position"))
+            turns = [JournalTurn(_model_turn(fire, _next_number(fire), REVIEW, messages, tool_specs(tools),
+                                             forced=False))]
+        entry = turns[-1]
+        _run_pending_calls(fire, entry, by_name)
+        calls = sorted(entry.results.values(), key=lambda c: c.position)
         proposed = [c for c in calls if c.name == "propose_provenance" and c.ok]
         outcome = {"outcome": "proposed", "results": [c.result for c in proposed]} if proposed else {
-            "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), turn.text[:500])}
+            "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), entry.turn.text[:500])}
     except LLMError as exc:  # the answer stands; a review that could not run is reported, not fatal
         outcome = {"outcome": "error", "error": str(exc)}
     fire.review = outcome
@@ -310,14 +347,14 @@ def _review_brief(fire: Fire) -> str:
 
 # --- model calls and the journal ---------------------------------------------------------------------------
 
-def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list, *, forced: bool) -> FireTurn:
+def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
     """One model call, committed as a FireTurn before anything else happens."""
     from fathom.llm import complete
     from fathom.llm.offline import SearchThenRespond
     from fathom.tracing import flush
 
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
-        workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
+        workspace=fire.workspace, role="main", messages=messages, tools=specs,
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
@@ -346,10 +383,6 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list
     return turn
 
 
-def _journal(fire: Fire, phase: str) -> list[FireTurn]:
-    return list(FireTurn.objects.filter(fire=fire, phase=phase).order_by("number").prefetch_related("calls"))
-
-
 def _next_number(fire: Fire) -> int:
     last = FireTurn.objects.filter(fire=fire).order_by("-number").values_list("number", flat=True).first()
     return (last or 0) + 1
@@ -360,13 +393,22 @@ def _arguments(call: dict):
     return dict(args) if isinstance(args, dict) else args
 
 
-def _check_cancel(fire: Fire) -> None:
-    if Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
+def _check_cancel(fire: Fire, *, read_at_last_commit: bool = False) -> None:
+    """Stop before the next model call if the fire was asked to. A tool result's commit reads the
+    request on its way (`_heartbeat`), so after one there is nothing left to ask the database."""
+    if fire.cancel_requested_at is not None:
+        raise FireCancelled
+    if not read_at_last_commit and Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
         raise FireCancelled
 
 
 def _heartbeat(fire: Fire) -> None:
-    claims.heartbeat(Fire, fire.pk)
+    """Prove this runner still holds the fire (ClaimLost if not), and note on `fire` a request to
+    cancel it: one statement, unless it was asked to stop."""
+    if not Fire.objects.filter(pk=fire.pk, runner=claims.runner_id(), cancel_requested_at__isnull=True).update(
+            runner_heartbeat_at=timezone.now()):
+        claims.heartbeat(Fire, fire.pk)
+        fire.cancel_requested_at = Fire.objects.filter(pk=fire.pk).values_list("cancel_requested_at", flat=True).get()
     if fire.session_id and fire.depth == 0:
         claims.heartbeat(Session, fire.session_id)
 

@@ -4,7 +4,8 @@ the active plan at the end. Tool results are stored whole; only rendering compac
 
 import json
 
-from harness.fires.models import Fire, FireTurn
+from harness.fires.journal import JournalTurn
+from harness.fires.models import Fire
 from harness.tools.base import MAIN, REGISTRY, tools_for
 from harness.tools.orient_shift import orient_current
 from harness.tools.plan import render as render_plan
@@ -96,14 +97,14 @@ def render_preamble(fire: Fire, *, history_limit: int) -> list:
     return messages
 
 
-def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, forced: bool, max_turns: int,
+def render_messages(fire: Fire, turns: list[JournalTurn], *, history_limit: int, forced: bool, max_turns: int,
                     preamble: list | None = None) -> list:
     from fathom.llm import Message, ToolCall
 
     messages = list(preamble if preamble is not None else render_preamble(fire, history_limit=history_limit))
-    for index, turn in enumerate(turns):
+    for index, entry in enumerate(turns):
         whole = index >= len(turns) - RECENT_TURNS_WHOLE
-        calls = {c.call_id: c for c in turn.calls.all()}
+        turn, calls = entry.turn, entry.results
         messages.append(Message.assistant(turn.text, tool_calls=[
             ToolCall(c["id"], c["name"], c["arguments"] if isinstance(c["arguments"], dict) else {})
             for c in turn.tool_calls]))
