@@ -4,7 +4,11 @@ the loop adds what it commits, so a turn never reads back rows it has just writt
 
 from dataclasses import dataclass, field
 
+from django.db import connection
+from django.utils import timezone
+
 from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.runtime import claims
 
 
 @dataclass
@@ -17,3 +21,34 @@ def journal_read(*, fire: Fire, phase: str) -> list[JournalTurn]:
     """The fire's committed turns of `phase`, oldest first, each with its recorded tool results."""
     turns = FireTurn.objects.filter(fire=fire, phase=phase).order_by("number").prefetch_related("calls")
     return [JournalTurn(turn, {call.call_id: call for call in turn.calls.all()}) for turn in turns]
+
+
+def journal_append(row: FireTurn | FireToolCall, *, fire: Fire, counters: dict | None = None):
+    """Insert `row` (a model turn, or a tool call's result) together with the fire's heartbeat and
+    `counters` (increments of the fire's model_calls, tokens and cost), in one statement, atomic on
+    its own: the row is written only if this runner still holds the fire, else ClaimLost. Returns
+    the fire's cancel_requested_at, read in the same statement.
+
+    One statement rather than an UPDATE and an INSERT in a transaction: every model response and
+    every tool result is committed before the next model call, so this is on every turn's path
+    twice, and BEGIN and COMMIT are round trips of their own."""
+    increments = counters or {}
+    assignments = ", ".join([f"{column} = {column} + %s" for column in increments] + ["runner_heartbeat_at = %s"])
+    fields = [field for field in type(row)._meta.concrete_fields if not field.primary_key]
+    values = [field.get_db_prep_save(field.pre_save(row, add=True), connection) for field in fields]
+    table, fire_table = type(row)._meta.db_table, Fire._meta.db_table
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    # Typed, since PostgreSQL would read untyped values in a SELECT list as text.
+    typed = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH claimed AS (UPDATE {fire_table} SET {assignments} WHERE id = %s AND runner = %s "
+            f"RETURNING cancel_requested_at) "
+            f"INSERT INTO {table} ({columns}) SELECT {typed} FROM claimed "
+            f"RETURNING id, (SELECT cancel_requested_at FROM claimed)",
+            [*increments.values(), timezone.now(), fire.pk, claims.runner_id(), *values])
+        inserted = cursor.fetchone()
+    if inserted is None:
+        raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
+    row.pk, row._state.adding, row._state.db = inserted[0], False, connection.alias
+    return inserted[1]

@@ -16,11 +16,10 @@ from contextlib import contextmanager, nullcontext
 
 import jsonschema
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from harness.fires import writes
-from harness.fires.journal import JournalTurn, journal_read
+from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
 from harness.runtime import claims
@@ -131,16 +130,15 @@ def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
     specs = {False: tool_specs(tools), True: tool_specs([by_name["respond"]])}  # the same every turn
     preamble = render_preamble(fire, history_limit=limits.history_messages)
     turns = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
+    committed = False
     while True:
-        last, recorded = (turns[-1] if turns else None), False
+        last = turns[-1] if turns else None
         if last is not None:
-            before = len(last.results)
             response = _run_pending_calls(fire, last, by_name)
             if response is not None:
                 _respond(fire, response, forced=last.turn.forced)
                 return
-            recorded = len(last.results) > before  # then the last commit read the cancel request too
-        _check_cancel(fire, read_at_last_commit=recorded)
+        _check_cancel(fire, read_at_last_commit=committed)
         forced = len(turns) >= limits.max_turns_per_fire
         if forced and last is not None and last.turn.forced:
             # The forced turn answered without calling respond: its text is the answer.
@@ -150,6 +148,7 @@ def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
         turns.append(JournalTurn(_model_turn(fire, len(turns) + 1, MAIN, messages, specs[forced], forced=forced)))
+        committed = True  # from here on, each commit of the journal has read the cancel request
 
 
 def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | None:
@@ -278,17 +277,21 @@ def _run_tool(tool, ctx: ToolContext, args: dict) -> str:
 
 def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None,
             latency_ms: float = 0) -> FireToolCall:
-    with transaction.atomic(savepoint=False):  # joins the tool's transaction when there is one
-        recorded = FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
-                                    position=position, name=call["name"],
-                                    arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
-                                    plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
-        if plan_step and plan_tool.advance(fire.plan, plan_step):
+    recorded = FireToolCall(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
+                            position=position, name=call["name"],
+                            arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
+                            plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
+    # Joins the tool's transaction when there is one; needs its own only for more than one write.
+    with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
+        if advanced:
             fire.save(update_fields=["plan"])
+        fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
             "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
-        _heartbeat(fire)
+        if _in_session(fire):
+            claims.heartbeat(Session, fire.session_id)
     return recorded
 
 
@@ -360,24 +363,19 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
     )
     usage = completion.usage
-    with transaction.atomic():
-        turn = FireTurn.objects.create(
-            workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
-            tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
-            stop_reason=str(completion.stop_reason), model=completion.model, provider=completion.provider,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
-            latency_ms=completion.latency_ms, call_id=completion.call_id or "",
-        )
-        # The counters and the fire's heartbeat in one statement; no row means the claim was taken over.
-        if not Fire.objects.filter(pk=fire.pk, runner=claims.runner_id()).update(
-                model_calls=F("model_calls") + 1, input_tokens=F("input_tokens") + usage.input_tokens,
-                output_tokens=F("output_tokens") + usage.output_tokens, cost=F("cost") + completion.cost,
-                runner_heartbeat_at=timezone.now()):
-            raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
+    turn = FireTurn(workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
+                    tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
+                    stop_reason=str(completion.stop_reason), model=completion.model, provider=completion.provider,
+                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
+                    latency_ms=completion.latency_ms, call_id=completion.call_id or "")
+    with transaction.atomic() if _in_session(fire) else nullcontext():
+        fire.cancel_requested_at = journal_append(turn, fire=fire, counters={
+            "model_calls": 1, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cost": completion.cost})
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
-        if fire.session_id and fire.depth == 0:
+        if _in_session(fire):
             claims.heartbeat(Session, fire.session_id)
     flush()  # the call's span, with the turn it was committed as
     return turn
@@ -394,23 +392,18 @@ def _arguments(call: dict):
 
 
 def _check_cancel(fire: Fire, *, read_at_last_commit: bool = False) -> None:
-    """Stop before the next model call if the fire was asked to. A tool result's commit reads the
-    request on its way (`_heartbeat`), so after one there is nothing left to ask the database."""
+    """Stop before the next model call if the fire was asked to. Every commit of the journal reads
+    the request on its way (journal_append), so after one there is nothing left to ask the database."""
     if fire.cancel_requested_at is not None:
         raise FireCancelled
     if not read_at_last_commit and Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
         raise FireCancelled
 
 
-def _heartbeat(fire: Fire) -> None:
-    """Prove this runner still holds the fire (ClaimLost if not), and note on `fire` a request to
-    cancel it: one statement, unless it was asked to stop."""
-    if not Fire.objects.filter(pk=fire.pk, runner=claims.runner_id(), cancel_requested_at__isnull=True).update(
-            runner_heartbeat_at=timezone.now()):
-        claims.heartbeat(Fire, fire.pk)
-        fire.cancel_requested_at = Fire.objects.filter(pk=fire.pk).values_list("cancel_requested_at", flat=True).get()
-    if fire.session_id and fire.depth == 0:
-        claims.heartbeat(Session, fire.session_id)
+def _in_session(fire: Fire) -> bool:
+    """Whether the fire speaks to a session (a top-level fire of a session turn): its journal then
+    streams AgentStream events, and its commits keep the session's claim alive too."""
+    return bool(fire.session_id) and fire.depth == 0
 
 
 def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
@@ -422,5 +415,5 @@ def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
 
 
 def _session_event(fire: Fire, kind: str, data: dict) -> None:
-    if fire.session_id and fire.depth == 0:
+    if _in_session(fire):
         event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn)

@@ -2,11 +2,13 @@
 tool results, cancellation, resume, introspection, Sit, offline."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
 from harness.runtime import claims
-from harness.runtime.models import SessionEvent, Trigger
+from harness.runtime.models import Session, SessionEvent, Trigger
 from harness.runtime.services import harness_settings_get, message_send, session_tick
 from harness.tools.base import REGISTRY, Tool, ToolError, register
 
@@ -340,3 +342,44 @@ def test_the_sweep_enqueues_fires_outside_sessions_whose_runner_is_gone(workspac
     # then only the orphan is enqueued again
     assert services.fires_sweep() == [orphan.pk] and enqueued == [orphan.pk]
     assert fresh.pk not in enqueued and live.pk not in enqueued
+
+
+# Every statement of a turn is a round trip on the path between two model calls: a few, and the same
+# few whatever the fire's length (the journal is never read back). Counted from two fires that differ
+# by TOOL_TURNS tool turns, so the fire's own start and end drop out (after a first fire, which reads
+# and caches what every later one finds ready: the workspace's model, its default agent profile).
+TOOL_TURNS = 4
+
+
+def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None) -> float:
+    counts = []
+    for tool_turns in (1, 1, 1 + TOOL_TURNS):
+        if session is None:
+            fire = fire_create(workspace=workspace, mode="introspective", question="q")
+        else:
+            fire = fire_create(workspace=workspace, mode="reactive", question="q", session=session)
+        for _ in range(tool_turns):
+            scripted_llm.call_tool(tool)
+        scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+        with CaptureQueriesContext(connection) as queries:
+            assert fire_run(fire_id=fire.pk).status == "finished"
+        counts.append(len(queries))
+    return (counts[2] - counts[1]) / TOOL_TURNS
+
+
+@pytest.mark.django_db(transaction=True)  # transactions as in production: BEGIN and COMMIT are counted
+@pytest.mark.parametrize("transactional, per_turn", [
+    (True, 6),   # trace flush, the turn (with the fire's counters), trace flush; BEGIN, the result, COMMIT
+    (False, 4),  # a tool that only reads runs outside a transaction: its result is one statement
+])
+def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scratch_tool, transactional, per_turn):
+    scratch_tool("noop", lambda ctx, args: "ok", transactional=transactional)
+    assert statements_per_tool_turn(scripted_llm, workspace, "noop") == per_turn
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool):
+    # the same, plus each commit's AgentStream event (numbered on the session row) and session heartbeat
+    scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
+    assert claims.claim(Session, session.pk, stale_after=60)  # as the session's tick does
+    assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 14
