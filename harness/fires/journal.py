@@ -2,9 +2,10 @@
 calls recorded so far. It is read from the database once, when a fire starts or resumes; after that
 the loop adds what it commits, so a turn never reads back rows it has just written."""
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 
-from django.db import connection
+from django.db import connection, models
 from django.utils import timezone
 
 from harness.fires.models import Fire, FireToolCall, FireTurn
@@ -14,7 +15,7 @@ from harness.runtime import claims
 @dataclass
 class JournalTurn:
     turn: FireTurn
-    results: dict[str, FireToolCall] = field(default_factory=dict)  # by call id
+    results: dict[str, FireToolCall] = dataclasses.field(default_factory=dict)  # by call id
 
 
 def journal_read(*, fire: Fire, phase: str) -> list[JournalTurn]:
@@ -51,4 +52,16 @@ def journal_append(row: FireTurn | FireToolCall, *, fire: Fire, counters: dict |
     if inserted is None:
         raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
     row.pk, row._state.adding, row._state.db = inserted[0], False, connection.alias
+    for field in fields:  # the row as it is read back, so a resumed fire renders the very same prompt
+        if isinstance(field, models.JSONField):
+            setattr(row, field.attname, _as_jsonb(getattr(row, field.attname)))
     return inserted[1]
+
+
+def _as_jsonb(value):
+    """`value` with its objects' keys in jsonb's order (shorter keys first, then bytewise)."""
+    if isinstance(value, dict):
+        return {key: _as_jsonb(value[key]) for key in sorted(value, key=lambda key: (len(key.encode()), key.encode()))}
+    if isinstance(value, list):
+        return [_as_jsonb(item) for item in value]
+    return value

@@ -1,6 +1,8 @@
 """Fires through the loop with the scripted model: the journal, the tools, the turn cap, errors as
 tool results, cancellation, resume, introspection, Sit, offline."""
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -383,3 +385,17 @@ def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm
     scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
     assert claims.claim(Session, session.pk, stale_after=60)  # as the session's tick does
     assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 14
+
+
+def test_a_running_fire_sends_the_prompt_its_journal_renders_after_a_resume(scripted_llm, workspace, scratch_tool):
+    # given a tool call whose arguments come in another key order than the journal (jsonb) keeps
+    scratch_tool("noop", lambda ctx, args: "ok")
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("noop", {"zeta": {"yy": 1, "b": 2}, "a": 1}, id="n")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    # when it runs
+    fire_run(fire_id=fire.pk)
+    # then its second call showed the first turn as a resumed fire reads it back: the same prompt
+    sent = next(m for m in scripted_llm.sent[1].messages if m.role == "assistant").tool_calls[0].arguments
+    stored = FireTurn.objects.get(fire=fire, number=1).tool_calls[0]["arguments"]
+    assert json.dumps(sent) == json.dumps(stored)
