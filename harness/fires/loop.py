@@ -18,6 +18,11 @@ import jsonschema
 from django.db import transaction
 from django.utils import timezone
 
+from fathom.llm import LLMError, Message, complete
+from fathom.llm.offline import SearchThenRespond
+from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
+from fathom.tracing.models import TraceEvent
+from fathom.tracing.services import spans_end
 from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
@@ -42,8 +47,6 @@ class FireCancelled(Exception):
 def run_threaded_fire(fire: Fire) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
     failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
-    from fathom.tracing import span
-
     limits = harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
@@ -76,9 +79,6 @@ def _resumed(fire: Fire):
     """A fire that ran before (its worker died) continues its first run's trace, under a `fire.resume`
     span (with this run's attempt number) below that run's root span. The spans the dead runs' tasks
     left open are ended as failed now, but that root: it ends with this run, as the fire does."""
-    from fathom.tracing import continue_trace, flush, span
-    from fathom.tracing.services import spans_end
-
     parent, roots, attempt = _earlier_runs(fire)
     if attempt == 1:
         yield
@@ -106,9 +106,6 @@ def _earlier_runs(fire: Fire):
     """How a fire's run joins its trace: the parent to continue (None when the current span is in the
     trace already, as a child fire's parent is), the earlier runs' root spans (span id, task id),
     first first, and this run's attempt number."""
-    from fathom.tracing import SpanContext, current_span
-    from fathom.tracing.models import TraceEvent
-
     if not fire.trace_id:
         return None, [], 1
     roots = list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id,
@@ -180,8 +177,6 @@ def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | 
 
 
 def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> FireToolCall:
-    from fathom.tracing import span
-
     name, args = call["name"], _arguments(call)
     plan_step = args.pop("plan_step", None) if isinstance(args, dict) else None
     tool = by_name.get(name)
@@ -314,8 +309,6 @@ the containers already active do not cover."""
 
 
 def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
-    from fathom.llm import LLMError, Message
-
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     turns = journal_read(fire=fire, phase=REVIEW)
@@ -352,10 +345,6 @@ def _review_brief(fire: Fire) -> str:
 
 def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
     """One model call, committed as a FireTurn before anything else happens."""
-    from fathom.llm import complete
-    from fathom.llm.offline import SearchThenRespond
-    from fathom.tracing import flush
-
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
         workspace=fire.workspace, role="main", messages=messages, tools=specs,
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.

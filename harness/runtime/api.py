@@ -171,9 +171,7 @@ class _ProfileListCreate(generics.ListAPIView):
     create = None
 
     def get_queryset(self):
-        if self.model is AgentProfile:
-            profiles.agent_profile_default(workspace=self.request.workspace)
-        return self.model.objects.filter(workspace=self.request.workspace)
+        return selectors.profiles_list(workspace=self.request.workspace, model=self.model)
 
     def post(self, request):
         slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
@@ -186,10 +184,11 @@ class _ProfileListCreate(generics.ListAPIView):
 class _ProfileDetail(APIView):
     output_class = None
     input_class = None
+    show_profile = None
     get_profile = None
 
     def get(self, request, slug):
-        return Response(self.output_class(type(self).get_profile(workspace=request.workspace, slug=slug)).data)
+        return Response(self.output_class(type(self).show_profile(workspace=request.workspace, slug=slug)).data)
 
     def patch(self, request, slug):
         profile = type(self).get_profile(workspace=request.workspace, slug=slug)
@@ -206,6 +205,12 @@ class AgentProfileListCreateView(_ProfileListCreate):
     input_class = AgentProfileInput
     create = staticmethod(profiles.agent_profile_create)
 
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and not self.request.query_params.get("cursor"):
+            page = selectors.agent_profiles_with_default(workspace=self.request.workspace, profiles=page)
+        return page
+
 
 @extend_schema(request=UserProfileInput, summary="User profiles (USER.md, memory, preferences)")
 class UserProfileListCreateView(_ProfileListCreate):
@@ -220,7 +225,8 @@ class UserProfileListCreateView(_ProfileListCreate):
 class AgentProfileDetailView(_ProfileDetail):
     output_class = AgentProfileOutput
     input_class = AgentProfileInput
-    get_profile = staticmethod(profiles.agent_profile_get)
+    show_profile = staticmethod(selectors.agent_profile_show)
+    get_profile = staticmethod(profiles.agent_profile_get)  # an edit of the default one stores it
 
 
 @extend_schema(request=UserProfileInput, responses=UserProfileOutput,
@@ -228,4 +234,5 @@ class AgentProfileDetailView(_ProfileDetail):
 class UserProfileDetailView(_ProfileDetail):
     output_class = UserProfileOutput
     input_class = UserProfileInput
+    show_profile = staticmethod(profiles.user_profile_get)
     get_profile = staticmethod(profiles.user_profile_get)

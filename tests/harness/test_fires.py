@@ -10,9 +10,10 @@ from django.test.utils import CaptureQueriesContext
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
 from harness.runtime import claims
-from harness.runtime.models import Session, SessionEvent, Trigger
-from harness.runtime.services import harness_settings_get, message_send, session_tick
+from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
+from harness.runtime.services import harness_settings_get, message_send
 from harness.tools.base import REGISTRY, Tool, ToolError, register
+from tests.harness.support import session_tick
 
 
 def respond(body="the answer", **extra):
@@ -399,3 +400,11 @@ def test_a_running_fire_sends_the_prompt_its_journal_renders_after_a_resume(scri
     sent = next(m for m in scripted_llm.sent[1].messages if m.role == "assistant").tool_calls[0].arguments
     stored = FireTurn.objects.get(fire=fire, number=1).tool_calls[0]["arguments"]
     assert json.dumps(sent) == json.dumps(stored)
+
+
+def test_a_fire_outside_a_session_reads_the_default_agent_without_storing_it(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="who are you?")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    assert "You are Fathom" in scripted_llm.sent[0].messages[0].content
+    assert not AgentProfile.objects.filter(workspace=workspace).exists()
