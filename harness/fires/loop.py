@@ -29,7 +29,7 @@ from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
 from harness.runtime import claims
 from harness.runtime.events import event_emit
-from harness.runtime.models import HarnessSettings, Session, SessionEvent
+from harness.runtime.models import HarnessSettings, SessionEvent
 from harness.runtime.services import harness_settings_get
 from harness.tools import ToolContext, ToolError, tool_specs, tools_for
 from harness.tools import plan as plan_tool
@@ -285,8 +285,6 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
             "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
-        if _in_session(fire):
-            claims.heartbeat(Session, fire.session_id)
     return recorded
 
 
@@ -364,8 +362,6 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
-        if _in_session(fire):
-            claims.heartbeat(Session, fire.session_id)
     flush()  # the call's span, with the turn it was committed as
     return turn
 
@@ -404,5 +400,8 @@ def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
 
 
 def _session_event(fire: Fire, kind: str, data: dict) -> None:
+    """An AgentStream event of a session's fire, which is the session's heartbeat too (ClaimLost if
+    another runner took the session over)."""
     if _in_session(fire):
-        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn)
+        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn,
+                   runner=claims.runner_id())

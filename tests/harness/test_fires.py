@@ -382,10 +382,11 @@ def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scrat
 
 @pytest.mark.django_db(transaction=True)
 def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool):
-    # the same, plus each commit's AgentStream event (numbered on the session row) and session heartbeat
+    # the same, plus each commit's AgentStream event, numbered by an UPDATE of the session row that is the
+    # session's heartbeat too, and BEGIN and COMMIT around each commit
     scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
     assert claims.claim(Session, session.pk, stale_after=60)  # as the session's tick does
-    assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 14
+    assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 12
 
 
 def test_a_running_fire_sends_the_prompt_its_journal_renders_after_a_resume(scripted_llm, workspace, scratch_tool):
@@ -408,3 +409,21 @@ def test_a_fire_outside_a_session_reads_the_default_agent_without_storing_it(scr
     fire_run(fire_id=fire.pk)
     assert "You are Fathom" in scripted_llm.sent[0].messages[0].content
     assert not AgentProfile.objects.filter(workspace=workspace).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the fire's own transactions, as on a worker
+def test_a_session_fire_stops_when_its_session_is_taken_over(scripted_llm, session, scratch_tool):
+    # given a session fire whose tool runs while another runner takes the session over
+    def taken_over(ctx, args):
+        Session.objects.filter(pk=session.pk).update(runner="elsewhere:1:1")
+        return "ok"
+
+    scratch_tool("slow", taken_over, transactional=False)
+    assert claims.claim(Session, session.pk, stale_after=60)
+    fire = fire_create(workspace=session.workspace, mode="reactive", question="q", session=session)
+    scripted_llm.call_tool("slow", id="s").reply(tool_calls=[respond()])
+    # when it records the tool's result, then
+    with pytest.raises(claims.ClaimLost):
+        fire_run(fire_id=fire.pk)
+    # it stopped there: the result was not committed and the model was not asked again
+    assert not FireToolCall.objects.filter(fire=fire).exists() and len(scripted_llm.sent) == 1
