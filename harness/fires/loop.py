@@ -200,9 +200,9 @@ def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: di
 
 
 def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started) -> FireToolCall:
-    """A tool that writes commits together with its result. When it fails, its transaction is rolled
-    back whole (no half-writes) and the failure is recorded in a transaction of its own: one
-    transaction and no savepoint on the way that matters, a success."""
+    """A tool that writes commits together with its result, in one transaction without a savepoint.
+    When it fails, that transaction is rolled back whole (no half-writes) and the failure is recorded
+    on its own."""
     try:
         with transaction.atomic():
             value = _run_tool(tool, ctx, args)
