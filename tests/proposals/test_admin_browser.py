@@ -69,7 +69,7 @@ def test_an_operator_logs_in_and_clicks_approve(live_server, browser, workspace)
     assert f"Proposal #{proposal.pk} approved" in message.text
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.APPROVED
-    assert Decision.objects.get(proposal=proposal).decided_by == "operator:operator@example.com"
+    assert Decision.objects.get(proposal=proposal).decided_by == "operator:user:operator@example.com"
     assert Routine.objects.filter(workspace=workspace).count() == 1
     # The row no longer offers Approve.
     assert not browser.find_elements(By.CSS_SELECTOR, f"button.approve-button[data-proposal='{proposal.pk}']")
