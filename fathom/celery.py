@@ -3,7 +3,10 @@
 import os
 
 from celery import Celery, signals
+from django.conf import settings
 from kombu import Exchange, Queue
+
+from fathom import embedded
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fathom.settings")
 
@@ -19,10 +22,6 @@ app.autodiscover_tasks()
 @signals.worker_init.connect
 @signals.beat_init.connect
 def _start_embedded_services(**_kwargs):
-    from django.conf import settings
-
-    from fathom import embedded
-
     embedded.ensure_started(
         settings.DATA_DIR, postgres=settings.EMBEDDED_POSTGRES, redis=settings.EMBEDDED_REDIS
     )

@@ -1,6 +1,7 @@
 """Reading the environment: every variable is parsed once, and a malformed value stops start-up
 with a message that names the variable."""
 
+import json
 import os
 from urllib.parse import urlparse
 
@@ -63,8 +64,6 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 def env_json(name: str, default):
     """A JSON value, or `default` when the variable is unset or empty."""
-    import json
-
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default
