@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fathom.llm.errors import LLMBudgetExceeded
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
 from harness.fires.models import Fire, FireToolCall, FireTurn
@@ -68,6 +69,9 @@ def run_threaded_fire(fire: Fire) -> Fire:
         except TRANSIENT_ERRORS:
             connections_reset()  # so this attempt's trace is written and its claims released
             root.leave_open()  # the attempt that resumes the fire ends it, as after a killed worker
+            raise
+        except LLMBudgetExceeded as exc:
+            _end(fire, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
             raise
         except Exception as exc:
             _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")

@@ -1,7 +1,9 @@
 """Every Celery task retries the transient errors (one list, fathom.transient), with a bounded
-exponential backoff and jitter, and none retries every exception."""
+exponential backoff and jitter, and none retries every exception, nor a model call refused by the
+trace's budget."""
 
 from fathom.celery import app
+from fathom.llm.errors import LLMBudgetExceeded
 from fathom.transient import TRANSIENT_ERRORS
 
 
@@ -17,5 +19,6 @@ def test_every_task_retries_transient_errors_with_bounded_backoff_and_jitter():
         retried = tuple(getattr(task, "autoretry_for", ()))
         assert set(TRANSIENT_ERRORS) <= set(retried), f"{name} does not retry the transient errors"
         assert Exception not in retried and BaseException not in retried, f"{name} retries every error"
+        assert not issubclass(LLMBudgetExceeded, retried), f"{name} retries a call its trace may not make"
         assert task.retry_backoff and task.retry_jitter, f"{name} retries without backoff and jitter"
         assert 0 < task.max_retries <= 10 and task.retry_backoff_max <= 300, f"{name} retries without bound"
