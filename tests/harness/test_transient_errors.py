@@ -10,22 +10,24 @@ import uuid
 from collections import Counter
 
 import pytest
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from fathom.celery import app
 from fathom.llm.models import ModelAssignment
 from fathom.llm.services import model_assign
+from fathom.transient import connections_reset
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.fires.services import fire_create
+from harness.fires.services import fire_create, fire_run
 from harness.runtime import services as runtime_services
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import harness_settings_get, message_send
+from harness.tools.base import REGISTRY, Tool, register
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.conftest import ALL_QUEUES
 from tests.harness.support import fire_write_kinds, wait_for, wait_for_background_work
 
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def terminate_backends(application_name: str) -> int:
@@ -51,6 +53,7 @@ def cut_worker(workers):
     return worker
 
 
+@pytest.mark.worker
 @pytest.mark.parametrize("held", ["main", "review"])
 def test_a_dropped_database_connection_mid_fire_is_retried_and_the_fire_resumes_from_its_journal(
         held, model, cut_worker, workspace, session, api, monkeypatch):
@@ -125,6 +128,7 @@ def test_a_dropped_database_connection_mid_fire_is_retried_and_the_fire_resumes_
     assert [s["attributes"]["attempt"] for s in _walk(trace["spans"]) if s["name"] == "fire.resume"] == [2]
 
 
+@pytest.mark.worker
 def test_judge_axes_is_retried_after_a_dropped_database_connection(model, cut_worker, workspace):
     # given a fire that answered, and a classifier (the judge) whose first answer is held
     model_assign(workspace=workspace, role="classifier",
@@ -146,6 +150,56 @@ def test_judge_axes_is_retried_after_a_dropped_database_connection(model, cut_wo
                       timeout=60)
     assert len(judged) == 1 and "confidence:0.75" in judged[0].tags
     assert len(model.bodies) == 2 and model.bodies[0]["messages"] == model.bodies[1]["messages"]
+
+
+@pytest.fixture
+def connection_killer():
+    """A tool whose first run kills its own database connection mid-query (a tool that reads, so
+    outside any transaction: the connection is left broken, not rolled back and dropped)."""
+    runs = []
+
+    def run(ctx, args):
+        runs.append(1)
+        if len(runs) == 1:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        return "read it"
+
+    register(Tool(name="read_flaky", description="reads", run=run, parameters={"type": "object", "properties": {}}))
+    yield runs
+    REGISTRY.pop("read_flaky", None)
+
+
+def test_a_tool_that_loses_the_connection_stops_the_fire_for_a_retry_not_a_failure(
+        scripted_llm, workspace, connection_killer):
+    # given a fire whose first tool call loses the database connection
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.reply(tool_calls=[{"id": "p", "name": "plan", "arguments": {"question": "q", "steps": ["s"]}},
+                                   {"id": "f", "name": "read_flaky", "arguments": {}}])
+    scripted_llm.reply(tool_calls=[{"id": "r", "name": "respond", "arguments": {"body": "done"}}]).call_tool("skip")
+    # when it runs, the error comes out (for the task to retry) and the fire is left to resume
+    with pytest.raises(OperationalError):
+        fire_run(fire_id=fire.pk)
+    fire.refresh_from_db()
+    assert (fire.status, fire.phase, fire.error, fire.runner) == ("running", "main", "", "")  # claim released
+    assert list(FireToolCall.objects.filter(fire=fire).values_list("call_id", flat=True)) == ["p"]
+    # and run again (the retried task), it resumes from the journal: the tool runs again, the model
+    # is not asked again for the turn it answered
+    fire = fire_run(fire_id=fire.pk)
+    assert (fire.status, fire.stop_reason, fire.model_calls) == ("finished", "responded", 3)
+    assert len(scripted_llm.sent) == 3 and len(connection_killer) == 2
+    assert FireToolCall.objects.get(fire=fire, call_id="f").result == "read it"
+
+
+def test_connections_reset_replaces_a_broken_connection_outside_a_transaction():
+    with pytest.raises(OperationalError), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+    with pytest.raises((OperationalError, InterfaceError)), connection.cursor() as cursor:
+        cursor.execute("SELECT 1")  # Django does not replace it on its own mid-task
+    connections_reset()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
 
 
 def _finished(trace: dict) -> dict | None:
