@@ -4,8 +4,9 @@ Every call resolves the role's model (`fathom.llm.registry`), spends one call of
 (`fathom.llm.budget`: past the ceiling it is not made), runs the model middleware around the
 provider (`fathom.llm.middleware`), retries what may be retried (`fathom.llm.retry`), prices the
 usage, and traces itself as an `llm.call` span (started, then completed or failed, with the error's
-`code`) under whatever span is current. The start is written before the call goes out (with whatever the trace buffered
-until then), so a trace shows a call in flight, and one whose process died in it.
+`code`) under whatever span is current. The start is written before the call goes out (with
+whatever the trace buffered until then), so a trace shows a call in flight, and one whose process
+died in it.
 
 Options understood here (everything else goes to the provider, e.g. temperature, max_tokens,
 tool_choice, stop, seed): `actor_id` (who is calling, for the trace; default: the current span's),

@@ -14,6 +14,7 @@ from django.db import InterfaceError, OperationalError, connection
 
 from fathom.celery import app
 from fathom.llm.models import ModelAssignment
+from fathom.llm.scripted import Script
 from fathom.llm.services import model_assign
 from fathom.transient import connections_reset
 from harness.fires.models import Fire, FireToolCall, FireTurn
@@ -170,9 +171,18 @@ def connection_killer():
     REGISTRY.pop("read_flaky", None)
 
 
+@pytest.fixture
+def scripted_main(workspace):
+    """The scripted model for the fire's own role only: the judge a worker may run meanwhile is offline."""
+    script = Script.install(workspace, roles=("main",))
+    yield script
+    script.reset()
+
+
 def test_a_tool_that_loses_the_connection_stops_the_fire_for_a_retry_not_a_failure(
-        scripted_llm, workspace, connection_killer):
+        scripted_main, workspace, connection_killer):
     # given a fire whose first tool call loses the database connection
+    scripted_llm = scripted_main
     fire = fire_create(workspace=workspace, mode="introspective", question="q")
     scripted_llm.reply(tool_calls=[{"id": "p", "name": "plan", "arguments": {"question": "q", "steps": ["s"]}},
                                    {"id": "f", "name": "read_flaky", "arguments": {}}])
