@@ -12,6 +12,7 @@ from fathom.env import (
     env_bool,
     env_float,
     env_int,
+    env_int_map,
     env_json,
     env_list,
     env_str,
@@ -213,6 +214,11 @@ FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maxim
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
 FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.0, minimum=0)
+# The most model calls one trace may make (a fire with all it starts: child fires, tools' calls,
+# Festinger's writes, the judge), in all and per role; the call past it fails with budget_exceeded
+# (fathom.llm.budget). 0: no ceiling in all; a role not named is bounded by the total only.
+FATHOM_LLM_MAX_CALLS_PER_TRACE = env_int("FATHOM_LLM_MAX_CALLS_PER_TRACE", 64, minimum=0)
+FATHOM_LLM_MAX_CALLS_PER_ROLE = env_int_map("FATHOM_LLM_MAX_CALLS_PER_ROLE", {}, minimum=1)
 # Set: spans are also exported over OTLP/HTTP to <endpoint>/v1/traces (fathom.tracing.otel).
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "fathom")

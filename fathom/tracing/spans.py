@@ -99,6 +99,11 @@ class Span:
         if self._owns_buffer:
             self._buffer.flush()
 
+    def leave_open(self) -> None:
+        """Write no end event: the span stays running in the trace, for work that another attempt
+        carries on and ends (as `services.spans_end` ends what a dead process left open)."""
+        self.ended = True
+
     @property
     def duration_ms(self) -> float:
         return (time.perf_counter() - self._started) * 1000
