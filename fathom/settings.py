@@ -248,7 +248,7 @@ if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
 EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
-# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
 # The largest image POST /v1/media keeps.
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
-LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
+# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
+FATHOM_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
