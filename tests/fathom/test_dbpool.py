@@ -1,0 +1,149 @@
+"""Database connections are pooled with a bound per process: concurrent requests through the ASGI
+handler (a thread and a connection each) never hold more than the pool's maximum, give every
+connection back, and one the pool cannot serve in time gets a 503 envelope with Retry-After; the
+embedded server has room for every pool of the stack."""
+
+import asyncio
+import math
+import subprocess
+import sys
+import threading
+import uuid
+
+import httpx
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import connection, connections
+
+from fathom.asgi import application
+from fathom.services import apikey_create
+from tests.conftest import REPO_ROOT
+
+BURST = 60
+
+
+@pytest.fixture
+def named_pool():
+    """This process's pool made anew, its connections named for this test in pg_stat_activity (the
+    session's worker and other processes share the server)."""
+    name = f"fathom-test-{uuid.uuid4().hex[:8]}"
+    options = connection.settings_dict["OPTIONS"]
+    connections.close_all()
+    connection.close_pool()
+    options["application_name"] = name
+    try:
+        yield name
+    finally:
+        connections.close_all()
+        connection.close_pool()
+        options.pop("application_name")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_hold_at_most_the_pools_maximum_and_give_every_connection_back(workspace,
+                                                                                            named_pool):
+    key = apikey_create(workspace=workspace, role="viewer").secret
+    connections.close_all()
+
+    with _ConnectionCounter(named_pool) as counter:
+        responses = asyncio.run(_burst("/v1/deltas", key, BURST))
+
+    assert [r.status_code for r in responses] == [200] * BURST
+    assert counter.samples > 0
+    assert 1 <= counter.peak <= settings.FATHOM_DB_POOL_MAX_SIZE
+    stats = connection.pool.get_stats()
+    assert stats["pool_size"] - stats["pool_available"] == 0, "a request kept its connection"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_the_pool_cannot_serve_in_time_is_answered_503_with_retry_after(workspace, monkeypatch):
+    key = apikey_create(workspace=workspace, role="viewer").secret
+    pool = connection.pool
+    connections.close_all()
+    held = [pool.getconn() for _ in range(pool.max_size)]
+    monkeypatch.setattr(pool, "timeout", 0.2)
+    try:
+        [response] = asyncio.run(_burst("/v1/deltas", key, 1))
+    finally:
+        for conn in held:
+            pool.putconn(conn)
+
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == str(math.ceil(settings.FATHOM_DB_POOL_TIMEOUT))
+    error = response.json()["error"]
+    assert error["code"] == "database_busy"
+    assert error["details"] == {"retry_after_seconds": math.ceil(settings.FATHOM_DB_POOL_TIMEOUT)}
+    assert error["message"]
+
+
+@pytest.mark.django_db
+def test_the_embedded_server_has_room_for_every_pool_of_the_stack():
+    if not settings.EMBEDDED_POSTGRES:
+        pytest.skip("max_connections of a server given by DATABASE_URL is its operator's")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_connections")
+        [max_connections] = cursor.fetchone()
+
+    assert int(max_connections) == settings.FATHOM_DB_MAX_CONNECTIONS
+
+
+def test_max_connections_is_the_pool_bound_times_the_stacks_processes_and_the_spare_ones(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "FATHOM_DATA_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "fathom.settings",
+           "FATHOM_DB_POOL_MAX_SIZE": "4", "FATHOM_WORKER_CONCURRENCY": "3", "FATHOM_DB_SPARE_PROCESSES": "2"}
+    printed = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings as s; print(s.FATHOM_DB_STACK_CONNECTIONS, "
+                               "s.FATHOM_DB_MAX_CONNECTIONS, s.DATABASES['default']['OPTIONS']['pool'])"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split(maxsplit=2)
+
+    # itself, web, the worker's parent, 3 children, the quality worker, beat: 8 processes of 4
+    assert printed[:2] == ["32", "40"]
+    assert printed[2].strip() == "{'min_size': 1, 'max_size': 4, 'timeout': 10.0}"
+
+
+@pytest.mark.parametrize("name, value", [("FATHOM_DB_POOL_MAX_SIZE", "1"), ("FATHOM_DB_POOL_MAX_SIZE", "ten"),
+                                         ("FATHOM_DB_POOL_TIMEOUT", "soon"), ("FATHOM_DB_POOL_TIMEOUT", "0"),
+                                         ("FATHOM_WORKER_CONCURRENCY", "0"), ("FATHOM_DB_SPARE_PROCESSES", "-1")])
+def test_a_malformed_bound_stops_start_up_naming_the_variable(name, value, tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "FATHOM_DATA_DIR": str(tmp_path), name: value}
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO_ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert name in result.stderr
+
+
+async def _burst(path: str, key: str, count: int) -> list[httpx.Response]:
+    """`count` requests at once through the ASGI application, as uvicorn serves it."""
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=60) as client:
+        return await asyncio.gather(*(client.get(path, headers={"Authorization": f"Bearer {key}"})
+                                      for _ in range(count)))
+
+
+class _ConnectionCounter:
+    """Samples how many server connections carry `application_name` until the block ends."""
+
+    def __init__(self, application_name: str):
+        self.application_name, self.peak, self.samples = application_name, 0, 0
+        self._done = threading.Event()
+
+    def __enter__(self):
+        params = {k: v for k, v in connection.get_connection_params().items()
+                  if k in ("host", "port", "user", "password", "dbname")}
+        self._conn = psycopg.connect(**params, autocommit=True, application_name="fathom-test-counter")
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+        self._conn.close()
+
+    def _sample(self):
+        while True:
+            [count] = self._conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                                         [self.application_name]).fetchone()
+            self.peak, self.samples = max(self.peak, count), self.samples + 1
+            if self._done.wait(0.005):
+                return
