@@ -18,9 +18,11 @@ from django.db import connection, connections
 
 from fathom.asgi import application
 from fathom.services import apikey_create
-from tests.conftest import REPO_ROOT
+from fathom.tasks import traces_prune
+from tests.conftest import REPO_ROOT, stop_worker, wait_for_worker, worker_env
 
 BURST = 60
+TASKS = 40
 
 
 @pytest.fixture
@@ -75,6 +77,31 @@ def test_a_request_the_pool_cannot_serve_in_time_is_answered_503_with_retry_afte
     assert error["code"] == "database_busy"
     assert error["details"] == {"retry_after_seconds": math.ceil(settings.FATHOM_DB_POOL_TIMEOUT)}
     assert error["message"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_pool_worker_gives_each_tasks_connection_back_to_its_pool():
+    """Six threads share a pool of two: a thread that kept its connection after a task would leave the
+    next ones waiting until FATHOM_DB_POOL_TIMEOUT, and they would fail."""
+    name, queue = f"pool-{uuid.uuid4().hex[:6]}", f"pool-test-{uuid.uuid4().hex[:6]}"
+    application_name = f"fathom-test-{name}"  # libpq names the worker's connections after PGAPPNAME
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-P", "threads", "-c", "6", "-Q", queue,
+         "-n", f"{name}@%h", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
+        cwd=REPO_ROOT, stdin=subprocess.DEVNULL, start_new_session=True, env={
+            **worker_env(), "FATHOM_DB_POOL_MAX_SIZE": "2", "FATHOM_DB_POOL_TIMEOUT": "5",
+            "PGAPPNAME": application_name})
+    try:
+        wait_for_worker(name)
+        with _ConnectionCounter(application_name) as counter:
+            results = [traces_prune.apply_async(queue=queue) for _ in range(TASKS)]
+            outcomes = [result.get(timeout=120, propagate=False) for result in results]
+    finally:
+        stop_worker(worker)
+
+    assert [type(outcome).__name__ for outcome in outcomes] == ["dict"] * TASKS
+    assert 1 <= counter.peak <= 2
 
 
 @pytest.mark.django_db
