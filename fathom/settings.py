@@ -75,7 +75,8 @@ DATABASES["default"]["OPTIONS"] = {
     # min_size 1: an idle process keeps one connection warm; the others close after 10 idle minutes.
     "pool": {"min_size": 1, "max_size": FATHOM_DB_POOL_MAX_SIZE, "timeout": FATHOM_DB_POOL_TIMEOUT},
 }
-# The pool, not Django, keeps connections open (Django refuses both), and checks one before lending it.
+# The pool, not Django, keeps connections open (Django refuses a pool with CONN_MAX_AGE); with health
+# checks on, the pool checks a connection before lending it.
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Celery's Django fixup would close a prefork child's whole pool at every task (fathom.celery gives the
