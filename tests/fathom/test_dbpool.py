@@ -19,6 +19,7 @@ from django.db import connection, connections
 from fathom.asgi import application
 from fathom.services import apikey_create
 from fathom.tasks import traces_prune
+from harness.runtime.services import session_create
 from tests.conftest import REPO_ROOT, stop_worker, wait_for_worker, worker_env
 
 BURST = 60
@@ -77,6 +78,23 @@ def test_a_request_the_pool_cannot_serve_in_time_is_answered_503_with_retry_afte
     assert error["code"] == "database_busy"
     assert error["details"] == {"retry_after_seconds": math.ceil(settings.FATHOM_DB_POOL_TIMEOUT)}
     assert error["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_event_streams_hold_no_connection_so_more_streams_than_connections_all_run(workspace, monkeypatch):
+    """Each stream lasts two seconds and the pool lends for half a second: streams that kept their
+    request's connection would leave the ones beyond the pool's maximum a 503."""
+    key = apikey_create(workspace=workspace, role="viewer").secret
+    session = session_create(workspace=workspace, title="streams")
+    connections.close_all()
+    monkeypatch.setattr(connection.pool, "timeout", 0.5)
+    streams = settings.FATHOM_DB_POOL_MAX_SIZE + 5
+
+    responses = asyncio.run(_burst(f"/v1/sessions/{session.id}/events?timeout=2", key, streams,
+                                   accept="text/event-stream"))
+
+    assert [r.status_code for r in responses] == [200] * streams
+    assert all(r.text.startswith("retry:") for r in responses)
 
 
 @pytest.mark.worker
@@ -139,12 +157,12 @@ def test_a_malformed_bound_stops_start_up_naming_the_variable(name, value, tmp_p
     assert name in result.stderr
 
 
-async def _burst(path: str, key: str, count: int) -> list[httpx.Response]:
+async def _burst(path: str, key: str, count: int, accept: str = "application/json") -> list[httpx.Response]:
     """`count` requests at once through the ASGI application, as uvicorn serves it."""
     transport = httpx.ASGITransport(app=application)
+    headers = {"Authorization": f"Bearer {key}", "Accept": accept}
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver", timeout=60) as client:
-        return await asyncio.gather(*(client.get(path, headers={"Authorization": f"Bearer {key}"})
-                                      for _ in range(count)))
+        return await asyncio.gather(*(client.get(path, headers=headers) for _ in range(count)))
 
 
 class _ConnectionCounter:
