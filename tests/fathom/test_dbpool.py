@@ -122,6 +122,32 @@ def test_a_thread_pool_worker_gives_each_tasks_connection_back_to_its_pool():
     assert 1 <= counter.peak <= 2
 
 
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_prefork_worker_child_keeps_its_pool_between_tasks():
+    """Celery's Django fixup would close a prefork child's pool at every task (a new pool, and new
+    connections, per task); the child's connection is the same server backend from task to task."""
+    name, queue = f"fork-{uuid.uuid4().hex[:6]}", f"pool-test-{uuid.uuid4().hex[:6]}"
+    application_name = f"fathom-test-{name}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-P", "prefork", "-c", "1", "-Q", queue,
+         "-n", f"{name}@%h", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
+        cwd=REPO_ROOT, stdin=subprocess.DEVNULL, start_new_session=True,
+        env={**worker_env(), "PGAPPNAME": application_name})
+    backends = []
+    try:
+        wait_for_worker(name)
+        with psycopg.connect(**_server_params(), autocommit=True) as conn:
+            for _ in range(4):
+                traces_prune.apply_async(queue=queue).get(timeout=60)
+                backends.append(sorted(pid for [pid] in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name = %s", [application_name])))
+    finally:
+        stop_worker(worker)
+
+    assert backends[0] and backends == [backends[0]] * 4
+
+
 @pytest.mark.django_db
 def test_the_embedded_server_has_room_for_every_pool_of_the_stack():
     if not settings.EMBEDDED_POSTGRES:
@@ -165,6 +191,12 @@ async def _burst(path: str, key: str, count: int, accept: str = "application/jso
         return await asyncio.gather(*(client.get(path, headers=headers) for _ in range(count)))
 
 
+def _server_params() -> dict:
+    """Where the test database is, for a connection of our own outside Django's pool."""
+    return {k: v for k, v in connection.get_connection_params().items()
+            if k in ("host", "port", "user", "password", "dbname")}
+
+
 class _ConnectionCounter:
     """Samples how many server connections carry `application_name` until the block ends."""
 
@@ -173,9 +205,7 @@ class _ConnectionCounter:
         self._done = threading.Event()
 
     def __enter__(self):
-        params = {k: v for k, v in connection.get_connection_params().items()
-                  if k in ("host", "port", "user", "password", "dbname")}
-        self._conn = psycopg.connect(**params, autocommit=True, application_name="fathom-test-counter")
+        self._conn = psycopg.connect(**_server_params(), autocommit=True, application_name="fathom-test-counter")
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
