@@ -1,7 +1,8 @@
 """Database connections are pooled with a bound per process: concurrent requests through the ASGI
-handler (a thread and a connection each) never hold more than the pool's maximum, give every
-connection back, and one the pool cannot serve in time gets a 503 envelope with Retry-After; the
-embedded server has room for every pool of the stack."""
+handler (a thread and a connection each) never hold more than the pool's maximum and give every
+connection back; one the pool cannot serve in time gets a 503 envelope with Retry-After; an open
+event stream holds none; a worker's threads give theirs back after each task and a prefork child
+keeps its pool; the embedded server has room for every pool of the stack; bad bounds stop start-up."""
 
 import asyncio
 import math
