@@ -55,8 +55,34 @@ if EMBEDDED_POSTGRES:
     }
 else:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
-DATABASES["default"]["CONN_MAX_AGE"] = env_int("FATHOM_DB_CONN_MAX_AGE", 60, minimum=0)
+
+# --- Database connections: one bounded pool per process (README: "Database connections") -------------
+# A web request, a task and a thread of a thread-pool worker each take a connection from their
+# process's pool and give it back when they end (fathom.dbpool, fathom.celery); one that waits longer
+# than the timeout is answered 503 (web) or fails with OperationalError (a task, retried).
+FATHOM_DB_POOL_MAX_SIZE = env_int("FATHOM_DB_POOL_MAX_SIZE", 10, minimum=2, maximum=1000)
+FATHOM_DB_POOL_TIMEOUT = env_float("FATHOM_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
+FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, maximum=256)
+# The processes `fathom up` runs that may connect: itself, web, the prefork worker's parent and its
+# children, the thread-pool worker (`quality`), beat.
+FATHOM_STACK_PROCESSES = 5 + FATHOM_WORKER_CONCURRENCY
+FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
+# Beside the stack: management commands, a shell, a test run and the workers it starts.
+FATHOM_DB_SPARE_PROCESSES = env_int("FATHOM_DB_SPARE_PROCESSES", 4, minimum=0, maximum=1000)
+# The embedded server's max_connections (a server given by DATABASE_URL needs at least as many).
+FATHOM_DB_MAX_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * (FATHOM_STACK_PROCESSES + FATHOM_DB_SPARE_PROCESSES)
+DATABASES["default"]["OPTIONS"] = {
+    **DATABASES["default"].get("OPTIONS", {}),
+    # min_size 1: an idle process keeps one connection warm; the others close after 10 idle minutes.
+    "pool": {"min_size": 1, "max_size": FATHOM_DB_POOL_MAX_SIZE, "timeout": FATHOM_DB_POOL_TIMEOUT},
+}
+# The pool, not Django, keeps connections open (Django refuses a pool with CONN_MAX_AGE); with health
+# checks on, the pool checks a connection before lending it.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Celery's Django fixup would close a prefork child's whole pool at every task (fathom.celery gives the
+# task's connection back instead): with a reuse count this large it never does.
+CELERY_DB_REUSE_MAX = 2**62
 
 if EMBEDDED_REDIS:
     from fathom.embedded import EmbeddedRedis
@@ -85,6 +111,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "fathom.dbpool.DatabaseConnectionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -254,7 +281,7 @@ if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
 EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
-# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
 # The largest image POST /v1/media keeps.
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
-LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
+# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
+FATHOM_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
