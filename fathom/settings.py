@@ -34,6 +34,7 @@ except ValueError:
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 HTTP_PORT = env_int("FATHOM_HTTP_PORT", 8000, minimum=1, maximum=65535)
+WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1)
 
 # --- Services: given by URL, or embedded under DATA_DIR -------------------------------------------
 DATABASE_URL = env_url("DATABASE_URL", ("postgres", "postgresql"))
