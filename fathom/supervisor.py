@@ -2,17 +2,19 @@
 
 - Their logs come out prefixed; Ctrl-C (or SIGTERM, SIGHUP) stops them all, and the embedded servers,
   within 10 s.
-- One `fathom up` per data dir: it holds a lock file naming its pid, and a second one says who holds
-  the folder and exits without touching anything. The lock is an fcntl lock, so one left by a
-  supervisor that was killed is free again and taken over.
+- One `fathom up` per data dir: it holds a lock file naming its pid and its children, and a second
+  one says who holds the folder and exits without touching anything. The lock is an fcntl lock, so
+  one left by a supervisor that was killed is free again and taken over.
 - The children die with it even when it is killed with SIGKILL (on Linux, a parent-death signal; a
-  worker's pool processes die with their worker, as Celery arranges), so a killed stack leaves
-  nothing bound or running but the embedded servers, which the next `fathom up` reuses.
+  worker's pool processes die with their worker, as Celery arranges; elsewhere the next `fathom up`
+  stops the process groups its lock file names), so a killed stack leaves nothing bound or running
+  but the embedded servers, which the next `fathom up` reuses.
 - A child that dies is restarted after a backoff (1 s, 2 s, 4 s ... 30 s), and said so; only a child
   crashing again and again (5 times within 60 s) stops the stack, with a non-zero exit."""
 
 import ctypes
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -25,9 +27,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connections
 
 from fathom import embedded, processes
 
@@ -68,16 +72,19 @@ def stack_children(*, host: str, port: int) -> list[Child]:
 
 def run_stack(command, *, host: str, port: int) -> None:
     out = command.stdout
-    with data_dir_held(settings.DATA_DIR) as previous_owner:
-        if previous_owner:
-            out.write(f"[up] the last `fathom up` on this data dir (pid {previous_owner}) ended without stopping; "
-                      f"taking over")
+    with data_dir_held(settings.DATA_DIR) as lock:
+        if lock.previous_owner:
+            out.write(f"[up] the last `fathom up` on this data dir (pid {lock.previous_owner}) ended without "
+                      f"stopping; taking over")
+        if lock.orphans_stopped:
+            out.write(f"[up] stopped what it left running: pids {', '.join(map(str, lock.orphans_stopped))}")
         if settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS:
             embedded.ensure_started(settings.DATA_DIR, postgres=settings.EMBEDDED_POSTGRES,
                                     redis=settings.EMBEDDED_REDIS)
             out.write(f"[up] embedded services under {settings.DATA_DIR}")
         call_command("migrate", interactive=False, verbosity=0)
         _ensure_operator(out)
+        connections.close_all()  # the supervisor itself holds no database connection while it runs
 
         stopping = threading.Event()
 
@@ -87,13 +94,15 @@ def run_stack(command, *, host: str, port: int) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, request_stop)
 
-        supervisor = Supervisor(stack_children(host=host, port=port), out=out)
+        supervisor = Supervisor(stack_children(host=host, port=port), out=out, on_start=lock.record_children)
         out.write(f"[up] Fathom on http://{host}:{port}/  (admin: /admin/, API docs: /v1/docs/). Ctrl-C stops.")
-        gave_up = not supervisor.run(stopping)
-        out.write("[up] stopping")
-        started = time.monotonic()
-        supervisor.stop()
-        out.write(f"[up] web, worker and beat stopped in {time.monotonic() - started:.1f} s")
+        try:
+            gave_up = not supervisor.run(stopping)
+        finally:  # on an error of our own too: the children get their grace period, not a SIGKILL
+            out.write("[up] stopping")
+            started = time.monotonic()
+            supervisor.stop()
+            out.write(f"[up] web, worker and beat stopped in {time.monotonic() - started:.1f} s")
         if settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS:
             stopped = embedded.stop_all(settings.DATA_DIR)
             out.write(f"[up] stopped embedded {', '.join(stopped) or 'services'} "
@@ -105,10 +114,11 @@ def run_stack(command, *, host: str, port: int) -> None:
 class Supervisor:
     """Runs `children` until asked to stop, restarting any that dies (see the module docstring)."""
 
-    def __init__(self, children: list[Child], *, out, policy: RestartPolicy = RestartPolicy()):
+    def __init__(self, children: list[Child], *, out, policy: RestartPolicy = RestartPolicy(), on_start=None):
         self.children = children
         self.out = out
         self.policy = policy
+        self.on_start = on_start  # called with the running children's processes after each start
 
     def run(self, stopping: threading.Event) -> bool:
         """Start the children and keep them running until `stopping` is set (True), or until one
@@ -151,6 +161,8 @@ class Supervisor:
         child.started_at, child.restart_at = time.monotonic(), None
         threading.Thread(target=_pump, args=(child.name, child.process, self.out), daemon=True).start()
         self.out.write(f"[up] {child.name} {'restarted' if restart else 'started'} (pid {child.process.pid})")
+        if self.on_start is not None:
+            self.on_start([c.process for c in self.children if c.process is not None])
 
     def _schedule_restart(self, child: Child, now: float) -> bool:
         """Log the death of `child` and set when it starts again; False if it crashed too often."""
@@ -171,11 +183,36 @@ class Supervisor:
         return True
 
 
+class DataDirLock:
+    """The lock file of a data dir held by this process: our pid on the first line, then one JSON line
+    per child ({"pid", "started"}) so that a later `fathom up` can stop what we leave running if we are
+    killed where no parent-death signal exists."""
+
+    def __init__(self, handle, *, previous_owner: str | None, orphans_stopped: list[int]):
+        self.handle = handle
+        self.previous_owner = previous_owner
+        self.orphans_stopped = orphans_stopped
+
+    def record_children(self, children: list[subprocess.Popen]) -> None:
+        lines = [str(os.getpid())]
+        for child in children:
+            try:
+                lines.append(json.dumps({"pid": child.pid, "started": psutil.Process(child.pid).create_time()}))
+            except psutil.NoSuchProcess:
+                continue
+        self._write(lines)
+
+    def _write(self, lines: list[str]) -> None:
+        self.handle.truncate(0)
+        self.handle.write("".join(f"{line}\n" for line in lines))
+        self.handle.flush()
+
+
 @contextmanager
-def data_dir_held(data_dir: Path) -> Iterator[str | None]:
-    """Hold `data_dir` for this process; yields the pid of a previous holder that died without
-    letting go (its lock file still names it), or None. Raises CommandError, touching nothing, when
-    another live process holds it."""
+def data_dir_held(data_dir: Path) -> Iterator[DataDirLock]:
+    """Hold `data_dir` for this process. When a previous holder died without letting go, the lock
+    names it (`previous_owner`), and the process groups of its children still running are stopped
+    first (`orphans_stopped`). Raises CommandError, touching nothing, when a live process holds it."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / LOCK_FILE, "a+") as handle:
         try:
@@ -185,11 +222,10 @@ def data_dir_held(data_dir: Path) -> Iterator[str | None]:
                 f"{data_dir} is in use by another `fathom up` (pid {_lock_owner(handle) or 'unknown'}); stop it "
                 f"with Ctrl-C (or kill it), or point FATHOM_DATA_DIR at another folder") from None
         previous = _lock_owner(handle) or None
-        handle.truncate(0)
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
+        lock = DataDirLock(handle, previous_owner=previous, orphans_stopped=_stop_orphans(_lock_children(handle)))
+        lock._write([str(os.getpid())])
         try:
-            yield previous
+            yield lock
         finally:
             handle.truncate(0)  # a clean exit leaves no owner to report as crashed
             fcntl.flock(handle, fcntl.LOCK_UN)
@@ -243,7 +279,34 @@ def _ensure_operator(out) -> None:
 
 def _lock_owner(handle) -> str:
     handle.seek(0)
-    return handle.read().strip()
+    return handle.readline().strip()
+
+
+def _lock_children(handle) -> list[dict]:
+    handle.seek(0)
+    children = []
+    for line in handle.read().splitlines()[1:]:
+        try:
+            children.append(json.loads(line))
+        except ValueError:  # a line cut short by the kill
+            continue
+    return children
+
+
+def _stop_orphans(children: list[dict]) -> list[int]:
+    """Kill the process groups of `children` that still run (the same processes: a reused pid has
+    another start time); the pids of those stopped."""
+    stopped = []
+    for child in children:
+        try:
+            process = psutil.Process(child["pid"])
+            if process.create_time() != child["started"] or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            os.killpg(child["pid"], signal.SIGKILL)  # it is the leader of its own group (a new session)
+        except (psutil.NoSuchProcess, ProcessLookupError, PermissionError, KeyError, TypeError):
+            continue
+        stopped.append(child["pid"])
+    return stopped
 
 
 _PR_SET_PDEATHSIG = 1

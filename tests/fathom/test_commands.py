@@ -25,6 +25,8 @@ def test_commands_refuse_bad_input_clearly(db):
     with pytest.raises(CommandError, match="no workspace 'ghost'"):
         call_command("fathom", "apikey", "create", "--workspace", "ghost", "--role", "owner", stdout=StringIO())
     assert not Workspace.objects.filter(slug="ghost").exists()
+    with pytest.raises(CommandError, match="--queues takes some of fires, quality, memory, maintenance"):
+        call_command("fathom", "worker", "--queues", "fires,bogus", stdout=StringIO())
 
 
 def test_with_urls_given_nothing_embedded_starts(tmp_path, db):

@@ -9,6 +9,7 @@ import sys
 import threading
 import uuid
 
+import psutil
 import pytest
 from django.conf import settings
 from django.core.management import CommandError
@@ -97,24 +98,44 @@ def test_a_child_crashing_again_and_again_stops_the_stack():
     assert healthy.process.returncode == -signal.SIGTERM  # stopped by us, not left running
 
 
-def test_a_data_dir_held_is_refused_with_its_holder_and_a_dead_holder_is_taken_over(tmp_path):
-    # given a data dir held by this process: a second hold is refused, naming the holder
-    with data_dir_held(tmp_path) as previous:
-        assert previous is None
+# A stand-in for a `fathom up` killed where no parent-death signal exists: it holds the data dir and
+# records a child of its own, in its own session, that outlives it.
+HOLDER = """
+import subprocess, sys, time
+from pathlib import Path
+from fathom.supervisor import data_dir_held
+with data_dir_held(Path(sys.argv[1])) as lock:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    lock.record_children([child])
+    print(child.pid, flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_data_dir_held_is_refused_and_names_its_holder(tmp_path):
+    with data_dir_held(tmp_path) as lock:
+        assert lock.previous_owner is None
         with pytest.raises(CommandError, match=rf"in use by another `fathom up` \(pid {os.getpid()}\)"):
             with data_dir_held(tmp_path):
                 pass
-    # and given a holder killed with SIGKILL, its lock is free and it is named as the one taken over
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from fathom.supervisor import "
-         "data_dir_held\nwith data_dir_held(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(300)",
-         str(tmp_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "fathom.settings"})
-    assert holder.stdout.readline().strip() == "held"
+    with data_dir_held(tmp_path) as lock:  # let go at the end: nobody is reported as crashed
+        assert lock.previous_owner is None
+
+
+def test_a_lock_left_by_a_killed_holder_is_taken_over_and_what_it_left_running_is_stopped(tmp_path):
+    # given a holder, killed with SIGKILL, whose child survived it
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "DJANGO_SETTINGS_MODULE": "fathom.settings"})
+    orphan = psutil.Process(int(holder.stdout.readline()))
     holder.kill()
     holder.wait()
-    with data_dir_held(tmp_path) as previous:
-        assert previous == str(holder.pid)
+    assert not gone(orphan)
+    # when the data dir is taken
+    with data_dir_held(tmp_path) as lock:
+        # then the dead holder is named, and its child stopped
+        assert lock.previous_owner == str(holder.pid)
+        assert lock.orphans_stopped == [orphan.pid]
+        wait_until(lambda: gone(orphan), timeout=10)
 
 
 @pytest.mark.slow
