@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.fathom.stack import stack_root
 from tests.fathom.wire import WireServer
 
 
@@ -11,3 +12,10 @@ def wire():
     server = WireServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def stack_dir():
+    """A temp directory for a whole `fathom up` stack, its embedded servers stopped afterwards."""
+    with stack_root() as path:
+        yield path
