@@ -25,3 +25,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(v1)),
 ]
+
+handler400 = "fathom.api.errors.bad_request"
+handler403 = "fathom.api.errors.permission_denied"
+handler404 = "fathom.api.errors.page_not_found"
+handler500 = "fathom.api.errors.server_error"

@@ -120,7 +120,7 @@ class IntrospectView(APIView):
         run_async = serializers.BooleanField(required=False, default=False)
 
         def to_internal_value(self, data):
-            if "async" in data and "run_async" not in data:
+            if isinstance(data, dict) and "async" in data and "run_async" not in data:
                 data = {**data, "run_async": data["async"]}
             return super().to_internal_value(data)
 

@@ -176,9 +176,9 @@ class _ProfileListCreate(generics.ListAPIView):
         return self.model.objects.filter(workspace=self.request.workspace)
 
     def post(self, request):
-        slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
         data = self.input_class(data=request.data)
-        data.is_valid(raise_exception=True)
+        data.is_valid(raise_exception=True)  # first: it answers 400 to a body that is not an object
+        slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
         profile = type(self).create(workspace=request.workspace, slug=slug, **data.validated_data)
         return Response(self.serializer_class(profile).data, status=status.HTTP_201_CREATED)
 
