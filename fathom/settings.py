@@ -148,7 +148,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "fathom.api.errors.exception_handler",
     "DEFAULT_PARSER_CLASSES": ["fathom.api.parsers.JSONParser"],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "fathom.api.schema.FathomAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -162,6 +162,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets shared by several fields, or sharing a field name, get one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "FactSourceEnum": "festinger.models.Source",
+        "ProposalStatusEnum": "proposals.models.ProposalStatus",
+        "FireStatusEnum": "harness.fires.models.Fire.Status",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------------------------------
