@@ -36,13 +36,15 @@ class FathomAutoSchema(AutoSchema):
 
     def _error_codes(self) -> list[str]:
         """Every 4xx this operation can answer: 400 for any bad query string (and body), 401 and 403
-        where a key is needed, 404 for an unknown object, 413 and 415 where a body is read."""
+        where a key is needed, 404 for an unknown object, 406 for an Accept header (or `?format=`) it
+        cannot answer, 409 where a change meets a state that forbids it (decided already, closed,
+        exists), 413 and 415 where a body is read."""
         codes = ["400"]
         if self.view.authentication_classes:
             codes += ["401", "403"]
-        codes.append("404")
+        codes += ["404", "406"]
         if self.method in BODY_METHODS:
-            codes += ["413", "415"]
+            codes += ["409", "413", "415"]
         return codes
 
 

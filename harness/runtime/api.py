@@ -1,7 +1,7 @@
 """REST for sessions, their messages and events, and profiles."""
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -221,7 +221,10 @@ class _ProfileDetail(APIView):
         return Response(self.output_class(profile).data)
 
 
-@extend_schema(request=AgentProfileCreateInput, summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)")
+@extend_schema_view(
+    get=extend_schema(summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)"),
+    post=extend_schema(request=AgentProfileCreateInput, responses={201: AgentProfileOutput},
+                       summary="Create an agent profile"))
 class AgentProfileListCreateView(_ProfileListCreate):
     serializer_class = AgentProfileOutput
     model = AgentProfile
@@ -229,7 +232,10 @@ class AgentProfileListCreateView(_ProfileListCreate):
     create = staticmethod(profiles.agent_profile_create)
 
 
-@extend_schema(request=UserProfileCreateInput, summary="User profiles (USER.md, memory, preferences)")
+@extend_schema_view(
+    get=extend_schema(summary="User profiles (USER.md, memory, preferences)"),
+    post=extend_schema(request=UserProfileCreateInput, responses={201: UserProfileOutput},
+                       summary="Create a user profile"))
 class UserProfileListCreateView(_ProfileListCreate):
     serializer_class = UserProfileOutput
     model = UserProfile
