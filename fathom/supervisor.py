@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from fathom import embedded
+from fathom.http_protocol import uvicorn_args
 
 # Children get this long to stop (a worker finishes its task) before SIGKILL; acks-late tasks killed here
 # are redelivered. It leaves the embedded servers' shutdown room within Ctrl-C's 10 s.
@@ -33,7 +34,7 @@ def stack_children(*, host: str, port: int) -> list[Child]:
     concurrency = os.environ.get("FATHOM_WORKER_CONCURRENCY", "2")
     return [
         Child("web", [python, "-m", "uvicorn", "fathom.asgi:application", "--host", host, "--port", str(port),
-                      "--no-access-log", "--timeout-graceful-shutdown", "3"]),
+                      "--no-access-log", "--timeout-graceful-shutdown", "3", *uvicorn_args()]),
         Child("worker", [python, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(settings.FATHOM_QUEUES),
                          "-c", concurrency, "-n", "fathom@%h", "--loglevel", "INFO", "--without-mingle",
                          "--without-gossip"]),
