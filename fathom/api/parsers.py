@@ -32,6 +32,8 @@ class JSONParser(BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = settings.FATHOM_API_MAX_BODY_BYTES
+        if _declared_length(parser_context) > limit:  # refused before reading what will not be kept
+            raise RequestTooLarge(body_too_large_message())
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise RequestTooLarge(body_too_large_message())
@@ -64,6 +66,14 @@ def nested_too_deep(text: str) -> bool:
         elif token == "]" or token == "}":
             depth -= 1
     return False
+
+
+def _declared_length(parser_context) -> int:
+    request = (parser_context or {}).get("request")
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) if request is not None else 0
+    except ValueError:
+        return 0
 
 
 def _reject_constant(name: str):
