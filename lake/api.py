@@ -9,7 +9,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fathom.api.schema import Error
+from fathom.api.schema import Error, OneOrMany
 from fathom.models import Role
 from lake.media import media_get, media_store
 from lake.models import Delta
@@ -103,7 +103,8 @@ class DeltaListCreateView(generics.ListAPIView):
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(request=DeltaIn, responses={201: DeltaOut, 200: DeltaOut, 422: Error},
+    @extend_schema(request=OneOrMany(DeltaIn, max_items=MAX_BATCH),
+                   responses={201: OneOrMany(DeltaOut), 200: OneOrMany(DeltaOut), 422: Error},
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                                 description="a retry with the same key and body writes nothing")],
                    summary="Write one delta, or a list of up to 1,000")

@@ -2,7 +2,7 @@
 error envelope on every operation's 4xx answers, and component names that stay unique when every
 view calls its nested input serializer `Input`."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
 from rest_framework import serializers
@@ -18,6 +18,28 @@ class ErrorDetail(serializers.Serializer):
 
 class Error(serializers.Serializer):
     error = ErrorDetail()
+
+
+class OneOrMany(serializers.Serializer):
+    """For the schema only: one `item` object, or a list of them (as `POST /v1/deltas` takes and answers)."""
+
+    def __init__(self, item, *, max_items: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.item, self.max_items = item, max_items
+
+
+class OneOrManyScheme(OpenApiSerializerExtension):
+    target_class = OneOrMany
+
+    def get_name(self, auto_schema, direction):
+        return f"{self.target.item.__name__}OneOrMany"
+
+    def map_serializer(self, auto_schema, direction):
+        item = auto_schema.resolve_serializer(self.target.item, direction).ref
+        many = {"type": "array", "items": item, "minItems": 1}
+        if self.target.max_items is not None:
+            many["maxItems"] = self.target.max_items
+        return {"oneOf": [item, many]}
 
 
 class FathomAutoSchema(AutoSchema):
