@@ -14,7 +14,9 @@ from fathom.api.text import REASON, unstorable_in
 
 MAX_JSON_DEPTH = 64
 # A JSON string (skipped whole, so a bracket inside one does not count) or an opening or closing bracket.
-_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# The closing quote is optional so that a string left open matches to the end instead of failing: a
+# failed match at every quote would make the scan quadratic in the body's length.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
 
 
 class RequestTooLarge(APIException):

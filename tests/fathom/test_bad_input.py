@@ -86,6 +86,14 @@ def test_a_body_nested_ten_thousand_levels_is_a_400_not_a_recursion_error(owner,
     assert f"deeper than {MAX_JSON_DEPTH}" in error["message"]
 
 
+@pytest.mark.parametrize("body", [
+    "[" * 100 + '"' + '\\"' * 1_000_000,  # a string left open, its quotes escaped: each one a place to start
+    "[" * 100 + '"x",' * 500_000,
+])
+def test_scanning_the_nesting_stays_linear_on_hostile_bodies(owner, body):
+    assert_envelope(send(owner, "post", "/v1/search", body.encode()), 400)
+
+
 def test_nesting_up_to_the_limit_is_accepted(owner):
     payload = {"nested": 1}
     for _ in range(MAX_JSON_DEPTH - 2):
