@@ -10,7 +10,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import BaseParser
 
-from fathom.api.text import REASON, unstorable_in
+from fathom.api.text import REASON, unstorable_in_json
 
 MAX_JSON_DEPTH = 64
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
@@ -48,7 +48,7 @@ class JSONParser(BaseParser):
             raise ParseError(f"JSON parse error: {error}") from None
         except RecursionError:  # cannot happen after the scan above; kept so that it never is a 500
             raise ParseError(f"JSON parse error: nested deeper than {MAX_JSON_DEPTH} levels") from None
-        if (where := unstorable_in(data)) is not None:
+        if (where := unstorable_in_json(text, data)) is not None:
             raise ParseError(f"text at {where} {REASON}")
         return data
 
