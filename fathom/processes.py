@@ -9,10 +9,12 @@ import sys
 
 from django.conf import settings
 
+from fathom.http_protocol import uvicorn_args
+
 
 def web_argv(*, host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "fathom.asgi:application", "--host", host, "--port", str(port),
-            "--no-access-log", "--timeout-graceful-shutdown", "3"]
+            "--no-access-log", "--timeout-graceful-shutdown", "3", *uvicorn_args()]
 
 
 def worker_argv(*, queues: list[str], concurrency: int, name: str) -> list[str]:
