@@ -15,15 +15,16 @@ of their own through the same `conflict_apply`.
 import json
 import logging
 import re
-import uuid
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from redis.exceptions import LockNotOwnedError
 
 from fathom.errors import ApplicationError, ConflictError
+from fathom.redis_client import get_redis
 from festinger.bootstrap import dimension_ensure
 from festinger.models import CollisionType, Concept, Conflict, ConflictStatus, Edge, ResolutionRun, Source
 from festinger.services import edge_move, edge_remove, place, token_normalise, world_ensure, writes_committed
@@ -166,33 +167,33 @@ def _finish(run: ResolutionRun, *, status: str, error: str = "") -> None:
 
 
 class _WorkspaceLock:
-    """One resolution run per workspace at a time, across processes (a Redis key with an expiry, whose
-    value names the run holding it)."""
-
-    _TAKE_OVER = """
-    local held = redis.call('GET', KEYS[1])
-    if held and string.sub(held, 1, string.len(ARGV[2])) ~= ARGV[2] then return 0 end
-    redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
-    return 1
-    """
+    """One resolution run per workspace at a time, across processes: redis-py's lock (an expiring
+    key, released atomically and only by its holder) whose token names the run holding it."""
 
     def __init__(self, workspace_id: int, run_id: int):
-        from fathom.redis_client import get_redis
-
-        self.redis, self.key = get_redis(), f"festinger:resolution:lock:{workspace_id}"
-        self.run_prefix = f"{run_id}:"
-        self.token = self.run_prefix + uuid.uuid4().hex
+        self.lock = get_redis().lock(f"festinger:resolution:lock:{workspace_id}", timeout=LOCK_SECONDS)
+        self.token = f"run:{run_id}"
 
     def acquire(self) -> bool:
-        return bool(self.redis.set(self.key, self.token, nx=True, ex=LOCK_SECONDS))
+        return self.lock.acquire(blocking=False, token=self.token)
 
     def take_over(self) -> bool:
-        """Acquire the lock if it is free or held by an earlier attempt of the same run (dead)."""
-        return bool(self.redis.eval(self._TAKE_OVER, 1, self.key, self.token, self.run_prefix, LOCK_SECONDS))
+        """Acquire the lock if it is free or still held by an earlier attempt of the same run (its
+        worker died; the token is the run's), restarting its expiry."""
+        if self.acquire():
+            return True
+        self.lock.local.token = self.token.encode()
+        try:
+            return self.lock.reacquire()
+        except LockNotOwnedError:
+            self.lock.local.token = None
+            return False
 
     def release(self) -> None:
-        if self.redis.get(self.key) == self.token:
-            self.redis.delete(self.key)
+        try:
+            self.lock.release()
+        except LockNotOwnedError:
+            pass  # it expired (the run outlived LOCK_SECONDS) and may be another run's now: not ours to free
 
 
 # --- One conflict -------------------------------------------------------------------------------

@@ -73,6 +73,19 @@ class FireCancelView(APIView):
         return Response(FireSummaryOutput(fire).data, status=status.HTTP_202_ACCEPTED)
 
 
+class SitOutput(serializers.Serializer):
+    trigger_id = serializers.CharField(help_text="the trigger that opens round 1")
+    rounds = serializers.IntegerField(help_text="the round cap")
+
+
+class IntrospectOutput(serializers.Serializer):
+    fire_id = serializers.CharField()
+    card_id = serializers.CharField(allow_null=True, help_text="the card delta the fire wrote, if any")
+    body = serializers.CharField(allow_blank=True)
+    cited_ids = serializers.ListField(child=serializers.CharField())
+    fire = FireOutput()
+
+
 class SitView(APIView):
     """Self-directing mode: the prompt opens round 1; each round's respond.next_prompt seeds the
     next, until a round omits it or the round cap is reached."""
@@ -82,7 +95,7 @@ class SitView(APIView):
         rounds = serializers.IntegerField(required=False, min_value=1, max_value=50,
                                           help_text="round cap (the workspace's sit_round_cap by default)")
 
-    @extend_schema(request=Input, responses={202: dict}, summary="Start a Sit in this session")
+    @extend_schema(request=Input, responses={202: SitOutput}, summary="Start a Sit in this session")
     def post(self, request, session_id):
         session = runtime_selectors.session_get(workspace=request.workspace, session_id=session_id)
         data = self.Input(data=request.data)
@@ -103,11 +116,11 @@ class IntrospectView(APIView):
         run_async = serializers.BooleanField(required=False, default=False)
 
         def to_internal_value(self, data):
-            if "async" in data and "run_async" not in data:
+            if isinstance(data, dict) and "async" in data and "run_async" not in data:
                 data = {**data, "run_async": data["async"]}
             return super().to_internal_value(data)
 
-    @extend_schema(request=Input, responses={200: FireOutput, 202: FireSummaryOutput}, summary="Introspect")
+    @extend_schema(request=Input, responses={200: IntrospectOutput, 202: FireSummaryOutput}, summary="Introspect")
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)

@@ -19,10 +19,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from fathom.llm import LLMError, Message, complete
+from fathom.llm.errors import LLMBudgetExceeded
 from fathom.llm.offline import SearchThenRespond
 from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
 from fathom.tracing.models import TraceEvent
 from fathom.tracing.services import spans_end
+from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
@@ -46,7 +48,9 @@ class FireCancelled(Exception):
 
 def run_threaded_fire(fire: Fire) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
-    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
+    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised; a
+    transient error (fathom.transient) is not: it is raised with the fire left running, for the
+    retried task to resume from the journal."""
     limits = harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
@@ -64,6 +68,13 @@ def run_threaded_fire(fire: Fire) -> Fire:
         except FireCancelled:
             _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
         except claims.ClaimLost:
+            raise
+        except TRANSIENT_ERRORS:
+            connections_reset()  # so this attempt's trace is written and its claims released
+            root.leave_open()  # the attempt that resumes the fire ends it, as after a killed worker
+            raise
+        except LLMBudgetExceeded as exc:
+            _end(fire, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
             raise
         except Exception as exc:
             _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
@@ -91,8 +102,8 @@ def _resumed(fire: Fire):
         with continue_trace(parent), span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}",
                                           run_id=str(fire.pk), attempt=attempt, phase=fire.phase):
             yield
-    except claims.ClaimLost:
-        raise  # another worker runs it now
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # another worker runs it now, or the retried task will
     except Exception as exc:
         flush()
         spans_end(**trace, where={"span_id": first_root}, error=f"{type(exc).__name__}: {exc}")
@@ -260,8 +271,8 @@ def _run_tool(tool, ctx: ToolContext, args: dict) -> str:
         value = tool.run(ctx, args)
     except ToolError as exc:
         raise _ToolFailed(f"error: {exc}") from exc
-    except claims.ClaimLost:
-        raise
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # not the tool's failure: the fire stops here, and the retried task runs the call again
     except Exception as exc:  # noqa: BLE001 - the model reads any tool failure as its result
         logger.warning("tool %s raised in fire %s", tool.name, ctx.fire.pk, exc_info=True)
         raise _ToolFailed(f"error: the tool raised {type(exc).__name__}: {exc}") from exc

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from fathom.errors import ApplicationError
+from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
 from harness.runtime import claims
@@ -47,7 +48,8 @@ def fire_create(*, workspace, mode: str, question: str = "", messages: list[dict
 
 
 def fire_run(*, fire_id) -> Fire:
-    """Run or resume the fire if nobody else does; returns it as it stands afterwards."""
+    """Run or resume the fire if nobody else does; returns it as it stands afterwards. A transient
+    error (fathom.transient) is raised, the fire left to resume, once its claim is given back."""
     fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
     if fire.is_terminal:
         return fire
@@ -56,8 +58,8 @@ def fire_run(*, fire_id) -> Fire:
         return fire
     try:
         run_threaded_fire(fire)
-    except claims.ClaimLost:
-        raise
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # the fire is not over: another runner has it, or the retried task resumes it
     except Exception:  # noqa: BLE001 - recorded on the fire (failed, with its error); callers read that
         logger.exception("fire %s failed", fire.pk)
     finally:

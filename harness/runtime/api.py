@@ -1,7 +1,7 @@
 """REST for sessions, their messages and events, and profiles."""
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -95,6 +95,20 @@ class SessionRefreshProfileView(APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
+class SessionEventOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    turn_id = serializers.CharField(allow_null=True)
+    data = serializers.DictField(child=serializers.JSONField())
+    created_at = serializers.DateTimeField()
+
+
+class SessionEventsOutput(serializers.Serializer):
+    events = SessionEventOutput(many=True)
+    last_seq = serializers.IntegerField()
+    next = serializers.CharField(help_text="the query that polls for what comes next")
+
+
 class SessionEventsView(APIView):
     """The session's events: Server-Sent Events with `Accept: text/event-stream` (resumable with
     Last-Event-ID), otherwise a JSON page for polling (`?after=<seq>`)."""
@@ -106,7 +120,8 @@ class SessionEventsView(APIView):
                     OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
                     OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
                     OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False)],
-        responses={200: dict}, summary="Session events (SSE or JSON polling)",
+        responses={(200, "application/json"): SessionEventsOutput, (200, "text/event-stream"): str},
+        summary="Session events (SSE or JSON polling)",
     )
     def get(self, request, session_id):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
@@ -165,6 +180,14 @@ class UserProfileInput(serializers.Serializer):
     preferences = serializers.DictField(required=False)
 
 
+class AgentProfileCreateInput(AgentProfileInput):
+    slug = serializers.SlugField(max_length=64)
+
+
+class UserProfileCreateInput(UserProfileInput):
+    slug = serializers.SlugField(max_length=64)
+
+
 class _ProfileListCreate(generics.ListAPIView):
     model = None
     input_class = None
@@ -174,10 +197,9 @@ class _ProfileListCreate(generics.ListAPIView):
         return selectors.profiles_list(workspace=self.request.workspace, model=self.model)
 
     def post(self, request):
-        slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
         data = self.input_class(data=request.data)
         data.is_valid(raise_exception=True)
-        profile = type(self).create(workspace=request.workspace, slug=slug, **data.validated_data)
+        profile = type(self).create(workspace=request.workspace, **data.validated_data)
         return Response(self.serializer_class(profile).data, status=status.HTTP_201_CREATED)
 
 
@@ -198,11 +220,14 @@ class _ProfileDetail(APIView):
         return Response(self.output_class(profile).data)
 
 
-@extend_schema(request=AgentProfileInput, summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)")
+@extend_schema_view(
+    get=extend_schema(summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)"),
+    post=extend_schema(request=AgentProfileCreateInput, responses={201: AgentProfileOutput},
+                       summary="Create an agent profile"))
 class AgentProfileListCreateView(_ProfileListCreate):
     serializer_class = AgentProfileOutput
     model = AgentProfile
-    input_class = AgentProfileInput
+    input_class = AgentProfileCreateInput
     create = staticmethod(profiles.agent_profile_create)
 
     def paginate_queryset(self, queryset):
@@ -212,11 +237,14 @@ class AgentProfileListCreateView(_ProfileListCreate):
         return page
 
 
-@extend_schema(request=UserProfileInput, summary="User profiles (USER.md, memory, preferences)")
+@extend_schema_view(
+    get=extend_schema(summary="User profiles (USER.md, memory, preferences)"),
+    post=extend_schema(request=UserProfileCreateInput, responses={201: UserProfileOutput},
+                       summary="Create a user profile"))
 class UserProfileListCreateView(_ProfileListCreate):
     serializer_class = UserProfileOutput
     model = UserProfile
-    input_class = UserProfileInput
+    input_class = UserProfileCreateInput
     create = staticmethod(profiles.user_profile_create)
 
 

@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, Session, SessionEvent, Trigger, Turn
@@ -210,8 +211,8 @@ def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -
         return "ended"
     try:
         work(snapshot)
-    except claims.ClaimLost:
-        raise  # another runner took the session over; it finishes the turn
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # another runner took the session over, or the retried tick resumes the turn
     except Exception as exc:  # noqa: BLE001 - any failure of the work ends the turn as failed, reported
         logger.exception("turn %s of session %s failed", turn.number, turn.session_id)
         _turn_close(turn, limits, status=Turn.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
