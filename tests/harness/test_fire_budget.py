@@ -14,9 +14,9 @@ from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire
 from harness.fires.services import fire_create, fire_run
 from harness.runtime.models import SessionEvent
-from harness.runtime.services import harness_settings_get, message_send, session_tick
+from harness.runtime.services import harness_settings_get, message_send
 from lake.models import Delta
-from tests.harness.support import wait_for
+from tests.harness.support import session_tick, wait_for
 
 
 @pytest.fixture
