@@ -15,7 +15,6 @@ of their own through the same `conflict_apply`.
 import json
 import logging
 import re
-import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -23,7 +22,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from redis.exceptions import LockError
+from redis.exceptions import LockNotOwnedError
 
 from fathom.errors import ApplicationError, ConflictError
 from fathom.llm import Message, complete, registry
@@ -164,35 +163,33 @@ def _finish(run: ResolutionRun, *, status: str, error: str = "") -> None:
 
 
 class _WorkspaceLock:
-    """One resolution run per workspace at a time, across processes: redis-py's lock (an expiring key,
-    released only by its holder, atomically), whose token names the run holding it."""
-
-    # A run delivered again after its worker died finds the lock its dead attempt took: freed here.
-    _FREE_IF_SAME_RUN = """
-    local held = redis.call('GET', KEYS[1])
-    if held and string.sub(held, 1, string.len(ARGV[1])) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-    return 1
-    """
+    """One resolution run per workspace at a time, across processes: redis-py's lock (an expiring
+    key, released atomically and only by its holder) whose token names the run holding it."""
 
     def __init__(self, workspace_id: int, run_id: int):
-        self.redis = get_redis()
-        self.lock = self.redis.lock(f"festinger:resolution:lock:{workspace_id}", timeout=LOCK_SECONDS, blocking=False)
-        self.run_prefix = f"{run_id}:"
-        self.token = self.run_prefix + uuid.uuid4().hex
+        self.lock = get_redis().lock(f"festinger:resolution:lock:{workspace_id}", timeout=LOCK_SECONDS)
+        self.token = f"run:{run_id}"
 
     def acquire(self) -> bool:
-        return self.lock.acquire(token=self.token)
+        return self.lock.acquire(blocking=False, token=self.token)
 
     def take_over(self) -> bool:
-        """Acquire the lock if it is free or held by an earlier attempt of the same run (dead)."""
-        self.redis.eval(self._FREE_IF_SAME_RUN, 1, self.lock.name, self.run_prefix)
-        return self.acquire()
+        """Acquire the lock if it is free or still held by an earlier attempt of the same run (its
+        worker died; the token is the run's), restarting its expiry."""
+        if self.acquire():
+            return True
+        self.lock.local.token = self.token.encode()
+        try:
+            return self.lock.reacquire()
+        except LockNotOwnedError:
+            self.lock.local.token = None
+            return False
 
     def release(self) -> None:
         try:
             self.lock.release()
-        except LockError:  # expired (the run outlived LOCK_SECONDS) and perhaps taken by another run
-            logger.warning("festinger: the resolution lock %s was no longer held at release", self.lock.name)
+        except LockNotOwnedError:
+            pass  # it expired (the run outlived LOCK_SECONDS) and may be another run's now: not ours to free
 
 
 # --- One conflict -------------------------------------------------------------------------------

@@ -3,14 +3,13 @@ through the collision check. Views, tasks, admin, the CLI and the write path all
 
 import re
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
-from django_celery_beat.validators import crontab_validator
 from psycopg import errors as psycopg_errors
 
+from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from festinger import cache
 from festinger.bootstrap import bootstrap_workspace, dimension_ensure, root_ensure  # noqa: F401 (part of the services)
@@ -73,14 +72,11 @@ _ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")
 
 def config_validate(config: WorldConfig) -> None:
     """ApplicationError naming the first invalid setting."""
-    config.resolution_schedule = " ".join(config.resolution_schedule.split())
     try:
-        crontab_validator(config.resolution_schedule)
-    except ValidationError:
-        raise ApplicationError(
-            f"resolution_schedule {config.resolution_schedule!r} is not a cron expression: five fields "
-            "'minute hour day-of-month month day-of-week', e.g. '0 2 * * *' for 02:00 UTC every day",
-            code="invalid_config") from None
+        config.resolution_schedule = str(cron_parse(config.resolution_schedule))
+    except ApplicationError as exc:
+        raise ApplicationError(f"resolution_schedule: {exc.message}", code="invalid_config",
+                               details={"field": "resolution_schedule"}) from None
     for name in ("saliency_read_threshold", "saliency_write_threshold"):
         if getattr(config, name) < 0:
             raise ApplicationError(f"{name} must be 0 or more", code="invalid_config")

@@ -8,10 +8,11 @@ maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts in
 """
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import transaction
 
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
+from fathom.transient import retries
 from festinger.cache import counts_flush
 from festinger.models import Conflict, ResolutionRun
 from festinger.resolution import conflict_resolve_with_model, resolution_execute
@@ -19,8 +20,6 @@ from festinger.schedules import RESOLUTION_TASK
 from festinger.services import insert_fact
 from festinger.text import canonical
 from festinger.writer import concept_write
-
-_TRANSIENT = (OperationalError, InterfaceError)
 
 
 def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
@@ -46,8 +45,7 @@ def conflicts_ask_request(*, conflict_ids: list[int]) -> None:
 # acks_late is safe: a queued run is claimed with a conditional UPDATE, and each conflict is applied
 # in a transaction that first checks it is still pending, so a redelivery repeats nothing.
 @shared_task(name=RESOLUTION_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             autoretry_for=_TRANSIENT, retry_backoff=True, retry_jitter=True, max_retries=3,
-             soft_time_limit=600, time_limit=660)
+             **retries(max_retries=3), soft_time_limit=600, time_limit=660)
 def resolution(self, workspace_id: int | None = None, run_id: int | None = None) -> None:
     """Drain a batch of the workspace's conflict queue: `workspace_id` from beat, `run_id` for a
     run an operator queued. A full batch queues the next run."""
@@ -58,13 +56,13 @@ def resolution(self, workspace_id: int | None = None, run_id: int | None = None)
 # acks_late is safe: a conflict decided already is skipped, and a decision is applied in a
 # transaction that first checks the conflict is still pending.
 @shared_task(name="memory.festinger_conflict_ask", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             soft_time_limit=300, time_limit=360)
+             **retries(), soft_time_limit=300, time_limit=360)
 def festinger_conflict_ask(conflict_id: int) -> str:
     """Ask the workspace's resolver model about one conflict now (admin's "Ask the resolver model now")."""
     return conflict_resolve_with_model(conflict_id=conflict_id)
 
 
-@shared_task(name="memory.festinger_cues_insert", acks_late=True, reject_on_worker_lost=True,
+@shared_task(name="memory.festinger_cues_insert", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=60, time_limit=90)
 def festinger_cues_insert(workspace_id: int, triples: list[dict]) -> list[dict]:
     """Place each triple through the collision check. Running twice is harmless: the same fact
@@ -87,7 +85,7 @@ def festinger_cues_insert(workspace_id: int, triples: list[dict]) -> list[dict]:
     return outcomes
 
 
-@shared_task(name="memory.festinger_concept_write", acks_late=True, reject_on_worker_lost=True,
+@shared_task(name="memory.festinger_concept_write", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=300, time_limit=360)
 def festinger_concept_write(workspace_id: int, token: str, context: list[str] | None = None) -> dict:
     """Ask the writer about one concept (guarded: one write per concept at a time, none once known)."""
@@ -95,7 +93,7 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
 
 
 @shared_task(name="maintenance.festinger_counts_flush", acks_late=True, reject_on_worker_lost=True,
-             ignore_result=True, soft_time_limit=60, time_limit=90)
+             ignore_result=True, **retries(max_retries=2), soft_time_limit=60, time_limit=90)
 def festinger_counts_flush() -> dict:
     """Pushed encounter counts -> PostgreSQL (encounter_count + n), for every workspace."""
     return {str(workspace_id): n for workspace_id, n in counts_flush().items()}

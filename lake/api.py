@@ -9,6 +9,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.schema import Error, OneOrMany
 from fathom.models import Role
 from lake.media import media_get, media_store
 from lake.models import Delta
@@ -102,7 +103,8 @@ class DeltaListCreateView(generics.ListAPIView):
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(request=DeltaIn, responses={201: DeltaOut, 200: DeltaOut},
+    @extend_schema(request=OneOrMany(DeltaIn, max_items=MAX_BATCH),
+                   responses={201: OneOrMany(DeltaOut), 200: OneOrMany(DeltaOut), 422: Error},
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                                 description="a retry with the same key and body writes nothing")],
                    summary="Write one delta, or a list of up to 1,000")
@@ -145,6 +147,58 @@ class DeltaDetailView(APIView):
         return Response(DeltaDetailOut(delta, context=context).data)
 
 
+class SearchStepOut(serializers.Serializer):
+    query = serializers.CharField()
+    mode = serializers.CharField(help_text="vector, fulltext or hybrid")
+    filters = serializers.DictField(child=serializers.JSONField())
+
+
+class SearchPlanOut(serializers.Serializer):
+    source = serializers.CharField(help_text="default, planner or given")
+    steps = SearchStepOut(many=True)
+    note = serializers.CharField(required=False, help_text="why the default plan was used")
+
+
+class SearchRowOut(serializers.Serializer):
+    id = serializers.CharField()
+    role = serializers.CharField(help_text="hit, or how it joined: a neighbour in time, a constituent, a container")
+    rank = serializers.IntegerField(allow_null=True)
+    anchor_id = serializers.CharField(allow_null=True)
+    contains = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    depth = serializers.IntegerField(allow_null=True)
+    level = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    source = serializers.CharField(allow_blank=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    content = serializers.CharField(allow_blank=True)
+    media_hash = serializers.CharField(allow_blank=True)
+    scores = serializers.DictField(child=serializers.JSONField())
+
+
+class SearchOut(serializers.Serializer):
+    query = serializers.CharField()
+    depth = serializers.CharField()
+    plan = SearchPlanOut()
+    warnings = serializers.ListField(child=serializers.CharField())
+    rendered = serializers.CharField(allow_blank=True, help_text="the recall text a model reads")
+    rows = SearchRowOut(many=True)
+
+
+class StatsOut(serializers.Serializer):
+    deltas = serializers.IntegerField()
+    embedded = serializers.IntegerField()
+    awaiting_embedding = serializers.IntegerField()
+    provenance = serializers.IntegerField()
+    provenance_with_centroid = serializers.IntegerField()
+    provenance_by_level = serializers.DictField(child=serializers.IntegerField())
+    kinds = serializers.DictField(child=serializers.IntegerField())
+    sources = serializers.DictField(child=serializers.IntegerField())
+    embedding_models = serializers.DictField(child=serializers.IntegerField())
+    oldest = serializers.DateTimeField(allow_null=True)
+    newest = serializers.DateTimeField(allow_null=True)
+    embedder = serializers.DictField(child=serializers.JSONField(), help_text="name and dimensions")
+
+
 class SearchView(APIView):
     """Recall: seed 000's retrieval stack. Any role may search."""
 
@@ -168,7 +222,7 @@ class SearchView(APIView):
             filters.is_valid(raise_exception=True)
             return filters.validated_data
 
-    @extend_schema(request=Input, responses=dict, summary="Search: rendered recall text and structured rows")
+    @extend_schema(request=Input, responses=SearchOut, summary="Search: rendered recall text and structured rows")
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
@@ -179,7 +233,7 @@ class SearchView(APIView):
 
 
 class StatsView(APIView):
-    @extend_schema(responses=dict, summary="Counts of this workspace's lake")
+    @extend_schema(responses=StatsOut, summary="Counts of this workspace's lake")
     def get(self, request):
         return Response(lake_stats(workspace=request.workspace))
 

@@ -123,7 +123,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
         filters = Filters(**{key: tuple(value) if key == "tags" else value for key, value in filters.items()})
     config = DEPTHS[depth]
     pool = max(limit * config.pool_factor, config.min_pool)
-    planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
+    planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.FATHOM_HNSW_EF_SEARCH, pool))
     plan = with_filters(plan or plan_for(workspace=workspace, query=query, planner=planner), filters or Filters())
     if not 1 <= len(plan.steps) <= MAX_STEPS:
         raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")

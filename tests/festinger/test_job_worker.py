@@ -12,7 +12,7 @@ from django.utils import timezone
 from fathom.redis_client import get_redis
 from festinger import cache
 from festinger.models import Concept, Conflict, Edge, ResolutionRun
-from festinger.resolution import LOCK_SECONDS
+from festinger.resolution import LOCK_SECONDS, _WorkspaceLock
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, insert_fact, world_ensure
 
@@ -124,7 +124,7 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(d
                                        task_id="the-delivery-that-died", status="running",
                                        started_at=timezone.now(), processed=1, dismissed=1)
     lock_key = f"festinger:resolution:lock:{workspace.pk}"
-    get_redis().set(lock_key, f"{run.pk}:the-dead-attempt", ex=LOCK_SECONDS)
+    assert _WorkspaceLock(workspace.pk, run.pk).acquire()  # taken by the attempt that died
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
 
     # When the broker delivers its task again (what acks_late does once the worker is gone)

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from fathom.llm.scripted import Script
+from fathom.redis_client import get_redis
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun
 from festinger.resolution import conflict_apply, resolution_execute
 from festinger.services import insert_fact
@@ -159,6 +160,35 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
     lock = _WorkspaceLock(workspace.pk, 0)
     assert lock.acquire()  # the run let go of the workspace
     lock.release()
+
+
+def test_a_run_whose_lock_expired_does_not_free_the_lock_another_run_took(workspace):
+    from festinger.resolution import _WorkspaceLock
+
+    key = f"festinger:resolution:lock:{workspace.pk}"
+    first = _WorkspaceLock(workspace.pk, 1)
+    assert first.acquire()
+    get_redis().delete(key)  # its expiry passed while it ran
+    second = _WorkspaceLock(workspace.pk, 2)
+    assert second.acquire()
+
+    first.release()
+
+    assert not _WorkspaceLock(workspace.pk, 3).acquire()  # still the second run's
+    second.release()
+    assert not get_redis().exists(key)
+
+
+def test_only_a_later_attempt_of_the_same_run_takes_its_lock_over(workspace):
+    from festinger.resolution import _WorkspaceLock
+
+    assert _WorkspaceLock(workspace.pk, 1).acquire()  # the attempt whose worker died
+
+    assert not _WorkspaceLock(workspace.pk, 2).take_over()
+    again = _WorkspaceLock(workspace.pk, 1)
+    assert again.take_over()
+    again.release()
+    assert _WorkspaceLock(workspace.pk, 2).acquire()
 
 
 def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scripted_llm, test_b_state):

@@ -119,6 +119,14 @@ def test_changing_the_schedule_moves_the_beat_entry(workspace):
     assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "*/15 6-18 * * 1-5"
 
 
+def test_the_resolution_schedule_goes_through_the_one_cron_validator(workspace):
+    config = world_ensure(workspace=workspace)
+    with pytest.raises(ApplicationError, match=r"resolution_schedule: schedule '0 25 \* \* \*': the hour field '25'"):
+        config_update(config=config, resolution_schedule="0 25 * * *")
+    config_update(config=world_ensure(workspace=workspace), resolution_schedule="@daily")
+    assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "0 0 * * *"
+
+
 @pytest.mark.parametrize("changes, message", [
     ({"resolution_schedule": "every night"}, "resolution_schedule"),
     ({"resolution_schedule": "0 25 * * *"}, "resolution_schedule"),
