@@ -157,6 +157,8 @@ class AgentProfileOutput(serializers.ModelSerializer):
         model = AgentProfile
         fields = ["slug", "name", "agents_md", "soul_md", "identity_md", "memory", "version", "created_at",
                   "updated_at"]
+        # The built-in default agent is listed before anything stores it: no timestamps yet.
+        extra_kwargs = {"created_at": {"allow_null": True}, "updated_at": {"allow_null": True}}
 
 
 class UserProfileOutput(serializers.ModelSerializer):
