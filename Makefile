@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench clean
+.PHONY: run test test-fast lint bench clean
 
+# festinger/_words.c: an edit rebuilds the optional C extension (skipped when there is no compiler).
 $(VENV)/.installed: pyproject.toml festinger/_words.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -16,6 +17,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
+
+# The unit tests: no real worker, no browser, nothing slow (markers in pyproject.toml).
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -m "not worker and not browser and not slow"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
-from fathom.models import ApiKey, Membership, Role, Workspace
+from fathom.auth import workspaces_operated_by
+from fathom.models import ApiKey, Membership, Workspace
 from fathom.services import apikey_create, apikey_revoke
 
 
@@ -27,8 +28,7 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "workspace" and not request.user.is_superuser:
-            kwargs["queryset"] = Workspace.objects.filter(
-                memberships__user=request.user, memberships__role__in=(Role.OWNER, Role.OPERATOR))
+            kwargs["queryset"] = workspaces_operated_by(request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 

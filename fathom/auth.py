@@ -1,5 +1,7 @@
-"""Bearer API keys for the REST API. Every authenticated request carries the key's workspace and
-role; views read `request.workspace` and never see another workspace's rows."""
+"""Who may do what, in one place: bearer API keys for the REST API (every authenticated request
+carries the key's workspace and role; views read `request.workspace` and never see another
+workspace's rows), the owner-or-operator check of the admin, and the one spelling of the operator
+who made a decision."""
 
 from dataclasses import dataclass
 
@@ -7,6 +9,45 @@ from rest_framework import authentication, exceptions, permissions
 
 from fathom.models import ROLE_RANK, ApiKey, Role, Workspace
 from fathom.services import apikey_authenticate
+
+
+def role_allows(role: str, needed: str) -> bool:
+    """A role may do everything a lower-ranked one may."""
+    return ROLE_RANK[Role(role)] >= ROLE_RANK[Role(needed)]
+
+
+# The roles that act in a workspace (decide proposals, resolve conflicts, change settings), as
+# opposed to only reading it: operator and everything ranked above.
+OPERATING_ROLES = tuple(role for role in Role if role_allows(role, Role.OPERATOR))
+
+
+def workspaces_operated_by(user):
+    """The workspaces where this (Django admin) user may act: all of them for a superuser, else the
+    ones where their membership is owner or operator."""
+    if user.is_superuser:
+        return Workspace.objects.all()
+    return Workspace.objects.filter(memberships__user=user, memberships__role__in=OPERATING_ROLES)
+
+
+def may_operate(user, *, workspace_id: int) -> bool:
+    """The owner-or-operator check of the admin: may this user act in this workspace?"""
+    return user.is_superuser or workspaces_operated_by(user).filter(pk=workspace_id).exists()
+
+
+def operator_actor(*, kind: str, name: str) -> str:
+    """Who decided, as stored in `decided_by`, `actor`, `resolved_by` and `trigger`:
+    `operator:<kind>:<name>`, the kind being `apikey` (name: the key's prefix), `user` (a Django
+    user's username) or `login` (the shell login running a command). Rows written before this
+    format hold `operator:<username>` (admin, CLI), which reads as the same thing: nothing parses
+    the string, it is shown as written."""
+    return f"operator:{kind}:{name}"
+
+
+def request_actor(request) -> str:
+    """The operator behind a request: its API key, or the admin's Django user."""
+    if isinstance(request.user, KeyPrincipal):
+        return operator_actor(kind="apikey", name=request.user.key.prefix)
+    return operator_actor(kind="user", name=request.user.get_username())
 
 
 @dataclass(frozen=True)
@@ -68,4 +109,4 @@ class HasWorkspaceRole(permissions.BasePermission):
             needed = getattr(view, "read_role", Role.VIEWER)
         else:
             needed = getattr(view, "write_role", Role.OPERATOR)
-        return ROLE_RANK[Role(principal.role)] >= ROLE_RANK[Role(needed)]
+        return role_allows(principal.role, needed)

@@ -1,12 +1,14 @@
-"""The platform's commands: up, down, status, workspace, apikey, llm."""
+"""The platform's commands: up, web, worker, beat, down, status, workspace, apikey, llm."""
 
 import os
+import sys
 
 from django.conf import settings
 from django.core.management.base import CommandError
 
-from fathom import embedded
+from fathom import embedded, processes
 from fathom.errors import ApplicationError
+from fathom.supervisor import data_dir_holder, run_stack, stack_status
 
 
 def register(subparsers):
@@ -14,6 +16,23 @@ def register(subparsers):
     up.add_argument("--host", default=os.environ.get("FATHOM_HTTP_HOST", "127.0.0.1"))
     up.add_argument("--port", type=int, default=settings.HTTP_PORT)
     up.set_defaults(handler=_up)
+
+    web = subparsers.add_parser("web", help="run only the web server (scale-out: one per machine, any number)")
+    web.add_argument("--host", default=os.environ.get("FATHOM_HTTP_HOST", "127.0.0.1"))
+    web.add_argument("--port", type=int, default=settings.HTTP_PORT)
+    web.set_defaults(handler=_web)
+
+    worker = subparsers.add_parser("worker", help="run only a Celery worker (scale-out: any number, anywhere)")
+    worker.add_argument("--queues", default=",".join(settings.FATHOM_QUEUES),
+                        help=f"comma-separated, of {', '.join(settings.FATHOM_QUEUES)} (default: all)")
+    worker.add_argument("--concurrency", type=int, default=settings.FATHOM_WORKER_CONCURRENCY,
+                        help="pool processes (default: FATHOM_WORKER_CONCURRENCY)")
+    worker.add_argument("--name", default=f"worker{os.getpid()}@%h",
+                        help="the worker's node name, unique per broker (%%h is the host name)")
+    worker.set_defaults(handler=_worker)
+
+    beat = subparsers.add_parser("beat", help="run only celery beat (exactly one per deployment)")
+    beat.set_defaults(handler=_beat)
 
     down = subparsers.add_parser("down", help="stop the embedded PostgreSQL and Redis")
     down.set_defaults(handler=_down)
@@ -47,19 +66,44 @@ def register(subparsers):
 
 
 def _up(command, options):
-    from fathom.supervisor import run_stack
-
     return run_stack(command, host=options["host"], port=options["port"])
 
 
+def _web(command, options):
+    _become(processes.web_argv(host=options["host"], port=options["port"]))
+
+
+def _worker(command, options):
+    queues = [queue.strip() for queue in options["queues"].split(",") if queue.strip()]
+    unknown = processes.unknown_queues(queues)
+    if not queues or unknown:
+        raise CommandError(f"--queues takes some of {', '.join(settings.FATHOM_QUEUES)}; "
+                           f"got {options['queues']!r}")
+    if options["concurrency"] < 1:
+        raise CommandError("--concurrency must be at least 1")
+    _become(processes.worker_argv(queues=queues, concurrency=options["concurrency"], name=options["name"]))
+
+
+def _beat(command, options):
+    _become(processes.beat_argv())
+
+
+def _become(argv: list[str]) -> None:
+    """Replace this process with `argv`: signals (a service manager's SIGTERM) reach it directly."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)
+
+
 def _down(command, options):
+    holder = data_dir_holder(settings.DATA_DIR)
+    if holder:
+        raise CommandError(f"`fathom up` (pid {holder}) runs on {settings.DATA_DIR}; stop it with Ctrl-C instead")
     stopped = embedded.stop_all(settings.DATA_DIR)
     command.stdout.write(f"stopped: {', '.join(stopped)}" if stopped else "nothing embedded was running")
 
 
 def _status(command, options):
-    from fathom.supervisor import stack_status
-
     for line in stack_status():
         command.stdout.write(line)
 

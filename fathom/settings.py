@@ -12,6 +12,7 @@ from fathom.env import (
     env_bool,
     env_float,
     env_int,
+    env_int_map,
     env_json,
     env_list,
     env_str,
@@ -54,8 +55,34 @@ if EMBEDDED_POSTGRES:
     }
 else:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
-DATABASES["default"]["CONN_MAX_AGE"] = env_int("FATHOM_DB_CONN_MAX_AGE", 60, minimum=0)
+
+# --- Database connections: one bounded pool per process (README: "Database connections") -------------
+# A web request, a task and a thread of a thread-pool worker each take a connection from their
+# process's pool and give it back when they end (fathom.dbpool, fathom.celery); one that waits longer
+# than the timeout is answered 503 (web) or fails with OperationalError (a task, retried).
+FATHOM_DB_POOL_MAX_SIZE = env_int("FATHOM_DB_POOL_MAX_SIZE", 10, minimum=2, maximum=1000)
+FATHOM_DB_POOL_TIMEOUT = env_float("FATHOM_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
+FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, maximum=256)
+# The processes `fathom up` runs that may connect: itself, web, the prefork worker's parent and its
+# children, the thread-pool worker (`quality`), beat.
+FATHOM_STACK_PROCESSES = 5 + FATHOM_WORKER_CONCURRENCY
+FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
+# Beside the stack: management commands, a shell, a test run and the workers it starts.
+FATHOM_DB_SPARE_PROCESSES = env_int("FATHOM_DB_SPARE_PROCESSES", 4, minimum=0, maximum=1000)
+# The embedded server's max_connections (a server given by DATABASE_URL needs at least as many).
+FATHOM_DB_MAX_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * (FATHOM_STACK_PROCESSES + FATHOM_DB_SPARE_PROCESSES)
+DATABASES["default"]["OPTIONS"] = {
+    **DATABASES["default"].get("OPTIONS", {}),
+    # min_size 1: an idle process keeps one connection warm; the others close after 10 idle minutes.
+    "pool": {"min_size": 1, "max_size": FATHOM_DB_POOL_MAX_SIZE, "timeout": FATHOM_DB_POOL_TIMEOUT},
+}
+# The pool, not Django, keeps connections open (Django refuses a pool with CONN_MAX_AGE); with health
+# checks on, the pool checks a connection before lending it.
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Celery's Django fixup would close a prefork child's whole pool at every task (fathom.celery gives the
+# task's connection back instead): with a reuse count this large it never does.
+CELERY_DB_REUSE_MAX = 2**62
 
 if EMBEDDED_REDIS:
     from fathom.embedded import EmbeddedRedis
@@ -83,7 +110,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "fathom.api.middleware.RejectUnstorableText",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "fathom.dbpool.DatabaseConnectionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -94,6 +123,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "fathom.urls"
+CSRF_FAILURE_VIEW = "fathom.api.errors.csrf_failure"
 ASGI_APPLICATION = "fathom.asgi.application"
 WSGI_APPLICATION = "fathom.wsgi.application"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -135,13 +165,18 @@ LOGGING = {
 }
 
 # --- REST ---------------------------------------------------------------------------------------------
+# A JSON body's limit (413 beyond it): a batch of 1,000 deltas fits while it averages under 16 KB a delta.
+FATHOM_API_MAX_BODY_BYTES = env_int("FATHOM_API_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = FATHOM_API_MAX_BODY_BYTES
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["fathom.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["fathom.auth.HasWorkspaceRole"],
     "DEFAULT_PAGINATION_CLASS": "fathom.api.pagination.CreatedCursorPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "fathom.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["fathom.api.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "DEFAULT_SCHEMA_CLASS": "fathom.api.schema.FathomAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -154,9 +189,15 @@ SPECTACULAR_SETTINGS = {
     # The docs page's assets are served by us, not fetched from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    # Choice sets whose field names other components use too: named here, not by a hash.
-    "ENUM_NAME_OVERRIDES": {"SearchModeEnum": "lake.search.plan.MODES", "SearchRowRoleEnum": "lake.search.budget.ROLES"},
     "REDOC_DIST": "SIDECAR",
+    # Choice sets shared by several fields, or sharing a field name, get one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "FactSourceEnum": "festinger.models.Source",
+        "ProposalStatusEnum": "proposals.models.ProposalStatus",
+        "FireStatusEnum": "harness.fires.models.Fire.Status",
+        "SearchModeEnum": "lake.search.plan.MODES",
+        "SearchRowRoleEnum": "lake.search.budget.ROLES",
+    },
 }
 
 # --- Celery -------------------------------------------------------------------------------------------
@@ -215,6 +256,11 @@ FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maxim
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
 FATHOM_LLM_MAX_BACKOFF_SECONDS = env_float("FATHOM_LLM_MAX_BACKOFF_SECONDS", 20.0, minimum=0)
+# The most model calls one trace may make (a fire with all it starts: child fires, tools' calls,
+# Festinger's writes, the judge), in all and per role; the call past it fails with budget_exceeded
+# (fathom.llm.budget). 0: no ceiling in all; a role not named is bounded by the total only.
+FATHOM_LLM_MAX_CALLS_PER_TRACE = env_int("FATHOM_LLM_MAX_CALLS_PER_TRACE", 64, minimum=0)
+FATHOM_LLM_MAX_CALLS_PER_ROLE = env_int_map("FATHOM_LLM_MAX_CALLS_PER_ROLE", {}, minimum=1)
 # Set: spans are also exported over OTLP/HTTP to <endpoint>/v1/traces (fathom.tracing.otel).
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "fathom")
@@ -250,10 +296,10 @@ if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
 EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
-# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
 # The largest image POST /v1/media keeps.
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
-LAKE_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
+# Candidates an HNSW scan keeps while searching: higher is better recall, slower.
+FATHOM_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
 # Search (lake/search; README "Search"). The characters of rendered recall an answer may take (about
 # 4 per token) when the request names no budget: what a fire's prompt can spare.
 SEARCH_BUDGET_CHARS = env_int("FATHOM_SEARCH_BUDGET_CHARS", 6000, minimum=200, maximum=1_000_000)

@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from fathom.api import traces, views
+from fathom.api import platform, traces
 
 v1 = [
-    path("health", views.HealthView.as_view(), name="health"),
-    path("workspace", views.WorkspaceView.as_view(), name="workspace"),
-    path("apikeys", views.ApiKeyListCreateView.as_view(), name="apikeys"),
-    path("apikeys/<int:key_id>/revoke", views.ApiKeyRevokeView.as_view(), name="apikey-revoke"),
+    path("health", platform.HealthView.as_view(), name="health"),
+    path("workspace", platform.WorkspaceView.as_view(), name="workspace"),
+    path("apikeys", platform.ApiKeyListCreateView.as_view(), name="apikeys"),
+    path("apikeys/<int:key_id>/revoke", platform.ApiKeyRevokeView.as_view(), name="apikey-revoke"),
     path("traces", traces.TraceListView.as_view(), name="traces"),
     path("traces/<str:trace_id>", traces.TraceDetailView.as_view(), name="trace"),
     path("usage", traces.UsageView.as_view(), name="usage"),
@@ -25,3 +25,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(v1)),
 ]
+
+handler400 = "fathom.api.errors.bad_request"
+handler403 = "fathom.api.errors.permission_denied"
+handler404 = "fathom.api.errors.page_not_found"
+handler500 = "fathom.api.errors.server_error"

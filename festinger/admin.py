@@ -15,29 +15,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
+from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
-from fathom.models import Membership, Role, Workspace
+from fathom.models import Workspace
 from festinger import selectors
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun, WorldConfig
-from festinger.resolution import (
-    allowed_decisions,
-    conflict_apply,
-    conflicts_ask_request,
-    resolution_request,
-)
+from festinger.resolution import allowed_decisions, conflict_apply
 from festinger.services import config_update, config_validate, edge_remove
-
-_ACTING_ROLES = (Role.OWNER, Role.OPERATOR)
-
-
-def _actor(request) -> str:
-    return f"operator:{request.user.get_username()}"
-
-
-def may_act(request, workspace_id: int) -> bool:
-    """Superusers, and staff who are owner or operator of the workspace."""
-    return request.user.is_superuser or Membership.objects.filter(
-        user=request.user, workspace_id=workspace_id, role__in=_ACTING_ROLES).exists()
+from festinger.tasks import conflicts_ask_request, resolution_request
 
 
 class RecordAdmin(ReadOnlyAdmin):
@@ -75,15 +60,16 @@ class EdgeAdmin(WorkspaceScopedAdmin):
         return False  # a fact changes through /iknowthat, the write path or a conflict's resolution
 
     def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+        return super().has_delete_permission(request, obj) and (
+            obj is None or may_operate(request.user, workspace_id=obj.workspace_id))
 
     def delete_model(self, request, obj):
-        edge_remove(edge=obj, reason="removed in admin", actor=_actor(request))
+        edge_remove(edge=obj, reason="removed in admin", actor=request_actor(request))
 
     def delete_queryset(self, request, queryset):
         for edge in queryset.select_related("concept"):
-            if may_act(request, edge.workspace_id) and not edge.is_root:
-                edge_remove(edge=edge, reason="removed in admin", actor=_actor(request))
+            if may_operate(request.user, workspace_id=edge.workspace_id) and not edge.is_root:
+                edge_remove(edge=edge, reason="removed in admin", actor=request_actor(request))
 
 
 @admin.register(EdgeHistory)
@@ -143,7 +129,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         conflict = self.get_object(request, object_id)
         decidable = (conflict is not None and conflict.status == ConflictStatus.PENDING
-                     and may_act(request, conflict.workspace_id))
+                     and may_operate(request.user, workspace_id=conflict.workspace_id))
         extra = {"decide_form": DecideForm(collision_type=conflict.collision_type) if decidable else None}
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
@@ -153,7 +139,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
         back = reverse("admin:festinger_conflict_change", args=[conflict.pk])
         if request.method != "POST":
             return HttpResponseRedirect(back)
-        if not may_act(request, conflict.workspace_id):
+        if not may_operate(request.user, workspace_id=conflict.workspace_id):
             raise PermissionDenied
         form = DecideForm(request.POST, collision_type=conflict.collision_type)
         if not form.is_valid():
@@ -161,7 +147,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
             return HttpResponseRedirect(back)
         decision = {name: value for name, value in form.cleaned_data.items() if value}
         try:
-            conflict_apply(conflict_id=conflict.pk, decision=decision, actor=_actor(request))
+            conflict_apply(conflict_id=conflict.pk, decision=decision, actor=request_actor(request))
             self.message_user(request, f"Conflict #{conflict.pk}: {decision['decision']} applied.")
         except ApplicationError as exc:
             self.message_user(request, f"Conflict #{conflict.pk}: {exc.message}", messages.ERROR)
@@ -170,7 +156,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
     def _each_pending(self, request, queryset, apply):
         done = skipped = 0
         for conflict in queryset.filter(status=ConflictStatus.PENDING):
-            if not may_act(request, conflict.workspace_id):
+            if not may_operate(request.user, workspace_id=conflict.workspace_id):
                 skipped += 1
                 continue
             try:
@@ -183,13 +169,13 @@ class ConflictAdmin(WorkspaceScopedAdmin):
     @admin.action(description="Accept the incoming fact (update: the existing edge goes to history)")
     def accept_incoming(self, request, queryset):
         done, skipped = self._each_pending(request, queryset, lambda c: conflict_apply(
-            conflict_id=c.pk, decision={"decision": "update", "reasoning": "accepted in admin"}, actor=_actor(request)))
+            conflict_id=c.pk, decision={"decision": "update", "reasoning": "accepted in admin"}, actor=request_actor(request)))
         self.message_user(request, f"Accepted {done} incoming fact(s); skipped {skipped}.")
 
     @admin.action(description="Keep the existing fact (dismiss)")
     def keep_existing(self, request, queryset):
         done, skipped = self._each_pending(request, queryset, lambda c: conflict_apply(
-            conflict_id=c.pk, decision={"decision": "dismiss", "reasoning": "kept in admin"}, actor=_actor(request)))
+            conflict_id=c.pk, decision={"decision": "dismiss", "reasoning": "kept in admin"}, actor=request_actor(request)))
         self.message_user(request, f"Dismissed {done} conflict(s); skipped {skipped}.")
 
     @admin.action(description="Ask the resolver model now")
@@ -208,7 +194,7 @@ class ConflictAdmin(WorkspaceScopedAdmin):
             rows.append({"workspace": workspace, "pending": selectors.pending_count(workspace=workspace),
                          "last_run": selectors.last_run(workspace=workspace),
                          "config": WorldConfig.objects.filter(workspace=workspace).first(),
-                         "may_run": may_act(request, workspace.pk)})
+                         "may_run": may_operate(request.user, workspace_id=workspace.pk)})
         return TemplateResponse(request, "admin/festinger/overview.html", {
             **self.admin_site.each_context(request), "title": "Festinger", "rows": rows, "opts": self.model._meta})
 
@@ -216,9 +202,9 @@ class ConflictAdmin(WorkspaceScopedAdmin):
         if request.method != "POST":
             return HttpResponseRedirect(reverse("admin:festinger_overview"))
         workspace = get_object_or_404(Workspace, pk=workspace_id)
-        if not may_act(request, workspace.pk):
+        if not may_operate(request.user, workspace_id=workspace.pk):
             raise PermissionDenied
-        run = resolution_request(workspace=workspace, trigger=_actor(request))
+        run = resolution_request(workspace=workspace, trigger=request_actor(request))
         self.message_user(request, f"Resolution run #{run.pk} queued for {workspace.slug}.")
         return HttpResponseRedirect(reverse("admin:festinger_overview"))
 
@@ -264,7 +250,8 @@ class WorldConfigAdmin(WorkspaceScopedAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and (obj is None or may_act(request, obj.workspace_id))
+        return super().has_change_permission(request, obj) and (
+            obj is None or may_operate(request.user, workspace_id=obj.workspace_id))
 
     def save_model(self, request, obj, form, change):
         config_update(config=obj, **{name: form.cleaned_data[name] for name in form.changed_data})

@@ -6,11 +6,13 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.auth import request_actor
 from fathom.models import Role
 from festinger import selectors
 from festinger.iknowthat import SYNTAX, iknowthat
 from festinger.models import CollisionType, Conflict, ConflictStatus, Edge, ResolutionRun
-from festinger.resolution import DECISIONS, conflict_apply, conflict_dismiss, resolution_request
+from festinger.resolution import DECISIONS, conflict_apply, conflict_dismiss
+from festinger.tasks import resolution_request
 
 
 class EdgeOutput(serializers.ModelSerializer):
@@ -47,10 +49,6 @@ class RunOutput(serializers.ModelSerializer):
 FactResult = inline_serializer("FactResult", {
     "result": serializers.ChoiceField(choices=["edge", "conflict"]),
     "edge": EdgeOutput(allow_null=True), "conflict": ConflictOutput(allow_null=True)})
-
-
-def _actor(request) -> str:
-    return f"operator:{request.user.actor_id}"
 
 
 class IKnowThatView(APIView):
@@ -120,7 +118,7 @@ class ConflictResolveView(APIView):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         conflict = selectors.conflict_get(workspace=request.workspace, conflict_id=conflict_id)
-        conflict_apply(conflict_id=conflict.pk, decision=data.validated_data, actor=_actor(request))
+        conflict_apply(conflict_id=conflict.pk, decision=data.validated_data, actor=request_actor(request))
         return Response(ConflictOutput(selectors.conflict_get(workspace=request.workspace,
                                                               conflict_id=conflict_id)).data)
 
@@ -136,7 +134,7 @@ class ConflictDismissView(APIView):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         conflict = selectors.conflict_get(workspace=request.workspace, conflict_id=conflict_id)
-        conflict_dismiss(conflict_id=conflict.pk, actor=_actor(request), reason=data.validated_data["reason"])
+        conflict_dismiss(conflict_id=conflict.pk, actor=request_actor(request), reason=data.validated_data["reason"])
         return Response(ConflictOutput(selectors.conflict_get(workspace=request.workspace,
                                                               conflict_id=conflict_id)).data)
 
@@ -146,7 +144,7 @@ class ResolutionRunView(APIView):
 
     @extend_schema(request=None, responses={202: RunOutput}, summary="Run the resolution job now")
     def post(self, request):
-        run = resolution_request(workspace=request.workspace, trigger=_actor(request))
+        run = resolution_request(workspace=request.workspace, trigger=request_actor(request))
         return Response(RunOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -56,6 +56,19 @@ def dictionary_load(*, workspace_id: int, words) -> None:
                 WHERE {table}.novelty = 0 AND NOT {table}.is_common""",
             [workspace_id, list(words)],
         )
+        loaded = cursor.rowcount
+    transaction.on_commit(lambda: _statistics_refresh(table=table, rows=loaded))
+
+
+def _statistics_refresh(*, table: str, rows: int) -> None:
+    """ANALYZE the table when the planner believes it holds fewer rows than were just loaded (never
+    analysed, or analysed while it was empty): it would plan joins to it as for one row, and the admin's
+    conflict list (four joins to concepts) then ran for minutes until autovacuum came round."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        (known,) = cursor.fetchone()
+        if known < rows:
+            cursor.execute(f"ANALYZE {table}")
 
 
 def bootstrap_all(*, dictionary: bool = True) -> int:

@@ -64,9 +64,11 @@ def _iknowthat(command, options):
 
 
 def _resolve(command, options):
-    from festinger.resolution import resolution_execute, resolution_request
+    from festinger.resolution import resolution_execute
+    from festinger.tasks import resolution_request
 
     [workspace] = _workspaces(options)
-    run = resolution_execute(run_id=resolution_request(workspace=workspace, trigger="cli").pk)
+    run = resolution_execute(run_id=resolution_request(workspace=workspace, trigger="cli").pk,
+                             on_full_batch=resolution_request)
     command.stdout.write(f"run #{run.pk} {run.status}: {run.processed} processed, {run.resolved} resolved, "
                          f"{run.dismissed} dismissed, {run.failed} failed{': ' + run.error if run.error else ''}")

@@ -54,5 +54,6 @@ def fact_parse(text: str) -> Fact:
 def iknowthat(*, workspace, fact: str) -> Edge | Conflict:
     """Parse and insert a manual fact: confidence 1.0, source gutask, a collision queued with priority."""
     parsed = fact_parse(fact)
-    return insert_fact(workspace, parsed.concept, parsed.parent, parsed.dimension, is_isa=parsed.is_isa,
-                       confidence=1.0, source=Source.GUTASK, priority=True)
+    return insert_fact(workspace=workspace, concept=parsed.concept, parent=parsed.parent,
+                       dimension=parsed.dimension, is_isa=parsed.is_isa, confidence=1.0, source=Source.GUTASK,
+                       priority=True)

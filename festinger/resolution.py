@@ -15,15 +15,19 @@ of their own through the same `conflict_apply`.
 import json
 import logging
 import re
-import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from redis.exceptions import LockNotOwnedError
 
 from fathom.errors import ApplicationError, ConflictError
+from fathom.llm import Message, complete, registry
+from fathom.models import Workspace
+from fathom.redis_client import get_redis
 from festinger.bootstrap import dimension_ensure
 from festinger.models import CollisionType, Concept, Conflict, ConflictStatus, Edge, ResolutionRun, Source
 from festinger.services import edge_move, edge_remove, place, token_normalise, world_ensure, writes_committed
@@ -72,28 +76,20 @@ def allowed_decisions(collision_type: str) -> tuple[str, ...]:
 # --- The job ------------------------------------------------------------------------------------
 
 
-def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
-    """Queue a run now (REST, admin, CLI); the worker picks it up after commit."""
-    from festinger.tasks import resolution
-
-    run = ResolutionRun.objects.create(workspace=workspace, trigger=trigger)
-    transaction.on_commit(lambda: resolution.delay(run_id=run.pk))
-    return run
-
-
 def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = None, task_id: str = "",
-                       limit: int = RESOLUTION_BATCH) -> ResolutionRun | None:
+                       limit: int = RESOLUTION_BATCH,
+                       on_full_batch: Callable[..., object] | None = None) -> ResolutionRun | None:
     """Run the job for a queued run (`run_id`) or a scheduled tick (`workspace_id`, its Celery
-    `task_id`). A run delivered again while `running` (its worker died: the broker redelivers a task
-    only once its worker is gone; or a retry) is carried on where it stopped: the conflicts it decided
-    are no longer pending. A second run of the same workspace while one is in progress is recorded as
+    `task_id`; a claimed run records it). A run delivered again while `running` by the task that claimed
+    it (its worker died: the broker redelivers a task only once its worker is gone; or a retry) is
+    carried on where it stopped: the conflicts it decided are no longer pending. Anyone else finding it
+    `running` gets it back untouched. A second run of the same workspace while one is in progress is recorded as
     skipped. Runs left `running` by a worker that died and never delivered again are failed first
-    (see `_lost_runs_fail`)."""
-    from fathom.models import Workspace
-
+    (see `_lost_runs_fail`). A full batch that resolved something, with more conflicts waiting, calls
+    `on_full_batch(workspace=, trigger=)` (the task queues the next run: festinger.tasks.resolution_request)."""
     if run_id is not None:
         claimed = ResolutionRun.objects.filter(pk=run_id, status=ResolutionRun.Status.QUEUED).update(
-            status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
+            status=ResolutionRun.Status.RUNNING, started_at=timezone.now(), task_id=task_id)
         run = ResolutionRun.objects.select_related("workspace").filter(pk=run_id).first()
     else:
         workspace = Workspace.objects.filter(pk=workspace_id).first()
@@ -104,7 +100,10 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
         if claimed:
             run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule", task_id=task_id,
                                                status=ResolutionRun.Status.RUNNING, started_at=timezone.now())
-    if not claimed and (run is None or run.status != ResolutionRun.Status.RUNNING):
+    # Only the task that claimed a run carries it on when delivered again: any other caller finding it
+    # `running` (the worker and an in-process call racing for one queued run) leaves it to its attempt.
+    if not claimed and (run is None or run.status != ResolutionRun.Status.RUNNING or not task_id
+                        or run.task_id != task_id):
         return run
     carried_on = not claimed
     lock = _WorkspaceLock(run.workspace_id, run.pk)
@@ -113,7 +112,7 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
         return run
     try:
         _lost_runs_fail(run)
-        _drain(run, limit=limit)
+        _drain(run, limit=limit, on_full_batch=on_full_batch)
     except Exception as exc:  # the run row says why; conflicts not reached stay pending
         logger.exception("festinger resolution run %s failed", run.pk)
         _finish(run, status=ResolutionRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -122,9 +121,7 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
     return run
 
 
-def _drain(run: ResolutionRun, *, limit: int) -> None:
-    from fathom.llm import registry
-
+def _drain(run: ResolutionRun, *, limit: int, on_full_batch: Callable[..., object] | None) -> None:
     config = world_ensure(workspace=run.workspace)
     model = registry.resolve(workspace=run.workspace, role=config.resolver_role)
     if model.provider == registry.OFFLINE_MODEL.provider:
@@ -146,8 +143,8 @@ def _drain(run: ResolutionRun, *, limit: int) -> None:
         run.save(update_fields=["processed", "resolved", "dismissed", "failed"])
     _finish(run, status=ResolutionRun.Status.FINISHED)
     more = Conflict.objects.filter(workspace=run.workspace, status=ConflictStatus.PENDING).exclude(pk__in=batch)
-    if len(batch) == limit and run.resolved + run.dismissed and more.exists():
-        resolution_request(workspace=run.workspace, trigger=f"continuation of run #{run.pk}")
+    if on_full_batch is not None and len(batch) == limit and run.resolved + run.dismissed and more.exists():
+        on_full_batch(workspace=run.workspace, trigger=f"continuation of run #{run.pk}")
 
 
 def _lost_runs_fail(run: ResolutionRun) -> int:
@@ -166,33 +163,33 @@ def _finish(run: ResolutionRun, *, status: str, error: str = "") -> None:
 
 
 class _WorkspaceLock:
-    """One resolution run per workspace at a time, across processes (a Redis key with an expiry, whose
-    value names the run holding it)."""
-
-    _TAKE_OVER = """
-    local held = redis.call('GET', KEYS[1])
-    if held and string.sub(held, 1, string.len(ARGV[2])) ~= ARGV[2] then return 0 end
-    redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
-    return 1
-    """
+    """One resolution run per workspace at a time, across processes: redis-py's lock (an expiring
+    key, released atomically and only by its holder) whose token names the run holding it."""
 
     def __init__(self, workspace_id: int, run_id: int):
-        from fathom.redis_client import get_redis
-
-        self.redis, self.key = get_redis(), f"festinger:resolution:lock:{workspace_id}"
-        self.run_prefix = f"{run_id}:"
-        self.token = self.run_prefix + uuid.uuid4().hex
+        self.lock = get_redis().lock(f"festinger:resolution:lock:{workspace_id}", timeout=LOCK_SECONDS)
+        self.token = f"run:{run_id}"
 
     def acquire(self) -> bool:
-        return bool(self.redis.set(self.key, self.token, nx=True, ex=LOCK_SECONDS))
+        return self.lock.acquire(blocking=False, token=self.token)
 
     def take_over(self) -> bool:
-        """Acquire the lock if it is free or held by an earlier attempt of the same run (dead)."""
-        return bool(self.redis.eval(self._TAKE_OVER, 1, self.key, self.token, self.run_prefix, LOCK_SECONDS))
+        """Acquire the lock if it is free or still held by an earlier attempt of the same run (its
+        worker died; the token is the run's), restarting its expiry."""
+        if self.acquire():
+            return True
+        self.lock.local.token = self.token.encode()
+        try:
+            return self.lock.reacquire()
+        except LockNotOwnedError:
+            self.lock.local.token = None
+            return False
 
     def release(self) -> None:
-        if self.redis.get(self.key) == self.token:
-            self.redis.delete(self.key)
+        try:
+            self.lock.release()
+        except LockNotOwnedError:
+            pass  # it expired (the run outlived LOCK_SECONDS) and may be another run's now: not ours to free
 
 
 # --- One conflict -------------------------------------------------------------------------------
@@ -202,8 +199,6 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str | None = None) ->
     """Ask the model (`role`, by default the workspace's configured resolver role) about one pending
     conflict and apply its decision. Returns the conflict's new status, or "failed" (the error
     recorded on the conflict, which stays pending), or "skipped" when it was no longer pending."""
-    from fathom.llm import Message, complete
-
     conflict = Conflict.objects.select_related(*_RELATED).filter(pk=conflict_id).first()
     if conflict is None or conflict.status != ConflictStatus.PENDING:
         return "skipped"
@@ -225,20 +220,6 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str | None = None) ->
             error=message[:2000], attempts=F("attempts") + 1)
         return "failed"
     return conflict.status
-
-
-def conflicts_ask_request(*, conflict_ids: list[int]) -> None:
-    """Queue the resolver model for each of these conflicts (admin's "ask now"): a task a conflict,
-    sent after commit, so a long selection never outgrows one task's time limit."""
-    from festinger.tasks import festinger_conflict_ask
-
-    ids = list(conflict_ids)
-
-    def send():
-        for conflict_id in ids:
-            festinger_conflict_ask.delay(conflict_id=conflict_id)
-
-    transaction.on_commit(send)
 
 
 def decision_read(text: str) -> dict:

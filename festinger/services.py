@@ -3,14 +3,13 @@ through the collision check. Views, tasks, admin, the CLI and the write path all
 
 import re
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
-from django_celery_beat.validators import crontab_validator
 from psycopg import errors as psycopg_errors
 
+from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from festinger import cache
 from festinger.bootstrap import bootstrap_workspace, dimension_ensure, root_ensure  # noqa: F401 (part of the services)
@@ -73,14 +72,11 @@ _ROLE = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")
 
 def config_validate(config: WorldConfig) -> None:
     """ApplicationError naming the first invalid setting."""
-    config.resolution_schedule = " ".join(config.resolution_schedule.split())
     try:
-        crontab_validator(config.resolution_schedule)
-    except ValidationError:
-        raise ApplicationError(
-            f"resolution_schedule {config.resolution_schedule!r} is not a cron expression: five fields "
-            "'minute hour day-of-month month day-of-week', e.g. '0 2 * * *' for 02:00 UTC every day",
-            code="invalid_config") from None
+        config.resolution_schedule = str(cron_parse(config.resolution_schedule))
+    except ApplicationError as exc:
+        raise ApplicationError(f"resolution_schedule: {exc.message}", code="invalid_config",
+                               details={"field": "resolution_schedule"}) from None
     for name in ("saliency_read_threshold", "saliency_write_threshold"):
         if getattr(config, name) < 0:
             raise ApplicationError(f"{name} must be 0 or more", code="invalid_config")
@@ -126,8 +122,8 @@ def concepts_ensure(*, workspace, tokens) -> dict[str, Concept]:
 # --- Facts into the graph (URD) -----------------------------------------------------------------
 
 
-def insert_fact(workspace, concept_token: str, parent_token: str, dimension_token: str, *, is_isa: bool,
-                confidence: float, source: str, priority: bool = False) -> Edge | Conflict:
+def insert_fact(*, workspace, concept: str, parent: str, dimension: str, is_isa: bool, confidence: float,
+                source: str, priority: bool = False) -> Edge | Conflict:
     """Place "concept IN parent within dimension" (the seed's URD insert flow).
 
     Returns the new Edge; the existing Edge when the same fact is already held (its last_confirmed
@@ -137,8 +133,7 @@ def insert_fact(workspace, concept_token: str, parent_token: str, dimension_toke
     safety net: a concurrent insert into the same (concept, dimension) becomes a Conflict, never an
     error. New tokens become concepts; the dimension gets its root edge. `priority` marks a manual
     fact, reviewed first by the resolution job."""
-    concept_token, parent_token, dimension_token = (
-        token_normalise(t) for t in (concept_token, parent_token, dimension_token))
+    concept_token, parent_token, dimension_token = (token_normalise(t) for t in (concept, parent, dimension))
     if not 0.0 <= confidence <= 1.0:
         raise ApplicationError(f"confidence must be between 0 and 1, not {confidence}", code="invalid_fact")
     if source not in Source.values:

@@ -21,8 +21,9 @@ otherwise ISA defaults to `type` and ISPART to the seed dimension the pattern na
 never X or Y (`this is a problem` states nothing about a concept).
 
 The rules are written here as regexes (`_WORD`, `_RUN_RE`, `_CUE_RE`); the loops that run over a whole
-prompt are C (festinger/_words.c: words, the common-word Lexicon, where runs and cues may start), and
-the property tests in tests/festinger/test_text.py check that both find the same.
+prompt (words, the common-word Lexicon, where runs and cues may start) are C when the extension was built
+(festinger/_words.c), else Python (festinger/_words_python.py; festinger/wordscan.py chooses), and the
+property tests in tests/festinger/test_text.py check that both find what the regexes find.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from festinger._words import Lexicon, as_ascii, shape, words
+from festinger.wordscan import Lexicon, as_ascii, shape, words
 
 # --- tokens ---------------------------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ _RUN_RE = re.compile(
     rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b){_CAPWORD_TAIL}"
     rf"(?:[ \t]+(?!(?:ISA|ISPART)\b)[{_CAP}]{_CAPWORD_TAIL})+{_END}"
 )
-# Where a compound run may start in `shape(text)` (festinger/_words.c: `A` a capital, `a` another word
+# Where a compound run may start in `shape(text)` (festinger/wordscan.py: `A` a capital, `a` another word
 # character, ` ` a space or tab): at a capital whose word is followed by spaces and another capital. Led
 # by a literal, the engine skips from capital to capital in C.
 _RUN_START_RE = re.compile(r"A(?=[Aa]*[ ]+A)")
@@ -68,7 +69,7 @@ def canonical(phrase: str) -> str:
 # Cached: a tool loop sends the same history messages on every call.
 @lru_cache(maxsize=256)
 def _tokens(text: str) -> tuple[str, ...]:
-    return words(_merged(text))  # festinger/_words.c: the words `_WORD` matches, numbers dropped
+    return words(_merged(text))  # the words `_WORD` matches, numbers dropped
 
 
 def normalise(text: str) -> str:

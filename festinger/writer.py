@@ -10,9 +10,9 @@ answer is sent back once with what was wrong), all counted in the result and the
 from __future__ import annotations
 
 import json
-import uuid
 
 from django.db.models import F
+from redis.exceptions import LockNotOwnedError
 
 from fathom.llm import LLMError, Message, complete
 from fathom.redis_client import get_redis
@@ -23,7 +23,6 @@ MAX_TRIPLES = 8
 LOCK_SECONDS = 900  # longer than the task's hard time limit
 ACTOR = "festinger.writer"
 _LOCK = "festinger:{ws}:writing:{token}"
-_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
 
 SYSTEM = (
     "You maintain a world model of concepts. Each fact places a concept IN a parent concept within one "
@@ -41,9 +40,8 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
     from fathom.models import Workspace
 
     token = canonical(token)
-    lock_key, owner = _LOCK.format(ws=workspace_id, token=token), uuid.uuid4().hex
-    redis = get_redis()
-    if not token or not redis.set(lock_key, owner, nx=True, ex=LOCK_SECONDS):
+    lock = get_redis().lock(_LOCK.format(ws=workspace_id, token=token), timeout=LOCK_SECONDS)
+    if not token or not lock.acquire(blocking=False):
         return {"status": "in_flight", "token": token, "model_calls": 0, "placed": [], "rejected": []}
     try:
         workspace = Workspace.objects.filter(pk=workspace_id).first()
@@ -56,7 +54,10 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
                        rejected=len(result["rejected"]))
         return result
     finally:
-        redis.eval(_RELEASE, 1, lock_key, owner)
+        try:
+            lock.release()
+        except LockNotOwnedError:
+            pass  # it expired (past the task's hard limit) and may be another write's now: not ours to free
 
 
 def _write(workspace, token: str, context: list[str]) -> dict:
@@ -89,8 +90,9 @@ def _write(workspace, token: str, context: list[str]) -> dict:
                      Message.user("That answer could not be used: " + "; ".join(problems[:5])
                                   + ". Answer again with the JSON object only.")]
     for triple in triples:
-        placed = insert_fact(workspace, triple["concept"], triple["parent"], triple["dimension"],
-                             is_isa=triple["is_isa"], confidence=triple["confidence"], source="cloud_llm")
+        placed = insert_fact(workspace=workspace, concept=triple["concept"], parent=triple["parent"],
+                             dimension=triple["dimension"], is_isa=triple["is_isa"],
+                             confidence=triple["confidence"], source="cloud_llm")
         result["placed"].append({**triple, "outcome": "conflict" if isinstance(placed, Conflict) else "edge",
                                  "id": placed.pk})
     if triples:

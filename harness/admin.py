@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from fathom.admin import WorkspaceScopedAdmin
 from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.fires.services import fire_cancel
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,
@@ -106,7 +107,5 @@ class FireAdmin(WorkspaceScopedAdmin):
 
     @admin.action(description="Cancel the selected fires")
     def cancel(self, request, queryset):
-        from harness.fires.services import fire_cancel
-
         for fire in queryset:
             fire_cancel(fire=fire)

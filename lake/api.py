@@ -9,6 +9,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.schema import Error, OneOrMany
 from fathom.models import Role
 from lake.media import media_get, media_store
 from lake.models import Delta
@@ -104,7 +105,8 @@ class DeltaListCreateView(generics.ListAPIView):
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
-    @extend_schema(request=DeltaIn, responses={201: DeltaOut, 200: DeltaOut},
+    @extend_schema(request=OneOrMany(DeltaIn, max_items=MAX_BATCH),
+                   responses={201: OneOrMany(DeltaOut), 200: OneOrMany(DeltaOut), 422: Error},
                    parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                                 description="a retry with the same key and body writes nothing")],
                    summary="Write one delta, or a list of up to 1,000")
@@ -188,14 +190,14 @@ class SearchRowOut(serializers.Serializer):
     role = serializers.ChoiceField(choices=list(SEARCH_ROW_ROLES))
     rank = serializers.IntegerField(allow_null=True, help_text="hits: 1 is best")
     anchor_id = serializers.CharField(allow_null=True, help_text="child or neighbour: the hit it hangs from")
-    contains = serializers.ListField(child=serializers.CharField(), help_text="container: what it holds")
+    contains = serializers.ListField(child=serializers.CharField(), allow_null=True, help_text="container: what it holds")
     depth = serializers.IntegerField(allow_null=True, help_text="container: hops above a surfaced delta")
     level = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
-    source = serializers.CharField()
+    source = serializers.CharField(allow_blank=True)
     tags = serializers.ListField(child=serializers.CharField())
-    content = serializers.CharField()
-    media_hash = serializers.CharField()
+    content = serializers.CharField(allow_blank=True)
+    media_hash = serializers.CharField(allow_blank=True)
     scores = SearchScoresOut()
 
 
@@ -228,8 +230,23 @@ class SearchResponseOut(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
     nothing_found = serializers.CharField(allow_null=True, help_text="why there are no hits (null when there are)")
     budget = SearchBudgetOut()
-    rendered = serializers.CharField(help_text="the recall as a model reads it")
+    rendered = serializers.CharField(allow_blank=True, help_text="the recall as a model reads it")
     rows = SearchRowOut(many=True)
+
+
+class StatsOut(serializers.Serializer):
+    deltas = serializers.IntegerField()
+    embedded = serializers.IntegerField()
+    awaiting_embedding = serializers.IntegerField()
+    provenance = serializers.IntegerField()
+    provenance_with_centroid = serializers.IntegerField()
+    provenance_by_level = serializers.DictField(child=serializers.IntegerField())
+    kinds = serializers.DictField(child=serializers.IntegerField())
+    sources = serializers.DictField(child=serializers.IntegerField())
+    embedding_models = serializers.DictField(child=serializers.IntegerField())
+    oldest = serializers.DateTimeField(allow_null=True)
+    newest = serializers.DateTimeField(allow_null=True)
+    embedder = serializers.DictField(child=serializers.JSONField(), help_text="name and dimensions")
 
 
 class SearchView(APIView):
@@ -250,7 +267,7 @@ class SearchView(APIView):
 
 
 class StatsView(APIView):
-    @extend_schema(responses=dict, summary="Counts of this workspace's lake")
+    @extend_schema(responses=StatsOut, summary="Counts of this workspace's lake")
     def get(self, request):
         return Response(lake_stats(workspace=request.workspace))
 

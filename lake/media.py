@@ -32,7 +32,8 @@ def media_store(*, workspace, data: bytes) -> tuple[Media, bool]:
     if not data:
         raise ApplicationError("the body is empty: send the image's bytes")
     if len(data) > settings.FATHOM_MEDIA_MAX_BYTES:
-        raise ApplicationError(f"the image is {len(data):,} bytes; at most {settings.FATHOM_MEDIA_MAX_BYTES:,}")
+        raise ApplicationError(f"the image is larger than {settings.FATHOM_MEDIA_MAX_BYTES:,} bytes "
+                               "(FATHOM_MEDIA_MAX_BYTES)", code="too_large", status_code=413)
     media_type = media_type_of(data)
     digest = hashlib.sha256(data).hexdigest()
     existing = Media.objects.filter(workspace=workspace, hash=digest).defer("data").first()

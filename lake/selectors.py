@@ -11,6 +11,7 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from fathom.errors import ApplicationError, NotFoundError
 from fathom.models import Workspace
@@ -190,3 +191,77 @@ def deltas_by_ids(*, workspace: Workspace, ids: Sequence[str]) -> list[Delta]:
     """This workspace's deltas with these exact ids, in the order given; unknown ids are left out."""
     found = Delta.objects.filter(workspace=workspace, pk__in=list(ids)).in_bulk()
     return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+
+def orient_current(*, workspace: Workspace, river: str = "", before: datetime | None = None) -> Delta | None:
+    """The latest kind:orient of the river (a session's tag), else of the workspace; with `before`,
+    the one that stood at that moment. Read for every fire's system message, so it stays cheap on a
+    large lake: the OFFSET 0 fence makes PostgreSQL find the few orients through the tags' GIN index
+    instead of walking the whole workspace backwards in time."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM (SELECT id, created_at, tags FROM lake_delta WHERE workspace_id = %s "
+            "AND tags @> ARRAY['kind:orient']::varchar[] AND created_at < %s OFFSET 0) AS orients "
+            "ORDER BY tags @> ARRAY[%s]::varchar[] DESC, created_at DESC, id DESC LIMIT 1",
+            [workspace.pk, before or timezone.now(), river or "kind:orient"])
+        row = cursor.fetchone()
+    return Delta.objects.defer("embedding", "provenance_embedding", "search_vector").get(pk=row[0]) if row else None
+
+
+def deltas_most_referenced(*, workspace: Workspace, verbs: Sequence[str], since: datetime,
+                           until: datetime | None = None, limit: int) -> list[tuple]:
+    """The workspace's deltas created in [since, until) that the most deltas point at with a
+    `<verb>:<id>` tag (affirms, from, target, refutes, ...), best first: rows of (id, score, then
+    one count per verb). A reference counts +1, but `refutes` and an `engagement:less` target -1."""
+    counts = ", ".join(f"count(*) FILTER (WHERE verb = %s) AS verb_{n}" for n in range(len(verbs)))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH refs AS (
+                SELECT split_part(tag, ':', 1) AS verb, substr(tag, strpos(tag, ':') + 1) AS target,
+                       'engagement:less' = ANY(tags) AS less
+                FROM lake_delta CROSS JOIN LATERAL unnest(tags) AS tag
+                WHERE workspace_id = %s AND created_at >= %s AND split_part(tag, ':', 1) = ANY(%s)
+            )
+            SELECT d.id, sum(CASE WHEN verb = 'refutes' OR (verb = 'target' AND less) THEN -1 ELSE 1 END) AS score,
+                   {counts}
+            FROM refs JOIN lake_delta d ON d.id = refs.target AND d.workspace_id = %s
+            WHERE d.created_at >= %s AND d.created_at < %s
+            GROUP BY d.id ORDER BY score DESC, max(d.created_at) DESC, d.id LIMIT %s
+            """,
+            # a reference is written after what it names: the window bounds the scan of references too
+            [workspace.pk, since, list(verbs), *verbs, workspace.pk, since, until or timezone.now(), limit])
+        return cursor.fetchall()
+
+
+def deltas_grouped(*, workspace: Workspace, by: str, tags: Sequence[str] = (), since: datetime | None = None,
+                   until: datetime | None = None, quiet_since: datetime | None = None,
+                   most_recent_first: bool = False, limit: int) -> list[tuple]:
+    """(value, count, last seen) per source (`by="source"`), or per value of the tags `<by>:<value>`,
+    of the workspace's deltas carrying all of `tags`, created in [since, until); with `quiet_since`,
+    only the values not seen since then. Largest count first, or the most recently seen."""
+    conditions, params = ["workspace_id = %s"], [workspace.pk]
+    if by == "source":
+        value, value_params, source = "source", [], "lake_delta"
+    else:
+        prefix = f"{by}:"
+        value, value_params = "substr(tag, %s)", [len(prefix) + 1]
+        source = "lake_delta CROSS JOIN LATERAL unnest(tags) AS tag"
+        conditions.append("tag LIKE %s")
+        params.append(prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+    if tags:
+        conditions.append("tags @> %s::varchar[]")
+        params.append(list(tags))
+    if since is not None:
+        conditions.append("created_at >= %s")
+        params.append(since)
+    if until is not None:
+        conditions.append("created_at < %s")
+        params.append(until)
+    having_sql, having_params = ("HAVING max(created_at) < %s", [quiet_since]) if quiet_since else ("", [])
+    order = "3 DESC, 1" if most_recent_first else "2 DESC, 1"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {value} AS v, count(*), max(created_at) FROM {source} "
+                       f"WHERE {' AND '.join(conditions)} GROUP BY v {having_sql} ORDER BY {order} LIMIT %s",
+                       [*value_params, *params, *having_params, limit])
+        return cursor.fetchall()

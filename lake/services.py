@@ -152,19 +152,17 @@ def provenance_create(*, workspace: Workspace, title: str, child_ids: list[str],
     children = deltas_resolve(workspace=workspace, ids_or_prefixes=child_ids)
     children = list({child.id: child for child in children}.values())  # the same child twice counts once
 
-    child_levels = {child.id: (child.level if child.is_provenance and child.level is not None else MOMENT_LEVEL)
-                    for child in children}
-    highest_child = max(children, key=lambda child: child_levels[child.id])
-    minimum = child_levels[highest_child.id] + 1
+    highest_child = max(children, key=_level_as_constituent)
+    minimum = provenance_level_minimum(children=children)
     if level is None:
-        level = max(minimum, DEFAULT_PROVENANCE_LEVEL)
+        level = provenance_level_default(children=children)
     if level < 0:
         raise ApplicationError(f"provenance level must be 0 or more, not {level}", code="provenance_level",
                                details={"field": "level", "level": level})
     if level < minimum:
         raise ApplicationError(
             f"a provenance must sit strictly above its children: {highest_child.id} is at level "
-            f"{child_levels[highest_child.id]}, so this provenance needs level {minimum} or higher, not {level}",
+            f"{_level_as_constituent(highest_child)}, so this provenance needs level {minimum} or higher, not {level}",
             code="provenance_level",
             details={"field": "level", "level": level, "minimum_level": minimum, "highest_child": highest_child.id})
 
@@ -181,6 +179,22 @@ def provenance_create(*, workspace: Workspace, title: str, child_ids: list[str],
     delta.refresh_from_db(fields=["provenance_embedding"])
     embedding_enqueue(delta_ids=[delta.id])
     return delta
+
+
+def provenance_level_minimum(*, children: Iterable[Delta]) -> int:
+    """The lowest level a provenance over `children` may take: strictly above the highest of them,
+    a moment counting as MOMENT_LEVEL. The one home of the rule (proposals import it)."""
+    return max(_level_as_constituent(child) for child in children) + 1
+
+
+def provenance_level_default(*, children: Iterable[Delta]) -> int:
+    """The level a provenance over `children` takes when none is asked for: the lowest allowed, and
+    at least DEFAULT_PROVENANCE_LEVEL (an episode)."""
+    return max(provenance_level_minimum(children=children), DEFAULT_PROVENANCE_LEVEL)
+
+
+def _level_as_constituent(delta: Delta) -> int:
+    return delta.level if delta.is_provenance and delta.level is not None else MOMENT_LEVEL
 
 
 def provenance_centroids_refresh(*, provenance_ids: Sequence[str] | None = None,

@@ -2,13 +2,13 @@
 
 from celery import shared_task
 
+from fathom.transient import retries
 from lake.embedders import EmbeddingUnavailable
 from lake.services import deltas_embed
 
 
 @shared_task(name="memory.embed_deltas", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             autoretry_for=(EmbeddingUnavailable,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
-             max_retries=8, soft_time_limit=120, time_limit=180)
+             **retries(EmbeddingUnavailable, max_retries=8), soft_time_limit=120, time_limit=180)
 def embed_deltas(self, delta_ids: list[str]) -> int:
     """Embed the deltas that still have no vector (a rerun writes nothing twice); a provider outage
     is retried with backoff, a permanent provider error fails the task."""
@@ -16,8 +16,7 @@ def embed_deltas(self, delta_ids: list[str]) -> int:
 
 
 @shared_task(name="memory.reembed_deltas", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             autoretry_for=(EmbeddingUnavailable,), retry_backoff=2, retry_backoff_max=300, retry_jitter=True,
-             max_retries=8, soft_time_limit=120, time_limit=180)
+             **retries(EmbeddingUnavailable, max_retries=8), soft_time_limit=120, time_limit=180)
 def reembed_deltas(self, delta_ids: list[str]) -> int:
     """Embed these deltas again with the configured embedder (an operator's choice in admin), and
     recompute the centroids of the provenances over them. Running it twice writes the same vectors."""

@@ -15,8 +15,8 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
-from fathom.models import Membership, Role
 from proposals import dispatch, routines, selectors, services
 from proposals.handlers import get_handler
 from proposals.models import (
@@ -36,11 +36,6 @@ _STATUS_COLOURS = {
     ProposalStatus.DENIED: "#6e7781",
     ProposalStatus.FAILED: "#cf222e",
 }
-_DECIDING_ROLES = (Role.OWNER, Role.OPERATOR)
-
-
-def _decider(request) -> str:
-    return f"operator:{request.user.get_username()}"
 
 
 class DecisionInline(admin.TabularInline):
@@ -138,10 +133,7 @@ class ProposalAdmin(WorkspaceScopedAdmin):
     def has_decide_permission(self, request, obj=None):
         if not request.user.has_perm("proposals.decide_proposal"):
             return False
-        if obj is None or request.user.is_superuser:
-            return True
-        return Membership.objects.filter(user=request.user, workspace_id=obj.workspace_id,
-                                         role__in=_DECIDING_ROLES).exists()
+        return obj is None or may_operate(request.user, workspace_id=obj.workspace_id)
 
     # --- deciding -------------------------------------------------------------------------------
 
@@ -175,10 +167,10 @@ class ProposalAdmin(WorkspaceScopedAdmin):
         try:
             if decision == "approve":
                 payload = _payload_from_form(request.POST.get("payload"), proposal)
-                proposal = services.proposal_approve(proposal=proposal, decided_by=_decider(request), payload=payload)
+                proposal = services.proposal_approve(proposal=proposal, decided_by=request_actor(request), payload=payload)
                 self._report(request, proposal)
             elif decision == "deny":
-                proposal = services.proposal_deny(proposal=proposal, decided_by=_decider(request),
+                proposal = services.proposal_deny(proposal=proposal, decided_by=request_actor(request),
                                                   reason=request.POST.get("reason", ""))
                 self.message_user(request, f"Proposal #{proposal.pk} denied.")
             else:
@@ -195,7 +187,7 @@ class ProposalAdmin(WorkspaceScopedAdmin):
                     self.has_decide_permission(request, proposal):
                 counts["skipped"] += 1
                 continue
-            proposal = services.proposal_approve(proposal=proposal, decided_by=_decider(request))
+            proposal = services.proposal_approve(proposal=proposal, decided_by=request_actor(request))
             if proposal.status == ProposalStatus.FAILED:
                 counts["failed"] += 1
                 self.message_user(request, f"Proposal #{proposal.pk} failed: {proposal.failure_reason}",
@@ -215,7 +207,7 @@ class ProposalAdmin(WorkspaceScopedAdmin):
                         self.has_decide_permission(request, proposal):
                     skipped += 1
                     continue
-                services.proposal_deny(proposal=proposal, decided_by=_decider(request), reason=reason)
+                services.proposal_deny(proposal=proposal, decided_by=request_actor(request), reason=reason)
                 denied += 1
             self.message_user(request, f"Denied {denied}, skipped {skipped} (already decided or not yours to decide).")
             return None

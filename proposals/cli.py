@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from fathom.auth import operator_actor
 from fathom.errors import ApplicationError
 
 
@@ -33,7 +34,7 @@ def register(subparsers):
     approve = commands.add_parser("approve", help="approve a proposal (optionally with an edited payload)")
     approve.add_argument("id", type=int)
     approve.add_argument("--payload", help="an edited payload: JSON, or @file.json")
-    approve.add_argument("--by", default=None, help="who decides (default: operator:<your login>)")
+    approve.add_argument("--by", default=None, help="who decides (default: operator:login:<your login>)")
     approve.set_defaults(handler=_approve)
 
     deny = commands.add_parser("deny", help="deny a proposal")
@@ -103,7 +104,7 @@ def _get(proposal_id: int):
 
 
 def _by(options) -> str:
-    return options["by"] or f"operator:{getpass.getuser()}"
+    return options["by"] or operator_actor(kind="login", name=getpass.getuser())
 
 
 def _json(text: str):

@@ -6,9 +6,6 @@ from lake.models import Delta
 from lake.selectors import deltas_resolve
 from lake.services import delta_create, provenance_create
 
-# A moment counts as level -1 below any provenance (the lake's rule: strictly above the children).
-_MOMENT_LEVEL = -1
-
 
 def provenance_write(*, workspace, title: str, child_ids: list[str], level: int, content: str,
                      tags: list[str]) -> str:
@@ -22,13 +19,6 @@ def provenance_write(*, workspace, title: str, child_ids: list[str], level: int,
 def constituents_resolve(*, workspace, ids: list[str]) -> list[Delta]:
     """The constituents by id or unique prefix, in order; ApplicationError for an unknown one."""
     return deltas_resolve(workspace=workspace, ids_or_prefixes=ids)
-
-
-def minimum_level(children: list[Delta]) -> int:
-    """The lowest level a provenance over these children may take (at least 1, an episode)."""
-    highest = max((child.level if child.is_provenance and child.level is not None else _MOMENT_LEVEL)
-                  for child in children)
-    return max(highest + 1, 1)
 
 
 def constituents(*, workspace, ids: list[str]) -> dict[str, Delta]:

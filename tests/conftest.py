@@ -18,6 +18,19 @@ from fathom.services import apikey_create
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+pytest_plugins = ["tests.browser"]
+
+
+# The markers a test gets from the fixtures it uses, so `make test-fast` (-m "not worker and not
+# browser and not slow") leaves it out even when its author forgot the marker.
+_MARKED_BY_FIXTURE = {"celery_worker": "worker", "workers": "worker", "browser": "browser"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture in set(_MARKED_BY_FIXTURE).intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(_MARKED_BY_FIXTURE[fixture])
+
 
 @pytest.fixture
 def workspace(db):

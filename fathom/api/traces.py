@@ -6,10 +6,10 @@ from datetime import timedelta
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers
-from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.pagination import StrictCursorPagination
 from fathom.tracing import selectors
 
 MONEY = {"max_digits": 16, "decimal_places": 8}
@@ -80,9 +80,8 @@ class TraceSummaryOutput(TraceTotals):
     status = serializers.CharField()
 
 
-class TracePagination(CursorPagination):
+class TracePagination(StrictCursorPagination):
     ordering = ("-at", "-id")
-    page_size_query_param = "page_size"
     max_page_size = 200
 
 

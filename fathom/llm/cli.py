@@ -13,7 +13,14 @@ import re
 
 from django.core.management.base import CommandError
 
+from fathom.errors import ApplicationError
+from fathom.llm import complete, registry
+from fathom.llm.errors import LLMError, LLMNotConfigured
+from fathom.llm.offline import OFFLINE_NOTICE, request_digest
 from fathom.llm.types import Message, ToolCall, ToolSpec
+from fathom.services import workspace_default_ensure, workspace_get
+from fathom.tracing import span
+from fathom.tracing.selectors import trace_get
 
 DEFAULT_PROMPT = "What is 1234 * 5678 + 9? Use the calculate tool, then answer in one sentence."
 MAX_TURNS = 5
@@ -41,11 +48,6 @@ def register(subparsers):
 
 
 def _try(command, options):
-    from fathom.llm import complete
-    from fathom.llm.errors import LLMError
-    from fathom.tracing import span
-    from fathom.tracing.selectors import trace_get
-
     workspace = _workspace(options["workspace"])
     model = _model(options)
     messages = [Message.system("You are being tested. Use tools when asked."), Message.user(options["prompt"])]
@@ -109,8 +111,6 @@ class CalculateThenAnswer:
     answer with the tool's result."""
 
     def next_step(self, request):
-        from fathom.llm.offline import OFFLINE_NOTICE, request_digest
-
         results = [m.content for m in request.messages if m.role == "tool"]
         if results:
             return f"{OFFLINE_NOTICE} The calculate tool says: {results[-1]}."
@@ -142,8 +142,6 @@ def calculate(expression: str) -> float | int:
 
 
 def _run_tool(call: ToolCall) -> str:
-    from fathom.tracing import span
-
     with span("worker.tool", call_id=call.id, tool=call.name, arguments=call.arguments) as traced:
         if call.name != "calculate":
             result = f"error: unknown tool {call.name!r}"
@@ -158,9 +156,6 @@ def _run_tool(call: ToolCall) -> str:
 
 
 def _workspace(slug: str):
-    from fathom.errors import ApplicationError
-    from fathom.services import workspace_default_ensure, workspace_get
-
     if not slug:
         return workspace_default_ensure()
     try:
@@ -170,9 +165,6 @@ def _workspace(slug: str):
 
 
 def _model(options):
-    from fathom.llm import registry
-    from fathom.llm.errors import LLMNotConfigured
-
     try:
         if options["registry"]:
             model = registry.model_by_name(options["registry"])

@@ -1,10 +1,12 @@
 """The one way the project calls a model: `complete(...)` or `stream(...)`, by role, for a workspace.
 
-Every call resolves the role's model (`fathom.llm.registry`), runs the model middleware around the
+Every call resolves the role's model (`fathom.llm.registry`), spends one call of its trace's budget
+(`fathom.llm.budget`: past the ceiling it is not made), runs the model middleware around the
 provider (`fathom.llm.middleware`), retries what may be retried (`fathom.llm.retry`), prices the
-usage, and traces itself as an `llm.call` span (started, then completed or failed) under whatever
-span is current. The start is written before the call goes out (with whatever the trace buffered
-until then), so a trace shows a call in flight, and one whose process died in it.
+usage, and traces itself as an `llm.call` span (started, then completed or failed, with the error's
+`code`) under whatever span is current. The start is written before the call goes out (with
+whatever the trace buffered until then), so a trace shows a call in flight, and one whose process
+died in it.
 
 Options understood here (everything else goes to the provider, e.g. temperature, max_tokens,
 tool_choice, stop, seed): `actor_id` (who is calling, for the trace; default: the current span's),
@@ -19,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from fathom.llm import middleware, registry
+from fathom.llm.budget import budget_spend
 from fathom.llm.errors import LLMError, LLMStreamInterrupted
 from fathom.llm.middleware import LLMRequest
 from fathom.llm.providers import get_provider
@@ -37,10 +40,15 @@ def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterab
               **request_summary(request)) as call:
         request.trace_id = call.trace_id
         flush()
-        entered, answer = middleware.run_before(request)
-        if answer is None:
-            answer = _call_with_retries(request, call)
-        completion = middleware.run_after(entered, request, answer)
+        try:
+            _budget_spend(request, call)
+            entered, answer = middleware.run_before(request)
+            if answer is None:
+                answer = _call_with_retries(request, call)
+            completion = middleware.run_after(entered, request, answer)
+        except LLMError as exc:
+            call.set(code=exc.code)
+            raise
         call.set(**response_summary(completion))
         return completion
 
@@ -56,6 +64,7 @@ def stream(*, workspace, role: str, messages: Iterable[Message], tools: Iterable
     request.trace_id = call.trace_id
     flush()
     try:
+        _budget_spend(request, call)
         entered, answer = middleware.run_before(request)
         if answer is None:
             answer = yield from _stream_with_retries(request, call)
@@ -69,6 +78,8 @@ def stream(*, workspace, role: str, messages: Iterable[Message], tools: Iterable
         call.end()
         raise
     except BaseException as exc:
+        if isinstance(exc, LLMError):
+            call.set(code=exc.code)
         call.end(error=exc)
         raise
     else:
@@ -98,6 +109,13 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
                          tools=list(tools) if tools else None, response_format=response_format,
                          options=merged, stream=stream, call_id=call_id)
     return request, actor_id
+
+
+def _budget_spend(request: LLMRequest, call) -> None:
+    if not call.parent_span_id:
+        return  # a call outside any span is a trace of its own: its one call is under every ceiling
+    budget_spend(trace_id=call.trace_id, role=request.role, provider=request.model.provider,
+                 model=request.model.model)
 
 
 def _call_with_retries(request: LLMRequest, call) -> Completion:

@@ -98,6 +98,19 @@ class LLMStreamInterrupted(LLMError):
     code = "llm_stream_interrupted"
 
 
+class LLMBudgetExceeded(LLMError):
+    """The trace has made as many model calls as it may (FATHOM_LLM_MAX_CALLS_PER_TRACE in all, or
+    FATHOM_LLM_MAX_CALLS_PER_ROLE for this role); the call was not made. Never retried: the same
+    trace asking again is refused again."""
+
+    status_code = 429
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, trace_id: str, role: str, scope: str, limit: int, **kwargs):
+        super().__init__(message, **kwargs)
+        self.details.update(trace_id=trace_id, role=role, scope=scope, limit=limit)
+
+
 class ScriptExhausted(LLMError):
     """The scripted provider was called with nothing queued for it (a test forgot a reply)."""
 

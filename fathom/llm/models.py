@@ -7,7 +7,7 @@ from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from fathom import crypto
-from fathom.models import Workspace
+from fathom.tenancy import Workspace
 
 ANY_ROLE = "*"
 role_validator = RegexValidator(r"^(\*|[a-z][a-z0-9_-]{0,47})$", "a role is a lowercase word (or * for any role)")

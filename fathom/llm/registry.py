@@ -15,11 +15,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
+from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
 
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, Provider
+from fathom.redis_client import get_redis
 
 VERSION_KEY = "fathom:llm:registry:version"
 # The offline model, used when nothing else is configured. Not a row: it always exists.
@@ -88,15 +90,11 @@ def registry_changed() -> None:
     """Call after any change to LLMModel or ModelAssignment rows: every process re-resolves. Bumps
     the version now (this process sees its uncommitted rows) and again after commit (a process that
     re-resolved in between would otherwise keep the old rows)."""
-    from django.db import transaction
-
     _bump()
     transaction.on_commit(_bump)
 
 
 def _bump() -> None:
-    from fathom.redis_client import get_redis
-
     get_redis().incr(VERSION_KEY)
 
 
@@ -151,8 +149,6 @@ _lock = threading.Lock()
 
 
 def _current_version() -> str:
-    from fathom.redis_client import get_redis
-
     return get_redis().get(VERSION_KEY) or "0"
 
 

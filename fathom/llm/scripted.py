@@ -35,7 +35,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from fathom.llm import errors
+from fathom.llm.services import model_assign, model_create
 from fathom.llm.types import Completion, Message, StopReason, StreamChunk, ToolCall, Usage
+from fathom.redis_client import get_redis
 
 KEY = "fathom:llm:scripted:{name}:{part}"
 EXPIRE_SECONDS = 24 * 3600
@@ -84,8 +86,6 @@ class Script:
     def install(cls, workspace, *, roles=("*",), name: str | None = None, input_price_per_mtok=0,
                 output_price_per_mtok=0) -> Script:
         """A new script serving `roles` in `workspace` (registry rows created, caches invalidated)."""
-        from fathom.llm.services import model_assign, model_create
-
         script = cls(name or f"script-{uuid.uuid4().hex[:10]}")
         model = model_create(name=f"scripted-{script.name}", provider="scripted", model=script.name,
                              input_price_per_mtok=input_price_per_mtok, output_price_per_mtok=output_price_per_mtok)
@@ -130,18 +130,18 @@ class Script:
 
     @property
     def sent(self) -> list[SentRequest]:
-        raw = _redis().lrange(self._key("sent"), 0, -1)
+        raw = get_redis().lrange(self._key("sent"), 0, -1)
         return [_sent_from_json(json.loads(item)) for item in raw]
 
     @property
     def pending(self) -> int:
-        return _redis().llen(self._key("queue"))
+        return get_redis().llen(self._key("queue"))
 
     def reset(self) -> None:
-        _redis().delete(self._key("queue"), self._key("sent"))
+        get_redis().delete(self._key("queue"), self._key("sent"))
 
     def _push(self, item: dict) -> None:
-        pipe = _redis().pipeline()
+        pipe = get_redis().pipeline()
         pipe.rpush(self._key("queue"), json.dumps(item))
         pipe.expire(self._key("queue"), EXPIRE_SECONDS)
         pipe.execute()
@@ -178,7 +178,7 @@ class ScriptedProvider:
             "tools": [t.to_dict() for t in request.tools or ()], "response_format": request.response_format,
             "options": {k: v for k, v in request.options.items() if _jsonable(v)}, "stream": request.stream,
         })
-        pipe = _redis().pipeline()
+        pipe = get_redis().pipeline()
         pipe.rpush(script._key("sent"), record)
         pipe.expire(script._key("sent"), EXPIRE_SECONDS)
         pipe.lpop(script._key("queue"))
@@ -222,7 +222,3 @@ def _jsonable(value) -> bool:
     return isinstance(value, (str, int, float, bool, type(None), list, dict))
 
 
-def _redis():
-    from fathom.redis_client import get_redis
-
-    return get_redis()

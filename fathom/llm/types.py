@@ -3,6 +3,7 @@ chunks ending in one) out. Plain frozen dataclasses: cheap to build, safe to sha
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -172,8 +173,6 @@ class Completion:
 
     def json(self) -> Any:
         """The text parsed as JSON (for calls made with a JSON `response_format`)."""
-        import json
-
         return json.loads(self.text)
 
     def to_dict(self) -> dict:

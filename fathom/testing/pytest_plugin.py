@@ -22,9 +22,9 @@ def pytest_unconfigure(config):
     if not settings.configured or not (settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS):
         return
     from fathom import embedded
-    from festinger.cache import background_stop
+    from fathom.shutdown import shutdown_run
 
-    background_stop()  # its next round would find Redis gone
+    shutdown_run()  # what this process started (background threads) would find Redis gone
     embedded.stop_all(_data_dir)
     if not _kept:
         embedded.remove_data(_data_dir)

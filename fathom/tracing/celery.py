@@ -5,6 +5,7 @@ failed or not."""
 
 from celery import signals
 
+from fathom.tracing import otel
 from fathom.tracing.spans import (
     SpanContext,
     activate,
@@ -54,8 +55,6 @@ def _task_ended(task_id=None, state=None, retval=None, **_kwargs):
 
 
 def _process_ending(**_kwargs):
-    from fathom.tracing import otel
-
     otel.shutdown()  # a pool process may exit without atexit: send the spans still queued
 
 

@@ -6,7 +6,8 @@ from decimal import Decimal
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from fathom.models import WorkspaceScoped
+from fathom.tenancy import WorkspaceScoped
+from fathom.tracing.names import EVENT_WORDS
 
 
 class SafeJSONEncoder(DjangoJSONEncoder):
@@ -65,8 +66,6 @@ class TraceEvent(WorkspaceScoped):
 
 class TraceManager(models.Manager):
     def get_queryset(self):
-        from fathom.tracing.spans import EVENT_WORDS
-
         starts = [start for start, _, _ in EVENT_WORDS.values()]
         return super().get_queryset().filter(parent_span_id="", status="").filter(
             models.Q(kind__in=starts) | models.Q(kind__endswith=".started"))

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from fathom.tracing.spans import words
+from fathom.tracing.names import words
 
 LLM = "llm.call"
 TOOL = "worker.tool"

@@ -16,7 +16,7 @@ from django.db.models.functions import TruncDate
 
 from fathom.errors import NotFoundError
 from fathom.tracing.models import Trace, TraceEvent
-from fathom.tracing.spans import words
+from fathom.tracing.names import words
 
 LLM = "llm.call"
 TOOL = "worker.tool"

@@ -11,6 +11,8 @@ from django.db import connection
 from django.utils import timezone
 
 from fathom.tracing.models import TraceEvent
+from fathom.tracing.names import words
+from fathom.tracing.spans import Buffer
 
 logger = logging.getLogger(__name__)
 BATCH_SIZE = 5000
@@ -46,8 +48,6 @@ def spans_end(*, workspace_id: int, trace_id: str, where: dict, keep=(), error: 
     """Ends the spans of the trace that started and never ended, of those whose start event matches
     `where` (TraceEvent filters) but the ones in `keep`: failed with `error`, or completed when it is
     empty. For the spans a dead process left open. Returns how many were ended."""
-    from fathom.tracing.spans import Buffer, words
-
     events = TraceEvent.objects.filter(workspace_id=workspace_id, trace_id=trace_id)
     ended = events.exclude(status="").values("span_id")
     buffer = Buffer()

@@ -33,17 +33,15 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from fathom.tracing import otel
+from fathom.tracing.names import ALIASES, words
+from fathom.tracing.writer import write_events
+
 logger = logging.getLogger(__name__)
 
 FLUSH_AT = 500
 ERROR_MAX_CHARS = 2000
 
-EVENT_WORDS = {
-    "trace.prompt": ("trace.prompt.received", "trace.prompt.completed", "trace.prompt.failed"),
-    "llm.call": ("llm.call.started", "llm.call.completed", "llm.call.failed"),
-    "worker.tool": ("worker.tool.call", "worker.tool.result", "worker.tool.result"),
-}
-ALIASES = {start: name for name, (start, _, _) in EVENT_WORDS.items()}
 # Span attributes stored in their own columns rather than in the payload.
 COLUMNS = ("model", "provider", "input_tokens", "output_tokens", "cached_tokens", "cost")
 
@@ -100,6 +98,11 @@ class Span:
                          duration_ms=duration_ms, final=True)
         if self._owns_buffer:
             self._buffer.flush()
+
+    def leave_open(self) -> None:
+        """Write no end event: the span stays running in the trace, for work that another attempt
+        carries on and ends (as `services.spans_end` ends what a dead process left open)."""
+        self.ended = True
 
     @property
     def duration_ms(self) -> float:
@@ -258,10 +261,6 @@ def close_scope(handle) -> None:
     handle["buffer"].flush()
 
 
-def words(name: str) -> tuple[str, str, str]:
-    return EVENT_WORDS.get(name) or (f"{name}.started", f"{name}.completed", f"{name}.failed")
-
-
 def new_trace_id() -> str:
     return secrets.token_hex(16)
 
@@ -303,9 +302,6 @@ class Buffer:
         if not self.events:
             return 0
         events, self.events = self.events, []
-        from fathom.tracing import otel
-        from fathom.tracing.writer import write_events
-
         written = write_events(events)
         try:
             otel.export(events)

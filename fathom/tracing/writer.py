@@ -14,6 +14,8 @@ from functools import cache
 
 from django.db import DatabaseError, connection, transaction
 
+from fathom.tracing.models import SafeJSONEncoder, TraceEvent
+
 logger = logging.getLogger(__name__)
 EIGHT_PLACES = Decimal("0.00000001")
 
@@ -40,8 +42,6 @@ TYPES = {"workspace_id": "bigint", "created_at": "timestamptz", "at": "timestamp
 
 def _row(event: tuple) -> tuple:
     at, kind, owner, payload, duration_ms, columns, status, error = event
-    from fathom.tracing.models import SafeJSONEncoder
-
     cost = columns.get("cost") or 0
     return (
         owner.workspace_id, datetime.now(UTC), at, kind, owner.name, status, owner.trace_id, owner.span_id,
@@ -71,8 +71,6 @@ def _insert(rows: list[tuple]) -> None:
 
 @cache
 def _insert_sql(*, alone: bool) -> str:
-    from fathom.tracing.models import TraceEvent
-
     table = connection.ops.quote_name(TraceEvent._meta.db_table)
     names = ", ".join(connection.ops.quote_name(column) for column in COLUMNS)
     arrays = ", ".join(f"%s::{TYPES.get(column, 'text')}[]" for column in COLUMNS)

@@ -6,7 +6,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from harness.fires import services
+from harness.fires import selectors, services
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.runtime import selectors as runtime_selectors
 from harness.runtime.services import harness_settings_get, message_send
@@ -45,49 +45,45 @@ class FireOutput(FireSummaryOutput):
             "children", "turns"]
 
 
-TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
-                "model", "provider", "input_tokens", "output_tokens", "cost", "error"]
-TRACE_LIMIT = 2000
-
-
 def fire_detail(fire: Fire) -> dict:
-    fire = (Fire.objects.prefetch_related("turns__calls", "children").get(pk=fire.pk))
-    return {**FireOutput(fire).data, "trace": fire_trace(fire)}
-
-
-def fire_trace(fire: Fire) -> list[dict]:
-    """The fire's trace events (model calls, tool calls, its child fires), oldest first."""
-    from fathom.tracing.models import TraceEvent
-
-    if not fire.trace_id:
-        return []
-    return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
-                .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
+    return {**FireOutput(selectors.fire_with_journal(fire=fire)).data, "trace": selectors.fire_trace(fire=fire)}
 
 
 class FireListView(generics.ListAPIView):
     serializer_class = FireSummaryOutput
 
     def get_queryset(self):
-        fires = Fire.objects.filter(workspace=self.request.workspace)
-        if session_id := self.request.query_params.get("session"):
-            fires = fires.filter(session=runtime_selectors.session_get(workspace=self.request.workspace,
-                                                                        session_id=session_id))
-        return fires
+        session_id = self.request.query_params.get("session")
+        session = runtime_selectors.session_get(workspace=self.request.workspace,
+                                                session_id=session_id) if session_id else None
+        return selectors.fires_list(workspace=self.request.workspace, session=session)
 
 
 class FireDetailView(APIView):
     @extend_schema(responses=FireOutput, summary="A fire: turns, tool calls, stop reason, trace, counts, cost")
     def get(self, request, fire_id):
-        return Response(fire_detail(services.fire_get(workspace=request.workspace, fire_id=fire_id)))
+        return Response(fire_detail(selectors.fire_get(workspace=request.workspace, fire_id=fire_id)))
 
 
 class FireCancelView(APIView):
     @extend_schema(request=None, responses=FireSummaryOutput,
                    summary="Cancel a fire (it stops before its next model call)")
     def post(self, request, fire_id):
-        fire = services.fire_cancel(fire=services.fire_get(workspace=request.workspace, fire_id=fire_id))
+        fire = services.fire_cancel(fire=selectors.fire_get(workspace=request.workspace, fire_id=fire_id))
         return Response(FireSummaryOutput(fire).data, status=status.HTTP_202_ACCEPTED)
+
+
+class SitOutput(serializers.Serializer):
+    trigger_id = serializers.CharField(help_text="the trigger that opens round 1")
+    rounds = serializers.IntegerField(help_text="the round cap")
+
+
+class IntrospectOutput(serializers.Serializer):
+    fire_id = serializers.CharField()
+    card_id = serializers.CharField(allow_null=True, help_text="the card delta the fire wrote, if any")
+    body = serializers.CharField(allow_blank=True)
+    cited_ids = serializers.ListField(child=serializers.CharField())
+    fire = FireOutput()
 
 
 class SitView(APIView):
@@ -99,7 +95,7 @@ class SitView(APIView):
         rounds = serializers.IntegerField(required=False, min_value=1, max_value=50,
                                           help_text="round cap (the workspace's sit_round_cap by default)")
 
-    @extend_schema(request=Input, responses={202: dict}, summary="Start a Sit in this session")
+    @extend_schema(request=Input, responses={202: SitOutput}, summary="Start a Sit in this session")
     def post(self, request, session_id):
         session = runtime_selectors.session_get(workspace=request.workspace, session_id=session_id)
         data = self.Input(data=request.data)
@@ -120,11 +116,11 @@ class IntrospectView(APIView):
         run_async = serializers.BooleanField(required=False, default=False)
 
         def to_internal_value(self, data):
-            if "async" in data and "run_async" not in data:
+            if isinstance(data, dict) and "async" in data and "run_async" not in data:
                 data = {**data, "run_async": data["async"]}
             return super().to_internal_value(data)
 
-    @extend_schema(request=Input, responses={200: FireOutput, 202: FireSummaryOutput}, summary="Introspect")
+    @extend_schema(request=Input, responses={200: IntrospectOutput, 202: FireSummaryOutput}, summary="Introspect")
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)

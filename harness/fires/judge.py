@@ -3,7 +3,10 @@ resonance, confidence, comfort), written once per fire."""
 
 import json
 
+from fathom.llm import Message, complete
 from harness.fires.models import Fire
+from lake.models import Delta
+from lake.services import deltas_create
 
 AXES = ("salience", "novelty", "resonance", "confidence", "comfort")
 SCHEMA = {"type": "json_schema", "json_schema": {"name": "judge_axes", "schema": {
@@ -13,10 +16,6 @@ SCHEMA = {"type": "json_schema", "json_schema": {"name": "judge_axes", "schema":
 
 def fire_judge_axes(*, fire_id) -> str | None:
     """Write the fire's kind:judge-axes delta; a second run (a redelivered task) writes nothing."""
-    from fathom.llm import Message, complete
-    from lake.models import Delta
-    from lake.services import deltas_create
-
     fire = Fire.objects.select_related("workspace", "session").filter(pk=fire_id).first()
     if fire is None or not fire.response:
         return None

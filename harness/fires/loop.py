@@ -16,15 +16,22 @@ from contextlib import contextmanager, nullcontext
 
 import jsonschema
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
+from fathom.llm import LLMError, Message, complete
+from fathom.llm.errors import LLMBudgetExceeded
+from fathom.llm.offline import SearchThenRespond
+from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
+from fathom.tracing.models import TraceEvent
+from fathom.tracing.services import spans_end
+from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
+from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
 from harness.runtime import claims
 from harness.runtime.events import event_emit
-from harness.runtime.models import HarnessSettings, Session, SessionEvent
+from harness.runtime.models import HarnessSettings, SessionEvent
 from harness.runtime.services import harness_settings_get
 from harness.tools import ToolContext, ToolError, tool_specs, tools_for
 from harness.tools import plan as plan_tool
@@ -41,9 +48,9 @@ class FireCancelled(Exception):
 
 def run_threaded_fire(fire: Fire) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
-    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised."""
-    from fathom.tracing import span
-
+    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised; a
+    transient error (fathom.transient) is not: it is raised with the fire left running, for the
+    retried task to resume from the journal."""
     limits = harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
@@ -62,6 +69,13 @@ def run_threaded_fire(fire: Fire) -> Fire:
             _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
         except claims.ClaimLost:
             raise
+        except TRANSIENT_ERRORS:
+            connections_reset()  # so this attempt's trace is written and its claims released
+            root.leave_open()  # the attempt that resumes the fire ends it, as after a killed worker
+            raise
+        except LLMBudgetExceeded as exc:
+            _end(fire, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
+            raise
         except Exception as exc:
             _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
             raise
@@ -76,9 +90,6 @@ def _resumed(fire: Fire):
     """A fire that ran before (its worker died) continues its first run's trace, under a `fire.resume`
     span (with this run's attempt number) below that run's root span. The spans the dead runs' tasks
     left open are ended as failed now, but that root: it ends with this run, as the fire does."""
-    from fathom.tracing import continue_trace, flush, span
-    from fathom.tracing.services import spans_end
-
     parent, roots, attempt = _earlier_runs(fire)
     if attempt == 1:
         yield
@@ -91,8 +102,8 @@ def _resumed(fire: Fire):
         with continue_trace(parent), span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}",
                                           run_id=str(fire.pk), attempt=attempt, phase=fire.phase):
             yield
-    except claims.ClaimLost:
-        raise  # another worker runs it now
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # another worker runs it now, or the retried task will
     except Exception as exc:
         flush()
         spans_end(**trace, where={"span_id": first_root}, error=f"{type(exc).__name__}: {exc}")
@@ -106,9 +117,6 @@ def _earlier_runs(fire: Fire):
     """How a fire's run joins its trace: the parent to continue (None when the current span is in the
     trace already, as a child fire's parent is), the earlier runs' root spans (span id, task id),
     first first, and this run's attempt number."""
-    from fathom.tracing import SpanContext, current_span
-    from fathom.tracing.models import TraceEvent
-
     if not fire.trace_id:
         return None, [], 1
     roots = list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id,
@@ -127,37 +135,39 @@ def _earlier_runs(fire: Fire):
 def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
     tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
+    specs = {False: tool_specs(tools), True: tool_specs([by_name["respond"]])}  # the same every turn
     preamble = render_preamble(fire, history_limit=limits.history_messages)
-    turns = _journal(fire, MAIN)  # read once (a resumed fire's committed turns), then kept as it grows
+    turns = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
+    committed = False
     while True:
         last = turns[-1] if turns else None
         if last is not None:
             response = _run_pending_calls(fire, last, by_name)
             if response is not None:
-                _respond(fire, response, forced=last.forced)
+                _respond(fire, response, forced=last.turn.forced)
                 return
-            turns[-1] = last = FireTurn.objects.prefetch_related("calls").get(pk=last.pk)  # with its results
-        _check_cancel(fire)
+        _check_cancel(fire, read_at_last_commit=committed)
         forced = len(turns) >= limits.max_turns_per_fire
-        if forced and last is not None and last.forced:
+        if forced and last is not None and last.turn.forced:
             # The forced turn answered without calling respond: its text is the answer.
-            _respond(fire, respond_tool.validate({"body": last.text or "(no answer within the turn cap)"}), forced=True)
+            _respond(fire, respond_tool.validate({"body": last.turn.text or "(no answer within the turn cap)"}),
+                     forced=True)
             return
-        offered = [by_name["respond"]] if forced else tools
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
-        turns.append(_model_turn(fire, len(turns) + 1, MAIN, messages, offered, forced=forced))
+        turns.append(JournalTurn(_model_turn(fire, len(turns) + 1, MAIN, messages, specs[forced], forced=forced)))
+        committed = True  # from here on, each commit of the journal has read the cancel request
 
 
-def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None:
-    """Run the turn's calls that have no recorded result (all of them, or the rest after a crash);
-    return the response if the turn responded validly."""
-    done = {c.call_id: c for c in turn.calls.all()}
+def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | None:
+    """Run the turn's calls that have no recorded result (all of them, or the rest after a crash),
+    adding each result to `entry`; return the response if the turn responded validly."""
+    turn, done = entry.turn, entry.results
     respond_calls = [c for c in turn.tool_calls if c["name"] == "respond"]
     for position, call in enumerate(turn.tool_calls):
         if call["id"] in done or call["name"] == "respond":
             continue
-        _run_call(fire, turn, position, call, by_name)
+        done[call["id"]] = _run_call(fire, turn, position, call, by_name)
     if not turn.tool_calls:
         if turn.text.strip():  # a lean reply: plain text is a respond with that body
             return respond_tool.validate({"body": turn.text})
@@ -170,16 +180,14 @@ def _run_pending_calls(fire: Fire, turn: FireTurn, by_name: dict) -> dict | None
         try:
             response = respond_tool.validate(_arguments(call))
         except ToolError as exc:
-            _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
+            done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
             return None
-        _record(fire, turn, turn.tool_calls.index(call), call, "responded", ok=True)
+        done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, "responded", ok=True)
         return response
     return None
 
 
-def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> None:
-    from fathom.tracing import span
-
+def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> FireToolCall:
     name, args = call["name"], _arguments(call)
     plan_step = args.pop("plan_step", None) if isinstance(args, dict) else None
     tool = by_name.get(name)
@@ -190,19 +198,30 @@ def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: di
               plan_step=plan_step) as traced:
         problem = _problem(tool, name, args, by_name)
         if problem:
-            _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
             traced.set(ok=False, error=problem)
-            return
+            return _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
         if tool.transactional:
-            with transaction.atomic():
-                result, ok = _invoke(tool, ctx, args)
-                _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
-                        latency_ms=(time.perf_counter() - started) * 1000)
+            recorded = _run_in_transaction(fire, turn, position, call, tool, ctx, args, started)
         else:
             result, ok = _invoke(tool, ctx, args)
-            _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
-                    latency_ms=(time.perf_counter() - started) * 1000)
-        traced.set(ok=ok, result_chars=len(result))
+            recorded = _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
+                               latency_ms=(time.perf_counter() - started) * 1000)
+        traced.set(ok=recorded.ok, result_chars=len(recorded.result))
+        return recorded
+
+
+def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started) -> FireToolCall:
+    """A tool that writes commits together with its result, in one transaction without a savepoint.
+    When it fails, that transaction is rolled back whole (no half-writes) and the failure is recorded
+    on its own."""
+    try:
+        with transaction.atomic():
+            value = _run_tool(tool, ctx, args)
+            return _record(fire, turn, position, call, value, ok=True, plan_step=ctx.plan_step,
+                           latency_ms=(time.perf_counter() - started) * 1000)
+    except _ToolFailed as failed:
+        return _record(fire, turn, position, call, str(failed), ok=False, plan_step=ctx.plan_step,
+                       latency_ms=(time.perf_counter() - started) * 1000)
 
 
 def _problem(tool, name: str, args, by_name: dict) -> str:
@@ -212,47 +231,72 @@ def _problem(tool, name: str, args, by_name: dict) -> str:
         return f"arguments must be a JSON object, got {args!r:.200}"
     if "_unparsed" in args:  # the provider could not parse the model's arguments as a JSON object
         return f"arguments must be a JSON object, got {str(args['_unparsed'])!r:.200}"
-    try:
-        jsonschema.validate(args, tool.parameters)
-    except jsonschema.ValidationError as exc:
-        where = ".".join(str(p) for p in exc.absolute_path)
-        return f"malformed arguments for {name}{f' at {where}' if where else ''}: {exc.message}"
+    error = jsonschema.exceptions.best_match(_validator(tool).iter_errors(args))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path)
+        return f"malformed arguments for {name}{f' at {where}' if where else ''}: {error.message}"
     return ""
 
 
+_VALIDATORS: dict[int, tuple] = {}
+
+
+def _validator(tool):
+    # Built once per tool: jsonschema.validate would check the schema itself again on every call.
+    # Keyed by identity (a Tool holds dicts, so it does not hash); the entry keeps its tool alive.
+    cached = _VALIDATORS.get(id(tool))
+    if cached is None or cached[0] is not tool:
+        cached = _VALIDATORS[id(tool)] = (tool, jsonschema.validators.validator_for(tool.parameters)(tool.parameters))
+    return cached[1]
+
+
 def _invoke(tool, ctx: ToolContext, args: dict) -> tuple[str, bool]:
-    # A tool that writes runs in a savepoint, so one that raises leaves no half-writes. A tool that
-    # reads, or commits as it goes (introspect's child fire keeps its own journal, which must be
-    # durable on its own: a worker dying inside it resumes the child rather than redoing it), runs
-    # outside one, unless a transaction is open already and a failed query must not poison it.
-    savepoint = tool.transactional or transaction.get_connection().in_atomic_block
+    # A tool that reads, or commits as it goes (introspect's child fire keeps its own journal, which
+    # must be durable on its own: a worker dying inside it resumes the child rather than redoing it),
+    # runs outside a transaction, unless one is open already and a failed query must not poison it.
+    savepoint = transaction.get_connection().in_atomic_block
     try:
         with transaction.atomic() if savepoint else nullcontext():
-            value = tool.run(ctx, args)
+            return _run_tool(tool, ctx, args), True
+    except _ToolFailed as failed:
+        return str(failed), False
+
+
+class _ToolFailed(Exception):
+    """A tool's failure, as the model reads it (its result)."""
+
+
+def _run_tool(tool, ctx: ToolContext, args: dict) -> str:
+    try:
+        value = tool.run(ctx, args)
     except ToolError as exc:
-        return f"error: {exc}", False
-    except claims.ClaimLost:
-        raise
+        raise _ToolFailed(f"error: {exc}") from exc
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # not the tool's failure: the fire stops here, and the retried task runs the call again
     except Exception as exc:  # noqa: BLE001 - the model reads any tool failure as its result
         logger.warning("tool %s raised in fire %s", tool.name, ctx.fire.pk, exc_info=True)
-        return f"error: the tool raised {type(exc).__name__}: {exc}", False
+        raise _ToolFailed(f"error: the tool raised {type(exc).__name__}: {exc}") from exc
     if isinstance(value, str):
-        return value, True
-    return json.dumps(value, ensure_ascii=False, default=str), True
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None, latency_ms: float = 0) -> None:
-    with transaction.atomic(savepoint=False):  # joins the tool's transaction when there is one
-        FireToolCall.objects.create(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
-                                    position=position, name=call["name"],
-                                    arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
-                                    plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
-        if plan_step and plan_tool.advance(fire.plan, plan_step):
+def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None,
+            latency_ms: float = 0) -> FireToolCall:
+    recorded = FireToolCall(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
+                            position=position, name=call["name"],
+                            arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
+                            plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
+    # Joins the tool's transaction when there is one; needs its own only for more than one write.
+    with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
+        if advanced:
             fire.save(update_fields=["plan"])
+        fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
             "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
-        _heartbeat(fire)
+    return recorded
 
 
 def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
@@ -274,23 +318,21 @@ the containers already active do not cover."""
 
 
 def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
-    from fathom.llm import LLMError, Message
-
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
-    turns = _journal(fire, REVIEW)
+    turns = journal_read(fire=fire, phase=REVIEW)
     try:
         if not turns:
             _check_cancel(fire)
             messages = [Message.system(REVIEW_PROMPT), Message.user(_review_brief(fire))]
-            _model_turn(fire, _next_number(fire), REVIEW, messages, tools, forced=False)
-            turns = _journal(fire, REVIEW)
-        turn = turns[-1]
-        _run_pending_calls(fire, turn, by_name)
-        calls = list(FireToolCall.objects.filter(turn=turn).order_by("position"))
+            turns = [JournalTurn(_model_turn(fire, _next_number(fire), REVIEW, messages, tool_specs(tools),
+                                             forced=False))]
+        entry = turns[-1]
+        _run_pending_calls(fire, entry, by_name)
+        calls = sorted(entry.results.values(), key=lambda c: c.position)
         proposed = [c for c in calls if c.name == "propose_provenance" and c.ok]
         outcome = {"outcome": "proposed", "results": [c.result for c in proposed]} if proposed else {
-            "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), turn.text[:500])}
+            "outcome": "skip", "reason": next((c.result for c in calls if c.name == "skip"), entry.turn.text[:500])}
     except LLMError as exc:  # the answer stands; a review that could not run is reported, not fatal
         outcome = {"outcome": "error", "error": str(exc)}
     fire.review = outcome
@@ -310,44 +352,29 @@ def _review_brief(fire: Fire) -> str:
 
 # --- model calls and the journal ---------------------------------------------------------------------------
 
-def _model_turn(fire: Fire, number: int, phase: str, messages: list, tools: list, *, forced: bool) -> FireTurn:
+def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
     """One model call, committed as a FireTurn before anything else happens."""
-    from fathom.llm import complete
-    from fathom.llm.offline import SearchThenRespond
-    from fathom.tracing import flush
-
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
-        workspace=fire.workspace, role="main", messages=messages, tools=tool_specs(tools),
+        workspace=fire.workspace, role="main", messages=messages, tools=specs,
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
     )
     usage = completion.usage
-    with transaction.atomic():
-        turn = FireTurn.objects.create(
-            workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
-            tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
-            stop_reason=str(completion.stop_reason), model=completion.model, provider=completion.provider,
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
-            latency_ms=completion.latency_ms, call_id=completion.call_id or "",
-        )
-        # The counters and the fire's heartbeat in one statement; no row means the claim was taken over.
-        if not Fire.objects.filter(pk=fire.pk, runner=claims.runner_id()).update(
-                model_calls=F("model_calls") + 1, input_tokens=F("input_tokens") + usage.input_tokens,
-                output_tokens=F("output_tokens") + usage.output_tokens, cost=F("cost") + completion.cost,
-                runner_heartbeat_at=timezone.now()):
-            raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
+    turn = FireTurn(workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
+                    tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
+                    stop_reason=str(completion.stop_reason), model=completion.model, provider=completion.provider,
+                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=completion.cost,
+                    latency_ms=completion.latency_ms, call_id=completion.call_id or "")
+    with transaction.atomic() if _in_session(fire) else nullcontext():
+        fire.cancel_requested_at = journal_append(turn, fire=fire, counters={
+            "model_calls": 1, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cost": completion.cost})
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
-        if fire.session_id and fire.depth == 0:
-            claims.heartbeat(Session, fire.session_id)
     flush()  # the call's span, with the turn it was committed as
     return turn
-
-
-def _journal(fire: Fire, phase: str) -> list[FireTurn]:
-    return list(FireTurn.objects.filter(fire=fire, phase=phase).order_by("number").prefetch_related("calls"))
 
 
 def _next_number(fire: Fire) -> int:
@@ -360,15 +387,19 @@ def _arguments(call: dict):
     return dict(args) if isinstance(args, dict) else args
 
 
-def _check_cancel(fire: Fire) -> None:
-    if Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
+def _check_cancel(fire: Fire, *, read_at_last_commit: bool = False) -> None:
+    """Stop before the next model call if the fire was asked to. Every commit of the journal reads
+    the request on its way (journal_append), so after one there is nothing left to ask the database."""
+    if fire.cancel_requested_at is not None:
+        raise FireCancelled
+    if not read_at_last_commit and Fire.objects.filter(pk=fire.pk, cancel_requested_at__isnull=False).exists():
         raise FireCancelled
 
 
-def _heartbeat(fire: Fire) -> None:
-    claims.heartbeat(Fire, fire.pk)
-    if fire.session_id and fire.depth == 0:
-        claims.heartbeat(Session, fire.session_id)
+def _in_session(fire: Fire) -> bool:
+    """Whether the fire speaks to a session (a top-level fire of a session turn): its journal then
+    streams AgentStream events, and its commits keep the session's claim alive too."""
+    return bool(fire.session_id) and fire.depth == 0
 
 
 def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
@@ -380,5 +411,8 @@ def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
 
 
 def _session_event(fire: Fire, kind: str, data: dict) -> None:
-    if fire.session_id and fire.depth == 0:
-        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn)
+    """An AgentStream event of a session's fire, which is the session's heartbeat too (ClaimLost if
+    another runner took the session over)."""
+    if _in_session(fire):
+        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn,
+                   runner=claims.runner_id())

@@ -37,6 +37,7 @@ class Fire(WorkspaceScoped, Claimable):
         MAX_TURNS = "max_turns"  # the turn cap forced a final respond
         ERROR = "error"
         CANCELLED = "cancelled"
+        BUDGET_EXCEEDED = "budget_exceeded"  # its trace made as many model calls as it may (fathom.llm.budget)
 
     TERMINAL = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
 

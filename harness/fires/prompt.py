@@ -4,10 +4,15 @@ the active plan at the end. Tool results are stored whole; only rendering compac
 
 import json
 
-from harness.fires.models import Fire, FireTurn
+from fathom.llm import Message, ToolCall
+from harness.fires.journal import JournalTurn
+from harness.fires.models import Fire
+from harness.runtime.profiles import profile_copy
+from harness.runtime.selectors import agent_profile_default_get
 from harness.tools.base import MAIN, REGISTRY, tools_for
-from harness.tools.orient_shift import orient_current
 from harness.tools.plan import render as render_plan
+from lake.selectors import orient_current
+from proposals.dispatch import helper_hosts
 
 RECENT_TURNS_WHOLE = 6  # the last turns' tool results are always shown in full
 COMPACT_RESULT_CHARS = 600
@@ -87,8 +92,6 @@ def system_message(fire: Fire) -> str:
 def render_preamble(fire: Fire, *, history_limit: int) -> list:
     """What every turn of the fire starts with (the system message, the river, the work set): the
     same for the whole fire, so the loop renders it once."""
-    from fathom.llm import Message
-
     messages = [Message.system(system_message(fire))]
     messages += _history(fire, history_limit)
     for entry in fire.work_set.get("messages", []):
@@ -96,14 +99,12 @@ def render_preamble(fire: Fire, *, history_limit: int) -> list:
     return messages
 
 
-def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, forced: bool, max_turns: int,
+def render_messages(fire: Fire, turns: list[JournalTurn], *, history_limit: int, forced: bool, max_turns: int,
                     preamble: list | None = None) -> list:
-    from fathom.llm import Message, ToolCall
-
     messages = list(preamble if preamble is not None else render_preamble(fire, history_limit=history_limit))
-    for index, turn in enumerate(turns):
+    for index, entry in enumerate(turns):
         whole = index >= len(turns) - RECENT_TURNS_WHOLE
-        calls = {c.call_id: c for c in turn.calls.all()}
+        turn, calls = entry.turn, entry.results
         messages.append(Message.assistant(turn.text, tool_calls=[
             ToolCall(c["id"], c["name"], c["arguments"] if isinstance(c["arguments"], dict) else {})
             for c in turn.tool_calls]))
@@ -132,8 +133,6 @@ def render_messages(fire: Fire, turns: list[FireTurn], *, history_limit: int, fo
 def _history(fire: Fire, limit: int) -> list:
     """The river before this fire: user messages and the agent's answers, the last `limit` whole,
     the ones before compacted into one note."""
-    from fathom.llm import Message
-
     if not fire.session_id or limit <= 0:
         return []
     earlier = (Fire.objects.filter(session_id=fire.session_id, created_at__lt=fire.created_at, depth=0,
@@ -156,8 +155,6 @@ def _history(fire: Fire, limit: int) -> list:
 
 
 def _hosts_block(fire: Fire) -> str:
-    from proposals.dispatch import helper_hosts
-
     hosts = sorted(helper_hosts(workspace=fire.workspace))
     if not hosts:
         return "Helper hosts for dispatch_helper: none are configured (a dispatch would be refused)."
@@ -170,6 +167,4 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _default_agent(fire: Fire) -> dict:
-    from harness.runtime.profiles import agent_profile_default, profile_copy
-
-    return profile_copy(agent_profile_default(workspace=fire.workspace))
+    return profile_copy(agent_profile_default_get(workspace=fire.workspace))

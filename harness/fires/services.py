@@ -2,18 +2,19 @@
 cancel; and the turn work that makes a session turn a fire."""
 
 import logging
-import uuid
 from datetime import timedelta
 
+from celery import signature
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from fathom.errors import ApplicationError, NotFoundError
+from fathom.errors import ApplicationError
+from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
 from harness.runtime import claims
 from harness.runtime.models import Trigger
-from harness.runtime.services import harness_settings_get
+from harness.runtime.services import TurnSnapshot, harness_settings_get
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ def fire_create(*, workspace, mode: str, question: str = "", messages: list[dict
 
 
 def fire_run(*, fire_id) -> Fire:
-    """Run or resume the fire if nobody else does; returns it as it stands afterwards."""
+    """Run or resume the fire if nobody else does; returns it as it stands afterwards. A transient
+    error (fathom.transient) is raised, the fire left to resume, once its claim is given back."""
     fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
     if fire.is_terminal:
         return fire
@@ -56,8 +58,8 @@ def fire_run(*, fire_id) -> Fire:
         return fire
     try:
         run_threaded_fire(fire)
-    except claims.ClaimLost:
-        raise
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # the fire is not over: another runner has it, or the retried task resumes it
     except Exception:  # noqa: BLE001 - recorded on the fire (failed, with its error); callers read that
         logger.exception("fire %s failed", fire.pk)
     finally:
@@ -67,9 +69,7 @@ def fire_run(*, fire_id) -> Fire:
 
 def fire_enqueue(*, fire: Fire) -> None:
     """Run the fire on a worker (fires queue) once the current transaction commits."""
-    from harness.tasks import fire_run as task
-
-    transaction.on_commit(lambda: task.delay(str(fire.pk)))
+    transaction.on_commit(lambda: signature("fires.fire_run").delay(str(fire.pk)))
 
 
 def fires_sweep() -> list:
@@ -102,18 +102,7 @@ def fire_cancel(*, fire: Fire) -> Fire:
     return fire
 
 
-def fire_get(*, workspace, fire_id) -> Fire:
-    try:
-        pk = uuid.UUID(str(fire_id))
-    except ValueError:
-        pk = None
-    fire = Fire.objects.filter(workspace=workspace, pk=pk).first() if pk else None
-    if fire is None:
-        raise NotFoundError(f"no fire {fire_id} in this workspace")
-    return fire
-
-
-def fire_turn_work(snapshot) -> None:
+def fire_turn_work(snapshot: TurnSnapshot) -> None:
     """A session turn's work: one fire over the turn's messages (created once per turn), run inline
     on the tick's worker. A turn of triggers without messages (a heartbeat, a cron, a task done)
     fires over a note of what happened."""

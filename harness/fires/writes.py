@@ -5,12 +5,16 @@ They happen in one transaction together with the fire's move to the review phase
 sees the answer here too (AssistantOutput), its single message is addressed by the respond, and a
 Sit round's next_prompt seeds the next round."""
 
+from celery import signature
 from django.db import transaction
 from django.utils import timezone
 
 from harness.fires.models import Fire
 from harness.runtime.events import event_emit
 from harness.runtime.models import SessionEvent
+from harness.runtime.services import message_mark_addressed, message_send
+from lake.models import QA_MARKER_TAG, Delta
+from lake.services import deltas_create, provenance_create
 
 
 def fire_writes(fire: Fire) -> None:
@@ -32,9 +36,6 @@ def lake_writes(fire: Fire) -> dict:
     kind:engagement-attest per cited (affirms) and dropped (refutes) id that exists, the Q/A marker
     (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the
     background. Returns the ids written, by kind."""
-    from lake.models import QA_MARKER_TAG, Delta
-    from lake.services import deltas_create, provenance_create
-
     response = fire.response
     common = [f"fire:{fire.pk}", f"mode:{fire.mode}"] + ([fire.session.tag] if fire.session_id else [])
     source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
@@ -78,9 +79,7 @@ def lake_writes(fire: Fire) -> dict:
 
 
 def _judge_axes_enqueue(fire: Fire) -> None:
-    from harness.tasks import fire_judge_axes
-
-    transaction.on_commit(lambda: fire_judge_axes.delay(str(fire.pk)))
+    transaction.on_commit(lambda: signature("quality.fire_judge_axes").delay(str(fire.pk)))
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -89,8 +88,6 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _session_output(fire: Fire, written: dict) -> None:
-    from harness.runtime.services import message_mark_addressed, message_send
-
     response = fire.response
     event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=SessionEvent.Kind.ASSISTANT_OUTPUT,
                turn=fire.turn, data={"fire_id": str(fire.pk), "body": response.get("body", ""),

@@ -1,7 +1,7 @@
 """REST for sessions, their messages and events, and profiles."""
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -95,6 +95,20 @@ class SessionRefreshProfileView(APIView):
                         status=status.HTTP_202_ACCEPTED)
 
 
+class SessionEventOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    turn_id = serializers.CharField(allow_null=True)
+    data = serializers.DictField(child=serializers.JSONField())
+    created_at = serializers.DateTimeField()
+
+
+class SessionEventsOutput(serializers.Serializer):
+    events = SessionEventOutput(many=True)
+    last_seq = serializers.IntegerField()
+    next = serializers.CharField(help_text="the query that polls for what comes next")
+
+
 class SessionEventsView(APIView):
     """The session's events: Server-Sent Events with `Accept: text/event-stream` (resumable with
     Last-Event-ID), otherwise a JSON page for polling (`?after=<seq>`)."""
@@ -106,7 +120,8 @@ class SessionEventsView(APIView):
                     OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
                     OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
                     OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False)],
-        responses={200: dict}, summary="Session events (SSE or JSON polling)",
+        responses={(200, "application/json"): SessionEventsOutput, (200, "text/event-stream"): str},
+        summary="Session events (SSE or JSON polling)",
     )
     def get(self, request, session_id):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
@@ -142,6 +157,8 @@ class AgentProfileOutput(serializers.ModelSerializer):
         model = AgentProfile
         fields = ["slug", "name", "agents_md", "soul_md", "identity_md", "memory", "version", "created_at",
                   "updated_at"]
+        # The built-in default agent is listed before anything stores it: no timestamps yet.
+        extra_kwargs = {"created_at": {"allow_null": True}, "updated_at": {"allow_null": True}}
 
 
 class UserProfileOutput(serializers.ModelSerializer):
@@ -165,31 +182,37 @@ class UserProfileInput(serializers.Serializer):
     preferences = serializers.DictField(required=False)
 
 
+class AgentProfileCreateInput(AgentProfileInput):
+    slug = serializers.SlugField(max_length=64)
+
+
+class UserProfileCreateInput(UserProfileInput):
+    slug = serializers.SlugField(max_length=64)
+
+
 class _ProfileListCreate(generics.ListAPIView):
     model = None
     input_class = None
     create = None
 
     def get_queryset(self):
-        if self.model is AgentProfile:
-            profiles.agent_profile_default(workspace=self.request.workspace)
-        return self.model.objects.filter(workspace=self.request.workspace)
+        return selectors.profiles_list(workspace=self.request.workspace, model=self.model)
 
     def post(self, request):
-        slug = serializers.SlugField(max_length=64).run_validation(request.data.get("slug"))
         data = self.input_class(data=request.data)
         data.is_valid(raise_exception=True)
-        profile = type(self).create(workspace=request.workspace, slug=slug, **data.validated_data)
+        profile = type(self).create(workspace=request.workspace, **data.validated_data)
         return Response(self.serializer_class(profile).data, status=status.HTTP_201_CREATED)
 
 
 class _ProfileDetail(APIView):
     output_class = None
     input_class = None
+    show_profile = None
     get_profile = None
 
     def get(self, request, slug):
-        return Response(self.output_class(type(self).get_profile(workspace=request.workspace, slug=slug)).data)
+        return Response(self.output_class(type(self).show_profile(workspace=request.workspace, slug=slug)).data)
 
     def patch(self, request, slug):
         profile = type(self).get_profile(workspace=request.workspace, slug=slug)
@@ -199,19 +222,31 @@ class _ProfileDetail(APIView):
         return Response(self.output_class(profile).data)
 
 
-@extend_schema(request=AgentProfileInput, summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)")
+@extend_schema_view(
+    get=extend_schema(summary="Agent profiles (AGENTS.md, SOUL.md, IDENTITY.md, memory)"),
+    post=extend_schema(request=AgentProfileCreateInput, responses={201: AgentProfileOutput},
+                       summary="Create an agent profile"))
 class AgentProfileListCreateView(_ProfileListCreate):
     serializer_class = AgentProfileOutput
     model = AgentProfile
-    input_class = AgentProfileInput
+    input_class = AgentProfileCreateInput
     create = staticmethod(profiles.agent_profile_create)
 
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None and not self.request.query_params.get("cursor"):
+            page = selectors.agent_profiles_with_default(workspace=self.request.workspace, profiles=page)
+        return page
 
-@extend_schema(request=UserProfileInput, summary="User profiles (USER.md, memory, preferences)")
+
+@extend_schema_view(
+    get=extend_schema(summary="User profiles (USER.md, memory, preferences)"),
+    post=extend_schema(request=UserProfileCreateInput, responses={201: UserProfileOutput},
+                       summary="Create a user profile"))
 class UserProfileListCreateView(_ProfileListCreate):
     serializer_class = UserProfileOutput
     model = UserProfile
-    input_class = UserProfileInput
+    input_class = UserProfileCreateInput
     create = staticmethod(profiles.user_profile_create)
 
 
@@ -220,7 +255,8 @@ class UserProfileListCreateView(_ProfileListCreate):
 class AgentProfileDetailView(_ProfileDetail):
     output_class = AgentProfileOutput
     input_class = AgentProfileInput
-    get_profile = staticmethod(profiles.agent_profile_get)
+    show_profile = staticmethod(selectors.agent_profile_show)
+    get_profile = staticmethod(profiles.agent_profile_get)  # an edit of the default one stores it
 
 
 @extend_schema(request=UserProfileInput, responses=UserProfileOutput,
@@ -228,4 +264,5 @@ class AgentProfileDetailView(_ProfileDetail):
 class UserProfileDetailView(_ProfileDetail):
     output_class = UserProfileOutput
     input_class = UserProfileInput
+    show_profile = staticmethod(profiles.user_profile_get)
     get_profile = staticmethod(profiles.user_profile_get)

@@ -14,6 +14,8 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from fathom.transient import connections_reset
+
 _HOST = socket.gethostname()
 
 
@@ -51,7 +53,10 @@ def heartbeat(model, pk) -> None:
 
 
 def release(model, pk) -> bool:
-    """Give the claim back; a claim already taken over is left to its new holder."""
+    """Give the claim back; a claim already taken over is left to its new holder. Called on the way
+    out of a transient error too: a connection that error broke is replaced first, so the retried
+    task (on any worker) finds the row free rather than held by a runner that stopped."""
+    connections_reset()
     return bool(model.objects.filter(pk=pk, runner=runner_id()).update(runner="", runner_heartbeat_at=None))
 
 

@@ -3,7 +3,8 @@
 import uuid
 
 from fathom.errors import NotFoundError
-from harness.runtime.models import Session, SessionEvent, Trigger
+from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger, UserProfile
+from harness.runtime.profiles import DEFAULT_AGENT, DEFAULT_AGENT_SLUG
 
 
 def session_get(*, workspace, session_id) -> Session:
@@ -26,5 +27,35 @@ def session_events_after(*, session_id, after: int = 0, limit: int = 200) -> lis
     return list(SessionEvent.objects.filter(session_id=session_id, seq__gt=after).order_by("seq")[:limit])
 
 
+def profiles_list(*, workspace, model: type[AgentProfile] | type[UserProfile]):
+    """The workspace's stored agent or user profiles."""
+    return model.objects.filter(workspace=workspace)
+
+
 def session_messages(*, session: Session):
     return Trigger.objects.filter(session=session, kind=Trigger.Kind.USER_MESSAGE).order_by("created_at", "id")
+
+
+def agent_profile_default_get(*, workspace) -> AgentProfile:
+    """The workspace's default agent profile as it stands: stored once something used or changed
+    it (a session, an edit), else unsaved, with the defaults. Reading never creates it."""
+    stored = AgentProfile.objects.filter(workspace=workspace, slug=DEFAULT_AGENT_SLUG).first()
+    return stored or AgentProfile(workspace=workspace, slug=DEFAULT_AGENT_SLUG, **DEFAULT_AGENT)
+
+
+def agent_profile_show(*, workspace, slug: str) -> AgentProfile:
+    """An agent profile by slug, the default one included before it is stored."""
+    if slug == DEFAULT_AGENT_SLUG:
+        return agent_profile_default_get(workspace=workspace)
+    found = AgentProfile.objects.filter(workspace=workspace, slug=slug).first()
+    if found is None:
+        raise NotFoundError(f"no agent profile {slug!r} in this workspace")
+    return found
+
+
+def agent_profiles_with_default(*, workspace, profiles: list[AgentProfile]) -> list[AgentProfile]:
+    """A first page of the workspace's agent profiles, with the default one in front while it is
+    not stored (so listing shows it without creating it)."""
+    if AgentProfile.objects.filter(workspace=workspace, slug=DEFAULT_AGENT_SLUG).exists():
+        return profiles
+    return [agent_profile_default_get(workspace=workspace), *profiles]

@@ -10,11 +10,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from celery import signature
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, Session, SessionEvent, Trigger, Turn
@@ -109,9 +111,8 @@ def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger
 
 def session_tick_enqueue(*, session_id, countdown: float = 0) -> None:
     """Tick the session on a worker once the current transaction commits."""
-    from harness.tasks import session_tick as task
-
-    transaction.on_commit(lambda: task.apply_async(args=[str(session_id)], countdown=countdown or None))
+    transaction.on_commit(lambda: signature("fires.session_tick").apply_async(
+        args=[str(session_id)], countdown=countdown or None))
 
 
 # --- the tick -----------------------------------------------------------------------------------------
@@ -136,9 +137,9 @@ class TurnSnapshot:
 TurnWork = Callable[[TurnSnapshot], None]
 
 
-def session_tick(*, session_id, work: TurnWork | None = None) -> str:
-    """Run at most one turn of the session, if there is work and nobody else runs one.
-    Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended" or "failed".
+def session_tick(*, session_id, work: TurnWork) -> str:
+    """Run at most one turn of the session, if there is work and nobody else runs one: `work` does
+    the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended" or "failed".
 
     A turn left running by a runner that died is resumed with its original snapshot."""
     session = Session.objects.filter(pk=session_id).first()
@@ -152,7 +153,7 @@ def session_tick(*, session_id, work: TurnWork | None = None) -> str:
         turn = Turn.objects.filter(session=session, status=Turn.Status.RUNNING).first()
         snapshot = _snapshot_of(turn) if turn else _turn_begin(session, limits)
         if snapshot is not None:
-            outcome = _turn_run(snapshot, work or default_turn_work, limits)
+            outcome = _turn_run(snapshot, work, limits)
     finally:
         claims.release(Session, session.pk)
     _tick_again_if_needed(session, limits)
@@ -179,13 +180,6 @@ def sessions_sweep(*, stale_after: int | None = None) -> list:
         session_tick_enqueue(session_id=pk)
         ticked.append(pk)
     return ticked
-
-
-def default_turn_work(snapshot: TurnSnapshot) -> None:
-    """The work of a turn: a fire over the snapshot (harness.fires), once it is installed."""
-    from harness.fires.turns import fire_turn_work  # the fires part plugs in here
-
-    fire_turn_work(snapshot)
 
 
 # --- turn internals --------------------------------------------------------------------------------------
@@ -217,8 +211,8 @@ def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -
         return "ended"
     try:
         work(snapshot)
-    except claims.ClaimLost:
-        raise  # another runner took the session over; it finishes the turn
+    except (claims.ClaimLost, *TRANSIENT_ERRORS):
+        raise  # another runner took the session over, or the retried tick resumes the turn
     except Exception as exc:  # noqa: BLE001 - any failure of the work ends the turn as failed, reported
         logger.exception("turn %s of session %s failed", turn.number, turn.session_id)
         _turn_close(turn, limits, status=Turn.Status.FAILED, error=f"{type(exc).__name__}: {exc}")

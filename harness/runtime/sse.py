@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import close_old_connections
 from rest_framework.renderers import BaseRenderer
 
 from harness.runtime.events import channel_for
@@ -51,7 +52,7 @@ async def event_stream(session_id, *, after: int, max_seconds: float):
         # Subscribe before the first read, so nothing committed in between goes unnoticed.
         await pubsub.subscribe(channel_for(session_id))
         yield "retry: 2000\n\n"
-        fetch = sync_to_async(session_events_after, thread_sensitive=False)
+        fetch = sync_to_async(_events_after, thread_sensitive=False)
         while True:
             events = await fetch(session_id=session_id, after=after, limit=BATCH)
             for event in events:
@@ -69,3 +70,11 @@ async def event_stream(session_id, *, after: int, max_seconds: float):
     finally:
         await pubsub.aclose()
         await client.aclose()
+
+
+def _events_after(**kwargs) -> list:
+    # Runs on an executor thread that no request ends: give its connection back to the pool here.
+    try:
+        return list(session_events_after(**kwargs))
+    finally:
+        close_old_connections()

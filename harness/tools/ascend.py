@@ -1,12 +1,11 @@
 """ascend(delta_id): walk UP from a delta to the provenance that contains it (episode, topic, era)."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.selectors import delta_get, provenance_parents
 
 
 def run(ctx: ToolContext, args: dict):
-    from fathom.errors import ApplicationError
-    from lake.selectors import delta_get, provenance_parents
-
     try:
         delta = delta_get(workspace=ctx.workspace, id_or_prefix=args["delta_id"])
     except ApplicationError as exc:

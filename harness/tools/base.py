@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fathom.llm import ToolSpec
+
 MAIN, REVIEW = "main", "review"
 
 # Every tool module, imported once so they register; the order is the order the model sees.
@@ -32,8 +34,6 @@ class Tool:
     images: Callable[[str], list] | None = None
 
     def spec(self):
-        from fathom.llm import ToolSpec
-
         properties = dict(self.parameters.get("properties", {}))
         if self.phases == (MAIN,) and self.name != "respond":
             properties["plan_step"] = {"type": "integer", "minimum": 1,

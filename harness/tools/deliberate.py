@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import close_old_connections, connection
 
+from fathom.llm import LLMError, Message, complete
 from harness.tools.base import Tool, ToolContext, ToolError, register
 
 VOICES = {
@@ -29,8 +30,6 @@ def run(ctx: ToolContext, args: dict):
 
 
 def _voice(workspace, voice: str, question: str, context: str) -> str:
-    from fathom.llm import LLMError, Message, complete
-
     try:
         prompt = f"{question}\n\nContext:\n{context}" if context else question
         return complete(workspace=workspace, role="main", messages=[Message.system(VOICES[voice]),

@@ -1,14 +1,13 @@
 """engage_feed(kind, target_ids, reason): record the operator's preference about feed content as
 engagement:more / engagement:less deltas, one per target (or one about the reason alone)."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.selectors import deltas_resolve
+from lake.services import deltas_create
 
 
 def run(ctx: ToolContext, args: dict):
-    from fathom.errors import ApplicationError
-    from lake.selectors import deltas_resolve
-    from lake.services import deltas_create
-
     kind = args["kind"].removeprefix("engagement:")
     reason = (args.get("reason") or "").strip()
     try:

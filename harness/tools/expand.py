@@ -1,12 +1,11 @@
 """expand(delta_id): walk DOWN from a provenance (or sediment) to its from: constituents."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.selectors import delta_get, provenance_children
 
 
 def run(ctx: ToolContext, args: dict):
-    from fathom.errors import ApplicationError
-    from lake.selectors import delta_get, provenance_children
-
     try:
         delta = delta_get(workspace=ctx.workspace, id_or_prefix=args["delta_id"])
     except ApplicationError as exc:

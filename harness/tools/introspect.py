@@ -1,6 +1,7 @@
 """introspect(question): a child fire, run inline, answers a scoped question with the full toolset
 minus recursion and side-effect tools; it writes its own card. Depth is capped at 1."""
 
+from harness.fires.services import fire_create, fire_run
 from harness.tools.base import Tool, ToolContext, ToolError, register
 
 MAX_DEPTH = 1
@@ -8,8 +9,6 @@ CHILD_DISABLED = ("introspect", "dispatch_helper", "mint_routine")
 
 
 def run(ctx: ToolContext, args: dict):
-    from harness.fires.services import fire_create, fire_run
-
     parent = ctx.fire
     if parent.depth >= MAX_DEPTH:
         raise ToolError(f"introspection is capped at depth {MAX_DEPTH}")

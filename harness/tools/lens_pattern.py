@@ -4,7 +4,6 @@ tag, counts by kind / source / any tag prefix over a window, what recently drew 
 
 from datetime import timedelta
 
-from django.db import connection
 from django.utils import timezone
 
 from harness.tools.base import ToolContext, ToolError
@@ -19,6 +18,7 @@ from harness.tools.lenses import (
     span_text,
     window,
 )
+from lake.selectors import deltas_grouped, deltas_most_referenced
 
 FILTERS = ("kind", "tags")
 DEFAULT_SALIENT_DAYS = 7
@@ -40,7 +40,7 @@ def tagged(ctx: ToolContext, args: dict) -> str:
 def count_by(ctx: ToolContext, args: dict) -> str:
     by = _by(args)
     since, until = window(args)
-    rows = _grouped(ctx, args, by=by, since=since, until=until, order="2 DESC, 1")
+    rows = _grouped(ctx, args, by=by, since=since, until=until)
     if not rows:
         return f"no deltas with a {by} {span_text(since, until)}"
     lines = [f"deltas by {by}, {span_text(since, until)}:"]
@@ -50,26 +50,8 @@ def count_by(ctx: ToolContext, args: dict) -> str:
 
 def salient_recent(ctx: ToolContext, args: dict) -> str:
     since, until = window(args, default_days=DEFAULT_SALIENT_DAYS)
-    counts = ", ".join(f"count(*) FILTER (WHERE verb = '{verb}') AS {verb}" for verb in REFERENCE_VERBS)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            WITH refs AS (
-                SELECT split_part(tag, ':', 1) AS verb, substr(tag, strpos(tag, ':') + 1) AS target,
-                       'engagement:less' = ANY(tags) AS less
-                FROM lake_delta CROSS JOIN LATERAL unnest(tags) AS tag
-                WHERE workspace_id = %s AND created_at >= %s AND split_part(tag, ':', 1) = ANY(%s)
-            )
-            SELECT d.id, sum(CASE WHEN verb = 'refutes' OR (verb = 'target' AND less) THEN -1 ELSE 1 END) AS score,
-                   {counts}
-            FROM refs JOIN lake_delta d ON d.id = refs.target AND d.workspace_id = %s
-            WHERE d.created_at >= %s AND d.created_at < %s
-            GROUP BY d.id ORDER BY score DESC, max(d.created_at) DESC, d.id LIMIT %s
-            """,
-            # a reference is written after what it names: the window bounds the scan of references too
-            [ctx.workspace.pk, since, list(REFERENCE_VERBS), ctx.workspace.pk, since, until or timezone.now(),
-             limit_of(args)])
-        rows = cursor.fetchall()
+    rows = deltas_most_referenced(workspace=ctx.workspace, verbs=list(REFERENCE_VERBS), since=since, until=until,
+                                  limit=limit_of(args))
     if not rows:
         return f"nothing from {span_text(since, until)} was cited, contained or engaged with yet"
     found = deltas(ctx, {}).in_bulk([row[0] for row in rows])
@@ -87,8 +69,7 @@ def dormant(ctx: ToolContext, args: dict) -> str:
     by = _by(args)
     days = args.get("days") or DEFAULT_DORMANT_DAYS
     quiet_since = timezone.now() - timedelta(days=days)
-    rows = _grouped(ctx, args, by=by, since=None, until=None, having=("max(created_at) < %s", quiet_since),
-                    order="3 DESC, 1")
+    rows = _grouped(ctx, args, by=by, since=None, until=None, quiet_since=quiet_since, most_recent_first=True)
     if not rows:
         return f"no {by} has gone quiet for {days} days: everything seen before is still active"
     lines = [f"{by} values active before but silent for the last {days} days (most recently active first):"]
@@ -100,34 +81,12 @@ def _by(args: dict) -> str:
     return (args.get("by") or "kind").strip().removesuffix(":") or "kind"
 
 
-def _grouped(ctx: ToolContext, args: dict, *, by: str, since, until, order: str, having=None) -> list[tuple]:
+def _grouped(ctx: ToolContext, args: dict, *, by: str, since, until, **options) -> list[tuple]:
     """(value, count, last seen) per source, or per value of the tags `<by>:<value>`, of the
     workspace's deltas narrowed by kind/tags and the window."""
-    conditions, params = ["workspace_id = %s"], [ctx.workspace.pk]
-    if by == "source":
-        value, value_params, source = "source", [], "lake_delta"
-    else:
-        prefix = f"{by}:"
-        value, value_params = "substr(tag, %s)", [len(prefix) + 1]
-        source = "lake_delta CROSS JOIN LATERAL unnest(tags) AS tag"
-        conditions.append("tag LIKE %s")
-        params.append(prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
     wanted = [*(args.get("tags") or []), *([f"kind:{args['kind'].removeprefix('kind:')}"] if args.get("kind") else [])]
-    if wanted:
-        conditions.append("tags @> %s::varchar[]")
-        params.append(wanted)
-    if since is not None:
-        conditions.append("created_at >= %s")
-        params.append(since)
-    if until is not None:
-        conditions.append("created_at < %s")
-        params.append(until)
-    having_sql, having_params = (f"HAVING {having[0]}", [having[1]]) if having else ("", [])
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {value} AS v, count(*), max(created_at) FROM {source} "
-                       f"WHERE {' AND '.join(conditions)} GROUP BY v {having_sql} ORDER BY {order} LIMIT %s",
-                       [*value_params, *params, *having_params, limit_of(args)])
-        return cursor.fetchall()
+    return deltas_grouped(workspace=ctx.workspace, by=by, tags=wanted, since=since, until=until,
+                          limit=limit_of(args), **options)
 
 
 TOOL = lens(name="pattern", description="Aggregations over the lake: deltas by tag, counts by kind/source/tag "

@@ -19,6 +19,7 @@ from harness.tools.lenses import (
     span_text,
     window,
 )
+from lake.selectors import provenance_parents
 
 DEFAULT_ENGAGEMENT_DAYS = 30
 DEFAULT_DROPPED_MINUTES = 24 * 60
@@ -95,8 +96,6 @@ def cited_by(ctx: ToolContext, args: dict) -> str:
 
 
 def link(ctx: ToolContext, args: dict) -> str:
-    from lake.selectors import provenance_parents
-
     a, b = resolve(ctx, args["delta_id"]), resolve(ctx, args["other_id"])
     if a.id == b.id:
         raise ToolError("delta_id and other_id are the same delta")

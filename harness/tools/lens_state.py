@@ -5,8 +5,12 @@ fires attested about Fathom itself), and the most recent deltas."""
 import re
 from collections import defaultdict
 
+from harness.runtime.models import Trigger
 from harness.tools.base import ToolContext
 from harness.tools.lenses import TIME_FORMAT, Action, deltas, lens, limit_of, listing, span_text, window
+from lake.selectors import orient_current
+from proposals.models import ProposalStatus
+from proposals.selectors import pending_first, proposals_list
 
 DEFAULT_MOOD_DAYS = 7
 ATTESTATIONS_SHOWN = 5
@@ -14,8 +18,6 @@ _MAGNITUDE = re.compile(r"^([+-])(\d+(?:\.\d+)?)")
 
 
 def pending_intents(ctx: ToolContext, args: dict) -> str:
-    from harness.runtime.models import Trigger
-
     fire = ctx.fire
     mine = {str(m["id"]) for m in fire.work_set.get("messages", []) if m.get("id")}
     if fire.session_id is None:
@@ -40,9 +42,6 @@ def pending_intents(ctx: ToolContext, args: dict) -> str:
 
 
 def proposals(ctx: ToolContext, args: dict) -> str:
-    from proposals.models import ProposalStatus
-    from proposals.selectors import pending_first, proposals_list
-
     waiting = list(pending_first(proposals_list(workspace=ctx.workspace).filter(
         status__in=[ProposalStatus.PENDING, ProposalStatus.FAILED]))[: limit_of(args)])
     if not waiting:
@@ -72,8 +71,6 @@ def mood(ctx: ToolContext, args: dict) -> str:
 
 
 def crystal(ctx: ToolContext, args: dict) -> str:
-    from harness.tools.orient_shift import orient_current
-
     orient = orient_current(workspace=ctx.workspace, river=_river(ctx))
     parts = [listing("current orient", [orient] if orient else [], empty="none yet (orient_shift writes one)")]
     attestations = deltas(ctx, {"kind": "standpoint-attestation"}).order_by("-created_at", "-id")

@@ -13,7 +13,9 @@ from datetime import UTC, datetime, timedelta
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.selectors import delta_get, deltas_list
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"
 DEFAULT_LIMIT = 20
@@ -126,9 +128,6 @@ def anchor(ctx: ToolContext, args: dict):
 
 
 def resolve(ctx: ToolContext, delta_id: str):
-    from fathom.errors import ApplicationError
-    from lake.selectors import delta_get
-
     try:
         return delta_get(workspace=ctx.workspace, id_or_prefix=delta_id)
     except ApplicationError as exc:
@@ -137,8 +136,6 @@ def resolve(ctx: ToolContext, delta_id: str):
 
 def deltas(ctx: ToolContext, args: dict, *, since=None, until=None):
     """The workspace's deltas narrowed by the common filters (kind, tags, window)."""
-    from lake.selectors import deltas_list
-
     return deltas_list(workspace=ctx.workspace, tags=args.get("tags") or (), kind=args.get("kind") or "",
                        since=since, until=until)
 

@@ -1,13 +1,12 @@
 """mark_addressed(user_message_id, note): tick a user message off the unaddressed list. Messages left
 unaddressed fire the session again on the next tick."""
 
+from fathom.errors import NotFoundError
+from harness.runtime.services import message_mark_addressed
 from harness.tools.base import Tool, ToolContext, ToolError, register
 
 
 def run(ctx: ToolContext, args: dict):
-    from fathom.errors import NotFoundError
-    from harness.runtime.services import message_mark_addressed
-
     fire = ctx.fire
     if fire.session_id is None:
         raise ToolError("this fire has no session, so there are no messages to mark")

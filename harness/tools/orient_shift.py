@@ -4,10 +4,17 @@ the orient (the feed's standing direction, part of the crystal) is regenerated i
 The tool only enqueues `memory.orient_regenerate` (after its result commits); the task asks the
 writer model for the new orient and writes it as a `kind:orient` delta, once per (fire, turn, call)."""
 
-from django.db import connection, transaction
-from django.utils import timezone
+from celery import signature
+from django.db import transaction
 
+from fathom.errors import ApplicationError
+from fathom.llm import Message, complete
+from harness.fires.models import Fire
+from harness.runtime.models import Trigger
 from harness.tools.base import Tool, ToolContext, register
+from lake.models import IdempotentWrite
+from lake.selectors import deltas_list, orient_current
+from lake.services import deltas_create
 
 ENGAGEMENT_SHOWN = 20
 ATTESTATIONS_SHOWN = 5
@@ -19,22 +26,14 @@ SYSTEM = ("You maintain the orient: a short paragraph, in the second person to t
 
 
 def run(ctx: ToolContext, args: dict):
-    from harness.tasks import orient_regenerate as task
-
     fire_id, key, reason = str(ctx.fire.pk), ctx.idempotency_key, args["reason"]
-    transaction.on_commit(lambda: task.delay(fire_id, key, reason))
+    transaction.on_commit(lambda: signature("memory.orient_regenerate").delay(fire_id, key, reason))
     return "orient regeneration queued: the crystal updates shortly (state action=\"crystal\" shows it)"
 
 
 def orient_regenerate(*, fire_id: str, key: str, reason: str) -> str | None:
     """Write the fire's session (or workspace) a new kind:orient delta; a second run for the same
     key (a redelivered task, a replayed call) writes nothing and returns the first one's id."""
-    from fathom.errors import ApplicationError
-    from fathom.llm import Message, complete
-    from harness.fires.models import Fire
-    from lake.models import IdempotentWrite
-    from lake.services import deltas_create
-
     fire = Fire.objects.select_related("workspace", "session").filter(pk=fire_id).first()
     if fire is None:
         return None
@@ -61,27 +60,7 @@ def orient_regenerate(*, fire_id: str, key: str, reason: str) -> str | None:
     return written.deltas[0].id
 
 
-def orient_current(*, workspace, river: str = "", before=None):
-    """The latest kind:orient of the river (the session's tag), else of the workspace; with
-    `before`, the one that stood at that moment. Read on every turn's system message, so it stays
-    cheap on a large lake: the OFFSET 0 fence makes PostgreSQL find the few orients through the
-    tags' GIN index instead of walking the whole workspace backwards in time."""
-    from lake.models import Delta
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id FROM (SELECT id, created_at, tags FROM lake_delta WHERE workspace_id = %s "
-            "AND tags @> ARRAY['kind:orient']::varchar[] AND created_at < %s OFFSET 0) AS orients "
-            "ORDER BY tags @> ARRAY[%s]::varchar[] DESC, created_at DESC, id DESC LIMIT 1",
-            [workspace.pk, before or timezone.now(), river or "kind:orient"])
-        row = cursor.fetchone()
-    return Delta.objects.defer("embedding", "provenance_embedding", "search_vector").get(pk=row[0]) if row else None
-
-
 def _brief(fire, river: str, previous, reason: str) -> str:
-    from harness.runtime.models import Trigger
-    from lake.selectors import deltas_list
-
     engagement = deltas_list(workspace=fire.workspace).filter(
         tags__overlap=["engagement:more", "engagement:less"]).order_by("-created_at")[:ENGAGEMENT_SHOWN]
     attestations = deltas_list(workspace=fire.workspace, kind="standpoint-attestation").order_by(

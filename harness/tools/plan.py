@@ -1,6 +1,7 @@
 """plan(question): decompose a synthesis question into a 2-4 step checklist. The active plan renders
 into the prompt on later turns with progress markers; tool calls declare `plan_step`."""
 
+from fathom.llm import LLMError, Message, complete
 from harness.tools.base import Tool, ToolContext, ToolError, register
 
 MARKERS = {"pending": "○", "in_flight": "⟳", "done": "✓"}
@@ -48,8 +49,6 @@ def finish(plan: list[dict]) -> None:
 
 
 def _ask_planner(ctx: ToolContext, question: str) -> list[str]:
-    from fathom.llm import LLMError, Message, complete
-
     try:
         completion = complete(workspace=ctx.workspace, role="planner", response_format=PLANNER_SCHEMA, messages=[
             Message.system("Decompose the question into 2-4 concrete steps, each one thing to look up or "

@@ -1,14 +1,13 @@
 """What dispatch_helper and mint_routine share: a draft through the proposals service, once per
 tool call (the producer names the call), never executed before an operator approves it."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import ToolContext, ToolError
+from proposals.models import Proposal
+from proposals.services import proposal_draft
 
 
 def draft(ctx: ToolContext, *, tool: str, title: str, payload: dict, rationale: str = "") -> dict:
-    from fathom.errors import ApplicationError
-    from proposals.models import Proposal
-    from proposals.services import proposal_draft
-
     producer = f"harness:fire:{ctx.idempotency_key}"[:200]
     proposal = Proposal.objects.filter(workspace=ctx.workspace, producer=producer, tool=tool).first()
     if proposal is None:

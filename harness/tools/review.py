@@ -1,7 +1,9 @@
 """The review pass's tools: propose_provenance (a draft through the proposals service and its gate)
 or skip. Only offered in the post-response review pass."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import REVIEW, Tool, ToolContext, ToolError, register
+from proposals.services import proposal_draft
 
 
 def skip(ctx: ToolContext, args: dict):
@@ -18,9 +20,6 @@ SKIP = register(Tool(
 
 
 def propose_provenance(ctx: ToolContext, args: dict):
-    from fathom.errors import ApplicationError
-    from proposals.services import proposal_draft
-
     try:
         proposal = proposal_draft(
             workspace=ctx.workspace, tool="provenance", title=args["title"], rationale=args.get("rationale", ""),

@@ -5,17 +5,18 @@ next model call carries it as an image part (rendered by harness.fires.prompt th
 import base64
 import json
 
+from django.conf import settings
+
+from fathom.llm.media import image_base64
+from fathom.llm.types import ImageRef
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.selectors import deltas_list
 
 DELTAS_SHOWN = 5
 
 
 def run(ctx: ToolContext, args: dict):
-    from django.conf import settings
 
-    from fathom.llm.media import image_base64
-    from fathom.llm.types import ImageRef
-    from lake.selectors import deltas_list
 
     media_hash = args["media_hash"].strip().strip("[]").strip().removeprefix("image ").strip()
     carriers = list(deltas_list(workspace=ctx.workspace).filter(media_hash=media_hash)
@@ -35,8 +36,6 @@ def run(ctx: ToolContext, args: dict):
 
 def images(result: str) -> list:
     """The image a successful call opened, for the prompt."""
-    from fathom.llm.types import ImageRef
-
     opened = json.loads(result)
     return [ImageRef(opened["media_hash"], opened["media_type"])]
 

@@ -1,13 +1,12 @@
 """semantic(query, depth): recall from the lake by meaning (the lake's compositional search), rendered
 with [<id>] slugs and the containers-active block, returned whole."""
 
+from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
+from lake.search import deltas_search
 
 
 def run(ctx: ToolContext, args: dict):
-    from fathom.errors import ApplicationError
-    from lake.search import deltas_search
-
     try:
         result = deltas_search(workspace=ctx.workspace, query=args["query"], depth=args.get("depth", "normal"),
                                limit=args.get("limit", 10))

@@ -158,7 +158,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
         return _nothing_found(query=query, depth=depth, mode=mode, plan=default_plan(query), budget=budget,
                               reason=ONLY_SMALL_WORDS, warnings=[])
     pool = max(limit * config.pool_factor, config.min_pool)
-    planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.LAKE_HNSW_EF_SEARCH, pool))
+    planner = prepare(workspace_id=workspace.pk, ef_search=max(settings.FATHOM_HNSW_EF_SEARCH, pool))
     plan = with_filters(plan or plan_for(workspace=workspace, query=query, planner=planner), filters or Filters())
     if not 1 <= len(plan.steps) <= MAX_STEPS:
         raise ApplicationError(f"a plan has 1 to {MAX_STEPS} steps, not {len(plan.steps)}")

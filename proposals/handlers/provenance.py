@@ -4,6 +4,7 @@ episode L1, topic L2, era L3). Approval writes a kind:provenance delta with its 
 from django.utils.html import format_html, format_html_join
 from rest_framework import serializers
 
+from lake.services import provenance_level_default
 from proposals import lake_io
 from proposals.handlers import ProposalHandler, register
 
@@ -34,7 +35,7 @@ class ProvenanceHandler(ProposalHandler):
         children = lake_io.constituents_resolve(workspace=workspace, ids=cleaned["from_ids"])
         cleaned["from_ids"] = list(dict.fromkeys(child.id for child in children))
         if cleaned.get("level") is None:
-            cleaned["level"] = lake_io.minimum_level(children)
+            cleaned["level"] = provenance_level_default(children=children)
         return cleaned
 
     def execute(self, *, proposal, payload, decided_by):

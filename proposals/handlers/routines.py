@@ -4,6 +4,7 @@ routine and its django-celery-beat PeriodicTask."""
 from django.utils.html import format_html
 from rest_framework import serializers
 
+from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from proposals import routines
 from proposals.handlers import ProposalHandler, register
@@ -19,7 +20,7 @@ class RoutinePayload(serializers.Serializer):
 
     def validate_schedule(self, value):
         try:
-            return str(routines.cron_parse(value))
+            return str(cron_parse(value))
         except ApplicationError as exc:
             raise serializers.ValidationError(exc.message) from None
 

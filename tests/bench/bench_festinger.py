@@ -12,10 +12,11 @@ from itertools import accumulate
 import pytest
 from django.db import connection
 
-from festinger import cache
+from festinger import _words_python, cache
 from festinger.recollection import recollection_for
 from festinger.services import world_ensure
 from festinger.text import cues, tokenize
+from tests.festinger.loops import compiled_loops, loops_in_use
 
 CONCEPTS = 100_000
 PROMPT_TOKENS = 2_000
@@ -125,20 +126,29 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
     print(f"  bulk insert {loaded_in:.2f} s; first use (load into the cache) {first_use * 1000:.0f} ms")
     print(f"  a recollection recalls {len(sample.recalled)} concepts (max {world.settings.max_concepts}), "
           f"block of {len(sample.block):,} characters")
-    print(f"  {_host_speed()}")
-    _report("recollection, as the middleware runs it", _measure(
-        lambda text: recollection_for(workspace_id=workspace.pk, text=text), measured))
     typeset = [f"\u201c{text}\u201d".replace(", ", " \u2014 ", 5) for text in _prompts(RUNS)]
-    _report("with dashes and curly quotes (not ASCII)", _measure(
-        lambda text: recollection_for(workspace_id=workspace.pk, text=text), typeset))
     accented = [f"café {text}" for text in _prompts(RUNS)]
-    _report("with a letter beyond ASCII (café)", _measure(
-        lambda text: recollection_for(workspace_id=workspace.pk, text=text), accented))
-    print(f"  {_host_speed()}")
     uniform = _prompts(RUNS, prose=False)
-    print(f"  worst case: words drawn uniformly ({len(set(tokenize(uniform[0]))):,} distinct tokens a prompt)")
-    _report("recollection of uniformly drawn words", _measure(
-        lambda text: recollection_for(workspace_id=workspace.pk, text=text), uniform))
+    for name in ("c", "python"):
+        loops = _words_python if name == "python" else compiled_loops()
+        if loops is None:
+            print("  the tokeniser's loops in C: not built (installed without a compiler)")
+            continue
+        with loops_in_use(loops):
+            world.lexicon_of = None  # a Lexicon of these loops at the next count
+            print(f"  the tokeniser's loops in {'C (festinger/_words.c)' if name == 'c' else 'Python (festinger/_words_python.py)'}"
+                  f"; {_host_speed()}")
+            _report("recollection, as the middleware runs it", _measure(
+                lambda text: recollection_for(workspace_id=workspace.pk, text=text), measured))
+            _report("with dashes and curly quotes (not ASCII)", _measure(
+                lambda text: recollection_for(workspace_id=workspace.pk, text=text), typeset))
+            _report("with a letter beyond ASCII (café)", _measure(
+                lambda text: recollection_for(workspace_id=workspace.pk, text=text), accented))
+            _report(f"uniformly drawn words ({len(set(tokenize(uniform[0]))):,} distinct a prompt)", _measure(
+                lambda text: recollection_for(workspace_id=workspace.pk, text=text), uniform))
+            _report("tokenise and count alone", _measure(lambda text: world.count(text + " ."), _prompts(RUNS)))
+    world.lexicon_of = None
+    print(f"  {_host_speed()}")
     # The same steps one by one, on fresh prompts (the tokeniser caches by text), in the same loop.
     from festinger.recollection import render
 
@@ -167,7 +177,8 @@ def test_recollection_path_with_100k_concepts_and_edges(workspace):
 
     reloads = []
     for i in range(5):
-        insert_fact(workspace, f"zk{i}", f"zk{i + 10}", "owned-by", is_isa=False, confidence=0.9, source="gutask")
+        insert_fact(workspace=workspace, concept=f"zk{i}", parent=f"zk{i + 10}", dimension="owned-by",
+                    is_isa=False, confidence=0.9, source="gutask")
         cache.note_write(workspace.pk)  # what the commit does (this test's transaction never commits)
         started = time.perf_counter()
         cache.world(workspace.pk)

@@ -51,8 +51,8 @@ def test_bench_world_writes():
           f"{_ms(time.perf_counter() - started)}")
 
     def fact(i, parent="parent"):
-        return lambda: insert_fact(workspace, f"concept{i}", f"{parent}{i % 50}", "type", is_isa=True,
-                                   confidence=0.8, source="inferred")
+        return lambda: insert_fact(workspace=workspace, concept=f"concept{i}", parent=f"{parent}{i % 50}",
+                                   dimension="type", is_isa=True, confidence=0.8, source="inferred")
 
     _report("insert_fact, new edge", _timed(fact(i) for i in range(FACTS)))
     _report("insert_fact, same fact again (confirmation)", _timed(fact(i) for i in range(FACTS)))
@@ -66,7 +66,8 @@ def test_bench_world_writes():
         barrier.wait()
         # every thread races for the same (concept, type) slots with its own parent
         per_thread[index] = _timed(
-            (lambda i=i: insert_fact(workspace, f"race{i}", f"p{index}", "type", is_isa=True, confidence=0.8,
+            (lambda i=i: insert_fact(workspace=workspace, concept=f"race{i}", parent=f"p{index}",
+                                     dimension="type", is_isa=True, confidence=0.8,
                                      source="inferred")) for i in range(FACTS // THREADS))
         connections.close_all()
 

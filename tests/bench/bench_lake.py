@@ -186,7 +186,7 @@ def _vector_step(workspace, queries, vectors, filters, *, ef_search=None, exact_
     pool = 3 * K  # what deltas_search asks of each ranking for limit 10 at depth normal
     exact_cache = {} if exact_cache is None else exact_cache
     for query in queries:
-        prepare(workspace_id=workspace.pk, ef_search=ef_search or max(settings.LAKE_HNSW_EF_SEARCH, pool))
+        prepare(workspace_id=workspace.pk, ef_search=ef_search or max(settings.FATHOM_HNSW_EF_SEARCH, pool))
         runs = []
         for _ in range(REPEATS):
             candidates = {}
@@ -362,7 +362,7 @@ def _print(figures, ratios) -> None:
               else "the hashing embedder")
     print(f"\n\nlake benchmark: {Delta.objects.count():,} deltas, {settings.EMBEDDING_DIMENSIONS}-dim {source} "
           f"over generated topical text, {QUERIES} queries, k={K}, "
-          f"hnsw.ef_search={settings.LAKE_HNSW_EF_SEARCH}, {os.cpu_count()} cores")
+          f"hnsw.ef_search={settings.FATHOM_HNSW_EF_SEARCH}, {os.cpu_count()} cores")
     width = max(len(name) for name in figures)
     for name, value in figures.items():
         print(f"  {name:<{width}}  {value}")

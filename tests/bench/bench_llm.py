@@ -17,6 +17,7 @@ import time
 import pytest
 
 from fathom.llm import Message, complete
+from fathom.llm.budget import budget_spend
 from fathom.llm.scripted import Script, ScriptedProvider
 from fathom.tracing import scope, span
 
@@ -49,6 +50,22 @@ def test_bench_model_call_overhead_with_tracing(transactional_db, workspace, pro
 def test_bench_with_the_configured_model_middleware(transactional_db, workspace, provider_times, settings):
     report(f"with the configured middleware {settings.FATHOM_MODEL_MIDDLEWARE}",
            measure(workspace, provider_times, CALLS // 5), target=False)
+
+
+def test_bench_the_trace_budget_check(transactional_db, settings):
+    """What the per-trace ceiling (fathom.llm.budget) adds to each call inside a trace: one EVAL in
+    Redis. Already inside the figures above; here on its own."""
+    settings.FATHOM_LLM_MAX_CALLS_PER_TRACE = 10**9
+    for n in range(200):
+        budget_spend(trace_id=f"bench-warm-{n % 10}", role="main")
+    times = []
+    for n in range(CALLS):
+        started = time.perf_counter()
+        budget_spend(trace_id=f"bench-{n // CALLS_PER_SCOPE}", role="main")
+        times.append(time.perf_counter() - started)
+    print()
+    print(f"trace budget check (one Redis EVAL), {CALLS} calls: p50 {percentile(times, 0.5):.3f} ms   "
+          f"p95 {percentile(times, 0.95):.3f} ms")
 
 
 def measure(workspace, provider_times, calls: int) -> dict:

@@ -13,7 +13,7 @@ from django.db import connection
 from harness.fires.services import fire_create
 from harness.tools import REGISTRY, ToolContext
 from harness.tools.base import tools_for
-from harness.tools.orient_shift import orient_current
+from lake.selectors import orient_current
 
 DELTAS = 100_000
 RUNS = 15

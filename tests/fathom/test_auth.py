@@ -1,5 +1,10 @@
-import pytest
+from types import SimpleNamespace
 
+import pytest
+from django.contrib.auth import get_user_model
+
+from fathom.auth import KeyPrincipal, may_operate, operator_actor, request_actor, workspaces_operated_by
+from fathom.models import Membership
 from fathom.services import apikey_create, apikey_revoke
 
 
@@ -70,3 +75,27 @@ def test_the_last_used_time_is_recorded(client, workspace):
     client.get("/v1/workspace", HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
     issued.key.refresh_from_db()
     assert issued.key.last_used_at is not None
+
+
+@pytest.mark.parametrize(("role", "may"), [("owner", True), ("operator", True), ("viewer", False)])
+def test_only_owners_and_operators_operate_in_their_workspace(workspace, other_workspace, role, may):
+    user = get_user_model().objects.create_user(f"a-{role}", is_staff=True)
+    Membership.objects.create(user=user, workspace=workspace, role=role)
+    assert may_operate(user, workspace_id=workspace.pk) is may
+    assert may_operate(user, workspace_id=other_workspace.pk) is False
+    assert list(workspaces_operated_by(user)) == ([workspace] if may else [])
+
+
+def test_a_superuser_operates_everywhere(workspace, other_workspace):
+    user = get_user_model().objects.create_superuser("root", password="x")
+    assert may_operate(user, workspace_id=other_workspace.pk)
+    assert set(workspaces_operated_by(user)) == {workspace, other_workspace}
+
+
+def test_the_operator_actor_is_spelled_one_way_for_a_key_and_an_admin_user(workspace):
+    issued = apikey_create(workspace=workspace, role="operator")
+    by_key = SimpleNamespace(user=KeyPrincipal(issued.key))
+    by_admin = SimpleNamespace(user=get_user_model()(username="ops@example.com"))
+    assert request_actor(by_key) == f"operator:apikey:{issued.key.prefix}"
+    assert request_actor(by_admin) == "operator:user:ops@example.com"
+    assert operator_actor(kind="login", name="alice") == "operator:login:alice"

@@ -10,17 +10,9 @@ from django.core.management.base import CommandError
 
 from fathom.llm.cli import calculate
 from fathom.tracing.models import TraceEvent
-from tests.fathom.test_llm_providers import chat, message, openai_error
-from tests.fathom.wire import WireServer
+from tests.fathom.wire import chat, message, openai_error
 
 KEY = "sk-cli-test-00112233445566778899LAST"
-
-
-@pytest.fixture
-def wire():
-    server = WireServer().start()
-    yield server
-    server.stop()
 
 
 def run(*args) -> str:

@@ -9,17 +9,9 @@ from django.db import connection
 from fathom.llm import Message, complete
 from fathom.llm.errors import LLMAuthenticationError
 from fathom.tracing import span
-from tests.fathom.test_llm_providers import chat, message, openai_error, use
-from tests.fathom.wire import WireServer
+from tests.fathom.wire import chat, message, openai_error, use
 
 SECRET = "sk-never-in-clear-5f1e2d3c4b5a69788796a5b4QRST"
-
-
-@pytest.fixture
-def wire():
-    server = WireServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -12,56 +12,16 @@ from fathom.llm.errors import (
     LLMModelNotFound,
     LLMStreamInterrupted,
 )
-from fathom.llm.services import model_assign, model_create
-from tests.fathom.wire import WireServer
+from tests.fathom.wire import KEY, anthropic_error, chat, chunk, message, openai_error, use
 
-KEY = "sk-wire-test-0123456789abcdefKEYS"
 SEARCH = ToolSpec("search", "Search the lake", {"type": "object", "properties": {"query": {"type": "string"}},
                                                 "required": ["query"]})
-
-
-@pytest.fixture
-def wire():
-    server = WireServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(autouse=True)
 def quick_backoff(settings):
     settings.FATHOM_LLM_BACKOFF_SECONDS = 0.05
     settings.FATHOM_LLM_MAX_BACKOFF_SECONDS = 0.2
-
-
-def use(workspace, provider, base_url, model="test-model", api_key=KEY):
-    row = model_create(name=f"{provider}-wire", provider=provider, model=model, base_url=base_url, api_key=api_key,
-                       input_price_per_mtok=1, output_price_per_mtok=2)
-    model_assign(workspace=workspace, role="main", model=row)
-    return row
-
-
-# --- OpenAI wire format --------------------------------------------------------------------------------------
-
-def chat(content="Hello", tool_calls=None, finish="stop", usage=(10, 2, 0)):
-    message = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1],
-                      "prompt_tokens_details": {"cached_tokens": usage[2]}}}
-
-
-def chunk(delta=None, finish=None, usage=None):
-    body = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-            "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    if usage:
-        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
-    return None, body
-
-
-def openai_error(status, message, kind="error"):
-    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
 def test_openai_plain_text(workspace, wire):
@@ -213,18 +173,6 @@ def test_ollama_host_is_the_default_base_url(workspace, wire, settings):
 
     assert complete(workspace=workspace, role="main", messages=[Message.user("hi")]).text == "via OLLAMA_HOST"
     assert wire.requests[0][1] == "/v1/chat/completions"
-
-
-# --- Anthropic wire format -----------------------------------------------------------------------------------
-
-def message(content, stop="end_turn", usage=None):
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
-            "stop_reason": stop, "stop_sequence": None,
-            "usage": usage or {"input_tokens": 10, "output_tokens": 3}}
-
-
-def anthropic_error(status, message, kind="api_error"):
-    return status, {"type": "error", "error": {"type": kind, "message": message}}
 
 
 def test_anthropic_plain_text_with_system_and_cached_usage(workspace, wire):

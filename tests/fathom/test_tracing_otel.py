@@ -10,8 +10,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from fathom.llm import Message, ToolSpec, complete
 from fathom.llm.errors import LLMAuthenticationError
 from fathom.tracing import otel, span
-from tests.fathom.test_llm_providers import KEY, chat, openai_error, use
-from tests.fathom.wire import WireServer
+from tests.fathom.wire import KEY, chat, openai_error, use
 
 SEARCH = ToolSpec("search", "Search", {"type": "object", "properties": {"query": {"type": "string"}}})
 
@@ -69,13 +68,6 @@ def collector(settings):
     settings.OTEL_EXPORTER_OTLP_ENDPOINT = server.url
     yield server
     server.httpd.shutdown()
-
-
-@pytest.fixture
-def wire():
-    server = WireServer().start()
-    yield server
-    server.stop()
 
 
 def test_spans_are_exported_with_genai_attribute_names_and_the_same_ids(workspace, collector, wire):

@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fathom.llm.services import model_assign, model_create
+
 
 @dataclass
 class Reply:
@@ -137,3 +139,51 @@ class WireServer:
     @property
     def bodies(self):
         return [body for _, _, _, body in self.requests]
+
+
+# --- Using it from a workspace, and the bodies each provider answers with --------------------------------------
+
+KEY = "sk-wire-test-0123456789abcdefKEYS"
+
+
+def use(workspace, provider, base_url, model="test-model", api_key=KEY):
+    row = model_create(name=f"{provider}-wire", provider=provider, model=model, base_url=base_url, api_key=api_key,
+                       input_price_per_mtok=1, output_price_per_mtok=2)
+    model_assign(workspace=workspace, role="main", model=row)
+    return row
+
+
+# --- OpenAI wire format --------------------------------------------------------------------------------------
+
+def chat(content="Hello", tool_calls=None, finish="stop", usage=(10, 2, 0)):
+    message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "test-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1],
+                      "prompt_tokens_details": {"cached_tokens": usage[2]}}}
+
+
+def chunk(delta=None, finish=None, usage=None):
+    body = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+            "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    return None, body
+
+
+def openai_error(status, message, kind="error"):
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+# --- Anthropic wire format -----------------------------------------------------------------------------------
+
+def message(content, stop="end_turn", usage=None):
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
+            "stop_reason": stop, "stop_sequence": None,
+            "usage": usage or {"input_tokens": 10, "output_tokens": 3}}
+
+
+def anthropic_error(status, message, kind="api_error"):
+    return status, {"type": "error", "error": {"type": kind, "message": message}}

@@ -16,8 +16,10 @@ OVERVIEW = reverse("admin:festinger_overview")
 
 @pytest.fixture
 def queued(workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.8, source="inferred")
 
 
 def staff(client, workspace, role):
@@ -36,7 +38,7 @@ def test_the_festinger_page_shows_pending_count_last_run_and_runs_now(admin_clie
         response = admin_client.post(reverse("admin:festinger_run", args=[workspace.pk]))
     assert response.status_code == 302 and len(callbacks) == 1
     run = ResolutionRun.objects.get(workspace=workspace)
-    assert run.status == "queued" and run.trigger == "operator:admin"
+    assert run.status == "queued" and run.trigger == "operator:user:admin"
 
     page = admin_client.get(OVERVIEW)
     row = next(r for r in page.context["rows"] if r["workspace"] == workspace)
@@ -54,9 +56,10 @@ def test_a_viewer_sees_the_page_but_cannot_run(client, workspace, other_workspac
 
 
 def test_conflict_actions_accept_and_keep(admin_client, workspace, queued):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.7,
-                         source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                         is_isa=False, confidence=0.7, source="inferred")
     changelist = reverse("admin:festinger_conflict_changelist")
     assert admin_client.get(changelist).status_code == 200
 
@@ -64,7 +67,7 @@ def test_conflict_actions_accept_and_keep(admin_client, workspace, queued):
     admin_client.post(changelist, {"action": "keep_existing", "_selected_action": [queued.pk]})
 
     assert Conflict.objects.get(pk=ispart.pk).status == "resolved"
-    assert Conflict.objects.get(pk=ispart.pk).resolved_by == "operator:admin"
+    assert Conflict.objects.get(pk=ispart.pk).resolved_by == "operator:user:admin"
     assert Conflict.objects.get(pk=queued.pk).status == "dismissed"
     assert list(Edge.objects.filter(concept__token="dobby").values_list("parent__token", flat=True)) == ["worker_pool"]
     assert EdgeHistory.objects.get().parent.token == "agent_pool"
@@ -76,7 +79,7 @@ def test_ask_the_resolver_action_queues_the_conflict_for_a_worker(admin_client, 
                                                                    celery_worker, monkeypatch):
     scripted_llm.reply('{"decision": "dismiss", "reasoning": "noise"}')
     asked_here = []  # this process serves the request; the worker is another process, not patched
-    monkeypatch.setattr("fathom.llm.complete", lambda **kwargs: asked_here.append(kwargs))
+    monkeypatch.setattr("festinger.resolution.complete", lambda **kwargs: asked_here.append(kwargs))
 
     response = admin_client.post(reverse("admin:festinger_conflict_changelist"),
                                  {"action": "ask_resolver", "_selected_action": [queued.pk]}, follow=True)
@@ -106,11 +109,12 @@ def test_a_viewer_cannot_decide_conflicts(client, workspace, queued, django_capt
 
 
 def test_deleting_an_edge_in_admin_keeps_it_in_history(admin_client, workspace):
-    edge = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    edge = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                       confidence=0.9, source="cloud_llm")
     admin_client.post(reverse("admin:festinger_edge_delete", args=[edge.pk]), {"post": "yes"})
     assert not Edge.objects.filter(pk=edge.pk).exists()
     history = EdgeHistory.objects.get()
-    assert (history.action, history.parent.token, history.actor) == ("removed", "repo", "operator:admin")
+    assert (history.action, history.parent.token, history.actor) == ("removed", "repo", "operator:user:admin")
 
 
 def test_editing_the_configuration_in_admin_moves_the_schedule(admin_client, workspace):
@@ -123,7 +127,8 @@ def test_editing_the_configuration_in_admin_moves_the_schedule(admin_client, wor
             "resolution_enabled": "on", "writer_role": "writer", "resolver_role": "resolver", "writer_max_calls": 2}
 
     bad = admin_client.post(url, {**form, "resolution_schedule": "nightly"})
-    assert bad.status_code == 200 and "is not a cron expression" in bad.content.decode()
+    assert bad.status_code == 200 and "resolution_schedule: schedule" in bad.content.decode()
+    assert "must have 5 fields" in bad.content.decode()
     response = admin_client.post(url, form)
 
     assert response.status_code == 302, response.content.decode()[:2000]
@@ -148,7 +153,7 @@ def test_an_operator_decomposes_from_the_conflict_page(admin_client, workspace, 
 
     assert response.status_code == 302
     conflict = Conflict.objects.get(pk=queued.pk)
-    assert conflict.status == "resolved" and conflict.resolved_by == "operator:admin"
+    assert conflict.status == "resolved" and conflict.resolved_by == "operator:user:admin"
     assert sorted(Edge.objects.filter(concept__token="gnommoweb").values_list("parent__token", "dimension__token")) == [
         ("container", "deployment-type"), ("repo", "artifact-type")]
     page = admin_client.get(reverse("admin:festinger_conflict_change", args=[queued.pk])).content.decode()
@@ -163,7 +168,8 @@ def test_a_decision_that_does_not_apply_is_reported_and_changes_nothing(admin_cl
 
 
 def test_edges_are_read_only_in_admin(admin_client, workspace):
-    edge = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    edge = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                       confidence=0.9, source="cloud_llm")
     url = reverse("admin:festinger_edge_change", args=[edge.pk])
     assert admin_client.get(url).status_code == 200
     admin_client.post(url, {"confidence": 0.1})

@@ -9,14 +9,15 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from festinger.models import Conflict, Edge, ResolutionRun
 from festinger.services import insert_fact
-from tests.proposals.test_admin_browser import browser, operator_logs_in  # noqa: F401  (browser: the fixture)
+from tests.browser import operator_logs_in
 
 
 @pytest.mark.slow
-def test_an_operator_runs_resolution_and_decomposes_a_conflict(live_server, browser, workspace):  # noqa: F811
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
-                           source="inferred")
+def test_an_operator_runs_resolution_and_decomposes_a_conflict(live_server, browser, workspace):
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.8, source="inferred")
     wait = WebDriverWait(browser, 20)
 
     operator_logs_in(browser, live_server, "/admin/festinger/conflict/overview/")

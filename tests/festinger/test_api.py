@@ -30,7 +30,8 @@ def test_iknowthat_defaults_the_dimension_by_relation(api, fact, parent, dimensi
 
 
 def test_iknowthat_on_a_collision_queues_a_priority_conflict(api, workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
 
     response = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json")
 
@@ -65,12 +66,14 @@ def test_a_viewer_cannot_write_facts(workspace, api_client_for):
 
 
 def _queue(workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    isa = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=1.0, source="gutask",
-                      priority=True)
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.6,
-                         source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    isa = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                      is_isa=True, confidence=1.0, source="gutask", priority=True)
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                         is_isa=False, confidence=0.6, source="inferred")
     return isa, ispart
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from festinger import cache
+from festinger.cache import flush, keys, model, registry
 from festinger.models import Concept, Edge
 from festinger.services import edge_remove, insert_fact, world_ensure
 from tests.conftest import REPO_ROOT, worker_env
@@ -66,10 +67,12 @@ def test_a_write_in_one_process_is_read_by_another_at_its_next_read(world):
     try:
         assert other.send("read", "gnommoweb").startswith("<recollection>\n? gnommoweb: no recollection")
 
-        edge = insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+        edge = insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                           confidence=0.9, source="gutask")
         assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type] repo\n</recollection>"
 
-        insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
+        insert_fact(workspace=world, concept="gnommoweb", parent="container", dimension="type", is_isa=True,
+                    confidence=0.9, source="inferred")
         assert other.send("read", "gnommoweb") == "<recollection>\ngnommoweb: [type?] repo\n</recollection>"
 
         edge_remove(edge=Edge.objects.get(pk=edge.pk), reason="test", actor="operator:test")
@@ -138,7 +141,8 @@ def test_a_common_word_the_world_learns_about_keeps_every_count(world):
     from festinger.recollection import recollection_for
 
     recollection_for(workspace_id=world.pk, text="state of the state")
-    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="state", parent="region", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     cache.note_write(world.pk)
     recollection_for(workspace_id=world.pk, text="state")
     held = cache.world(world.pk)
@@ -153,14 +157,19 @@ def test_an_incremental_reload_ends_where_a_full_load_starts(world):
     what changed holds exactly what a fresh load reads."""
     from festinger.services import dimension_ensure, edge_move
 
-    insert_fact(world, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="dobby", parent="agent_pool", dimension="membership", is_isa=False,
+                confidence=0.9, source="gutask")
     held = cache.World(world.pk)
     held.load()
 
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
-    insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.9, source="inferred")
-    insert_fact(world, "dobby", "python", "tech", is_isa=False, confidence=0.9, source="gutask")
-    insert_fact(world, "state", "region", "type", is_isa=True, confidence=0.9, source="gutask")  # a common word
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="container", dimension="type", is_isa=True,
+                confidence=0.9, source="inferred")
+    insert_fact(workspace=world, concept="dobby", parent="python", dimension="tech", is_isa=False,
+                confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="state", parent="region", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")  # a common word
     moved = Edge.objects.get(workspace=world, concept__token="gnommoweb", dimension__token="type")
     edge_move(edge=moved, dimension=dimension_ensure(workspace=world, token="artifact-type", is_isa=True),
               reason="test", actor="operator:test")
@@ -184,7 +193,7 @@ def test_a_concept_is_asked_about_once_until_the_retry_interval_passes(db, works
     world = cache.world(workspace.pk)
     salient = [("gnommoweb", 3.0), ("faint", 0.1)]
     clock = [1000.0]
-    monkeypatch.setattr(cache.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(model.time, "monotonic", lambda: clock[0])
 
     assert world.to_write(salient) == ["gnommoweb"]  # below the write threshold: never
     assert world.to_write(salient) == []  # asked already
@@ -199,7 +208,8 @@ def test_a_warm_read_sends_nothing_to_redis(world, monkeypatch):
 
     from festinger.recollection import recollection_for
 
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     recollection_for(workspace_id=world.pk, text="gnommoweb")  # first use: subscribes and loads
     sent = []
     with monkeypatch.context() as patched:
@@ -215,7 +225,8 @@ def test_a_dropped_subscription_reloads_every_world_at_the_next_read(world):
 
     assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block.startswith(
         "<recollection>\n? gnommoweb: no recollection")
-    cache._changes.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
+    subscription = registry.changes_subscription()
+    subscription.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
     # A write this process did not hear of: committed while it was not listening.
     Edge.objects.create(workspace=world, concept=Concept.objects.get(workspace=world, token="gnommoweb"),
                         parent=Concept.objects.get_or_create(workspace=world, token="repo")[0],
@@ -234,7 +245,7 @@ def test_a_flush_that_dies_after_its_commit_does_not_add_the_batch_twice(world, 
 
     recollection_for(workspace_id=world.pk, text="zorblax zorblax zorblax gnommoweb")
     cache.push_all()
-    batch_add = cache._batch_add
+    batch_add = flush._batch_add
 
     def dies_after_the_commit(workspace_id, *args):
         totals = batch_add(workspace_id, *args)
@@ -242,17 +253,17 @@ def test_a_flush_that_dies_after_its_commit_does_not_add_the_batch_twice(world, 
             raise SystemExit("the worker died")
         return totals
 
-    monkeypatch.setattr(cache, "_batch_add", dies_after_the_commit)
+    monkeypatch.setattr(flush, "_batch_add", dies_after_the_commit)
     with pytest.raises(SystemExit):
         cache.counts_flush()
     monkeypatch.undo()
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
-    assert get_redis().exists(cache._DRAINING.format(ws=world.pk))  # Redis still holds the batch
+    assert get_redis().exists(keys.DRAINING.format(ws=world.pk))  # Redis still holds the batch
 
     recollection_for(workspace_id=world.pk, text="zorblax")  # counted meanwhile: the next batch
     cache.push_all()
     app.send_task("maintenance.festinger_counts_flush")  # the batch left behind goes first: added already
-    wait_for(lambda: not get_redis().exists(cache._DRAINING.format(ws=world.pk)))
+    wait_for(lambda: not get_redis().exists(keys.DRAINING.format(ws=world.pk)))
     assert Concept.objects.get(workspace=world, token="zorblax").encounter_count == 3
     app.send_task("maintenance.festinger_counts_flush")  # then what was counted meanwhile
     wait_for(lambda: Concept.objects.get(workspace=world, token="zorblax").encounter_count == 4)

@@ -38,7 +38,8 @@ def test_concurrent_inserts_keep_one_parent_and_queue_every_rejected_fact(facts)
         try:
             barrier.wait(timeout=30)
             for concept, parent, dimension, is_isa in share:
-                insert_fact(workspace, concept, parent, dimension, is_isa=is_isa, confidence=0.8, source="inferred")
+                insert_fact(workspace=workspace, concept=concept, parent=parent, dimension=dimension,
+                            is_isa=is_isa, confidence=0.8, source="inferred")
         except Exception as exc:  # collected: the test fails on any
             errors.append(exc)
         finally:
@@ -95,8 +96,8 @@ def test_a_deadlock_with_another_writer_is_retried_not_raised(workspace):
         try:
             holding.wait(timeout=10)
             threading.Timer(0.5, blocked.set).start()  # by then we wait on zzz_dead
-            results["ours"] = insert_fact(workspace, "aaa_dead", "zzz_dead", "type", is_isa=True, confidence=0.9,
-                                          source="inferred")
+            results["ours"] = insert_fact(workspace=workspace, concept="aaa_dead", parent="zzz_dead",
+                                          dimension="type", is_isa=True, confidence=0.9, source="inferred")
         except Exception as exc:
             results["ours"] = exc
         finally:

@@ -14,8 +14,8 @@ def _edges(workspace, token):
 
 
 def test_a_new_fact_becomes_an_edge_with_new_tokens_and_a_rooted_dimension(workspace):
-    edge = insert_fact(workspace, "gnommoweb", "Glitch University", "Hosting Context", is_isa=False,
-                       confidence=0.8, source=Source.INFERRED)
+    edge = insert_fact(workspace=workspace, concept="gnommoweb", parent="Glitch University",
+                       dimension="Hosting Context", is_isa=False, confidence=0.8, source=Source.INFERRED)
     assert isinstance(edge, Edge)
     assert (edge.concept.token, edge.parent.token, edge.dimension.token) == (
         "gnommoweb", "glitch_university", "hosting_context")
@@ -26,8 +26,10 @@ def test_a_new_fact_becomes_an_edge_with_new_tokens_and_a_rooted_dimension(works
 
 
 def test_the_same_fact_again_confirms_the_edge(workspace):
-    first = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.7, source="cloud_llm")
-    again = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="inferred")
+    first = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type",
+                        is_isa=True, confidence=0.7, source="cloud_llm")
+    again = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type",
+                        is_isa=True, confidence=0.9, source="inferred")
     assert again.pk == first.pk
     assert again.last_confirmed > first.last_confirmed and again.confidence == 0.9
     assert not Conflict.objects.filter(workspace=workspace).exists()
@@ -41,10 +43,10 @@ def test_the_same_fact_again_confirms_the_edge(workspace):
 ])
 def test_a_second_parent_in_a_dimension_is_queued_with_its_collision_type(workspace, existing_isa, incoming_isa,
                                                                            expected):
-    existing = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=existing_isa, confidence=0.9,
-                           source="cloud_llm")
-    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=incoming_isa, confidence=0.7,
-                           source="inferred")
+    existing = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type",
+                           is_isa=existing_isa, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=incoming_isa, confidence=0.7, source="inferred")
     assert isinstance(conflict, Conflict)
     assert conflict.collision_type == expected and conflict.status == ConflictStatus.PENDING
     assert (conflict.concept.token, conflict.dimension.token) == ("gnommoweb", "type")
@@ -55,16 +57,20 @@ def test_a_second_parent_in_a_dimension_is_queued_with_its_collision_type(worksp
 
 
 def test_the_same_parent_with_the_other_flag_is_a_misclassification(workspace):
-    insert_fact(workspace, "michigan", "usa", "geography", is_isa=False, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "michigan", "usa", "geography", is_isa=True, confidence=1.0, source="gutask")
+    insert_fact(workspace=workspace, concept="michigan", parent="usa", dimension="geography", is_isa=False,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="michigan", parent="usa", dimension="geography",
+                           is_isa=True, confidence=1.0, source="gutask")
     assert conflict.collision_type == CollisionType.MISCLASSIFICATION
 
 
 def test_the_same_rejected_fact_is_queued_once_and_a_manual_one_raises_its_priority(workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    first = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.6, source="inferred")
-    second = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=1.0, source="gutask",
-                         priority=True)
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    first = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                        is_isa=True, confidence=0.6, source="inferred")
+    second = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                         is_isa=True, confidence=1.0, source="gutask", priority=True)
     assert second.pk == first.pk
     assert (second.priority, second.incoming_source, second.incoming_confidence) == (True, "gutask", 1.0)
     assert Conflict.objects.filter(workspace=workspace).count() == 1
@@ -72,11 +78,12 @@ def test_the_same_rejected_fact_is_queued_once_and_a_manual_one_raises_its_prior
 
 def test_test_b_an_isa_cue_against_an_existing_isa_fact_queues_and_leaves_the_world_unchanged(workspace):
     """Seed Test B, through the service: gnommoweb ISA repo in type holds; 'gnommoweb is a container'."""
-    existing = insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    existing = insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type",
+                           is_isa=True, confidence=0.9, source="cloud_llm")
     edges_before = Edge.objects.filter(workspace=workspace).count()
 
-    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
-                           source="inferred")
+    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.8, source="inferred")
 
     assert Edge.objects.filter(workspace=workspace).count() == edges_before
     assert Edge.objects.get(workspace=workspace, concept__token="gnommoweb", dimension__token="type").pk == existing.pk
@@ -87,9 +94,10 @@ def test_test_b_an_isa_cue_against_an_existing_isa_fact_queues_and_leaves_the_wo
 
 
 def test_facts_of_two_workspaces_never_collide(workspace, other_workspace):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    edge = insert_fact(other_workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.9,
-                       source="cloud_llm")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    edge = insert_fact(workspace=other_workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.9, source="cloud_llm")
     assert isinstance(edge, Edge) and edge.workspace_id == other_workspace.pk
     assert edge.concept.workspace_id == other_workspace.pk
     assert _edges(workspace, "gnommoweb") == [("repo", "type", True)]
@@ -103,9 +111,10 @@ def test_facts_of_two_workspaces_never_collide(workspace, other_workspace):
     (("gnommoweb", "repo", "type"), {"source": "rumour"}, "source"),
 ])
 def test_an_invalid_fact_is_refused_with_a_reason(workspace, args, kwargs, message):
+    concept, parent, dimension = args
     fields = {"is_isa": True, "confidence": 0.9, "source": "cloud_llm", **kwargs}
     with pytest.raises(ApplicationError, match=message):
-        insert_fact(workspace, *args, **fields)
+        insert_fact(workspace=workspace, concept=concept, parent=parent, dimension=dimension, **fields)
     assert not Edge.objects.filter(workspace=workspace, concept__token="gnommoweb").exists()
 
 
@@ -119,7 +128,8 @@ def test_a_slot_the_cache_holds_is_checked_in_memory_first_and_the_database_deci
 
     from festinger import cache
 
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     cache.world_reload(workspace.pk)  # this process holds the world, the edge in it
 
     with CaptureQueriesContext(connection) as collision:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from fathom.redis_client import get_redis
 from festinger import cache
 from festinger.models import Concept, Conflict, Edge, ResolutionRun
-from festinger.resolution import LOCK_SECONDS
+from festinger.resolution import LOCK_SECONDS, _WorkspaceLock
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, insert_fact, world_ensure
 
@@ -39,9 +39,10 @@ def test_t37_t38_collisions_resolved_by_the_job_on_a_real_worker(celery_worker, 
     isa = api.post("/v1/festinger/iknowthat", {"fact": "gnommoweb -isa container"}, format="json").json()["conflict"]
     assert "gnommoweb: [type?] repo" in recollection(api, "gnommoweb and dobby")
     # T38: ISPART+ISPART collision -> queue -> job -> dismiss, world unchanged
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    ispart = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
-                         source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    ispart = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                         is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "decompose", "existing_dimension": "artifact-type",
                                    "new_dimension": "deployment-type", "reasoning": "both"}))  # priority first
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
@@ -81,9 +82,10 @@ def test_a_run_whose_worker_died_is_failed_by_the_next_run(celery_worker, worksp
     elsewhere = ResolutionRun.objects.create(workspace=other_workspace, trigger="schedule", status="running",
                                              started_at=long_ago)
     assert not get_redis().exists(f"festinger:resolution:lock:{workspace.pk}")
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
-                           source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                           is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
     assert api.get(f"/v1/festinger/resolve/runs/{lost.pk}").json()["status"] == "running"
 
@@ -110,18 +112,19 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(d
                                                                                api, scripted_llm):
     # Given a run whose worker died mid-run: the run `running`, one conflict decided, the lock still
     # held in the dead attempt's name, one conflict pending
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    decided = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
-                          source="inferred")
-    pending = insert_fact(workspace, "dobby", "job_pool", "membership", is_isa=False, confidence=0.5,
-                          source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    decided = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                          is_isa=False, confidence=0.5, source="inferred")
+    pending = insert_fact(workspace=workspace, concept="dobby", parent="job_pool", dimension="membership",
+                          is_isa=False, confidence=0.5, source="inferred")
     Conflict.objects.filter(pk=decided.pk).update(status="dismissed")
     scheduled = delivered == "a scheduled tick"
     run = ResolutionRun.objects.create(workspace=workspace, trigger="schedule" if scheduled else "operator",
-                                       task_id="the-tick-that-died" if scheduled else "", status="running",
+                                       task_id="the-delivery-that-died", status="running",
                                        started_at=timezone.now(), processed=1, dismissed=1)
     lock_key = f"festinger:resolution:lock:{workspace.pk}"
-    get_redis().set(lock_key, f"{run.pk}:the-dead-attempt", ex=LOCK_SECONDS)
+    assert _WorkspaceLock(workspace.pk, run.pk).acquire()  # taken by the attempt that died
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "stale rumour"}))
 
     # When the broker delivers its task again (what acks_late does once the worker is gone)
@@ -131,7 +134,7 @@ def test_a_run_whose_worker_died_mid_run_is_carried_on_by_the_redelivered_task(d
         app.send_task(RESOLUTION_TASK, kwargs={"workspace_id": workspace.pk}, queue="maintenance",
                       task_id=run.task_id)
     else:
-        app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance")
+        app.send_task(RESOLUTION_TASK, kwargs={"run_id": run.pk}, queue="maintenance", task_id=run.task_id)
 
     # Then the worker carries the same run on: only the pending conflict is asked about, the counts go
     # on from where the dead attempt left them, and the lock is let go
@@ -161,9 +164,10 @@ def test_beat_schedules_the_registered_task_on_the_configured_crontab(workspace,
     assert entry.task == RESOLUTION_TASK and RESOLUTION_TASK in app.tasks
     assert (entry.schedule.minute, entry.schedule.hour) == ({15}, {4})
 
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8,
-                           source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.8, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
     app.tasks[entry.task].apply(args=entry.args, kwargs=entry.kwargs)  # what beat sends, run in process
     assert Conflict.objects.get(pk=conflict.pk).status == "dismissed"

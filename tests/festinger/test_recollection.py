@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from fathom.llm import Message, complete
 from festinger import cache
+from festinger.cache import changes, model, registry
 from festinger.models import Concept, Conflict, Edge
 from festinger.recollection import inject, recollection_for
 from festinger.services import insert_fact, world_ensure
@@ -65,9 +66,12 @@ def test_the_second_encounter_reaches_the_read_threshold(world):
 
 
 def test_edges_render_as_dimension_and_parent_grouped_by_concept(world):
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
-    insert_fact(world, "gnommoweb", "Glitch University", "membership", is_isa=False, confidence=0.9, source="gutask")
-    insert_fact(world, "dobby", "python", "tech", is_isa=False, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="Glitch University", dimension="membership",
+                is_isa=False, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="dobby", parent="python", dimension="tech", is_isa=False,
+                confidence=0.9, source="gutask")
     seen(world, "gnommoweb", 10)
     seen(world, "dobby", 5)
 
@@ -82,10 +86,12 @@ def test_edges_render_as_dimension_and_parent_grouped_by_concept(world):
 
 def test_a_pending_conflict_marks_its_dimension_with_a_question_mark(world):
     """Test B: gnommoweb ISA repo held; 'gnommoweb is a container' collides (isa_isa)."""
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    insert_fact(world, "gnommoweb", "Glitch University", "membership", is_isa=False, confidence=0.9,
-                source="gutask")
-    conflict = insert_fact(world, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=world, concept="gnommoweb", parent="Glitch University", dimension="membership",
+                is_isa=False, confidence=0.9, source="gutask")
+    conflict = insert_fact(workspace=world, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.8, source="inferred")
     assert isinstance(conflict, Conflict) and conflict.collision_type == "isa_isa"
     seen(world, "gnommoweb", 10)
 
@@ -98,9 +104,12 @@ def test_a_pending_conflict_marks_its_dimension_with_a_question_mark(world):
 
 
 def test_edges_below_the_confidence_floor_or_older_than_the_recency_window_are_left_out(world):
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.5, source="cloud_llm")
-    insert_fact(world, "gnommoweb", "docker", "runs-on", is_isa=False, confidence=0.9, source="cloud_llm")
-    insert_fact(world, "gnommoweb", "python", "tech", is_isa=False, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.5, source="cloud_llm")
+    insert_fact(workspace=world, concept="gnommoweb", parent="docker", dimension="runs-on", is_isa=False,
+                confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=world, concept="gnommoweb", parent="python", dimension="tech", is_isa=False,
+                confidence=0.9, source="cloud_llm")
     Edge.objects.filter(workspace=world, parent__token="python").update(
         last_confirmed=timezone.now() - timedelta(days=91))
     seen(world, "gnommoweb", 10)
@@ -146,7 +155,8 @@ def test_without_a_system_message_the_block_is_a_new_system_message_at_position_
 
 
 def test_every_model_call_is_enriched_and_counts_only_what_it_adds(world, scripted_llm):
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     seen(world, "gnommoweb", 10)
     scripted_llm.reply("It is a repo.").reply("Done.")
 
@@ -189,7 +199,8 @@ def test_a_workspace_without_a_world_is_not_enriched_nor_counted(workspace, scri
 
 
 def test_get_recollection_shows_what_would_be_injected_without_counting(world, api_client_for):
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     seen(world, "gnommoweb", 10)
     viewer = api_client_for(world, "viewer")
 
@@ -212,7 +223,8 @@ def test_get_recollection_without_text_is_a_400_that_says_so(world, api):
 
 
 def test_reload_is_for_operators_and_reloads_from_the_database(world, api_client_for):
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     cache.world(world.pk)
     Edge.objects.filter(workspace=world, concept__token="gnommoweb").update(confidence=0.1)  # behind the cache's back
 
@@ -226,7 +238,8 @@ def test_reload_is_for_operators_and_reloads_from_the_database(world, api_client
 
 def test_a_workspace_never_recalls_another_workspaces_facts(world, other_workspace, api_client_for):
     world_ensure(workspace=other_workspace)
-    insert_fact(world, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     seen(world, "gnommoweb", 10)
     Concept.objects.update_or_create(workspace=other_workspace, token="gnommoweb",
                                      defaults={"encounter_count": 10})
@@ -256,7 +269,8 @@ def test_without_redis_a_model_call_goes_on_without_its_recollection(world, scri
     seen(world, "gnommoweb", 10)
     cache.forget(world.pk)
     unreachable = redis.Redis(unix_socket_path=str(tmp_path / "gone.sock"), socket_connect_timeout=0.2)
-    monkeypatch.setattr(cache, "get_redis", lambda: unreachable)
+    for part in (registry, changes, model):  # every part of the cache that talks to Redis
+        monkeypatch.setattr(part, "get_redis", lambda: unreachable)
     scripted_llm.reply("fine")
 
     answer = complete(workspace=world, role="main", messages=[Message.user("gnommoweb?")])

@@ -6,9 +6,11 @@ import json
 import pytest
 
 from fathom.llm.scripted import Script
+from fathom.redis_client import get_redis
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistory, ResolutionRun
-from festinger.resolution import conflict_apply, resolution_execute, resolution_request
+from festinger.resolution import conflict_apply, resolution_execute
 from festinger.services import insert_fact
+from festinger.tasks import resolution_request
 
 DECOMPOSE = {"decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
              "reasoning": "repo describes what gnommoweb is as a software artifact; container describes how it "
@@ -28,8 +30,10 @@ def run_now(workspace, **kwargs):
 @pytest.fixture
 def test_b_state(workspace):
     """The state at the end of seed Test B: gnommoweb ISA repo in type, and the queued ISA+ISA collision."""
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.8, source="inferred")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.8, source="inferred")
 
 
 def test_test_c_the_job_decomposes_an_isa_isa_collision_into_two_dimensions(workspace, scripted_llm, test_b_state):
@@ -63,10 +67,10 @@ def test_test_c_the_job_decomposes_an_isa_isa_collision_into_two_dimensions(work
 
 
 def test_update_retires_the_old_edge_to_history_and_inserts_the_new_one(workspace, scripted_llm):
-    old = insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9,
-                      source="cloud_llm")
-    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=1.0,
-                           source="gutask", priority=True)
+    old = insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                      is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                           is_isa=False, confidence=1.0, source="gutask", priority=True)
     scripted_llm.reply(json.dumps({"decision": "update", "reasoning": "moved last week"}))
 
     run_now(workspace)
@@ -80,9 +84,10 @@ def test_update_retires_the_old_edge_to_history_and_inserts_the_new_one(workspac
 
 
 def test_t38_dismiss_leaves_the_world_unchanged(workspace, scripted_llm):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5,
-                           source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                           is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "the existing fact is right"}))
 
     run = run_now(workspace)
@@ -94,8 +99,10 @@ def test_t38_dismiss_leaves_the_world_unchanged(workspace, scripted_llm):
 
 
 def test_a_misclassification_places_the_incoming_fact_in_the_suggested_dimension(workspace, scripted_llm):
-    insert_fact(workspace, "michigan", "state", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace, "michigan", "usa", "type", is_isa=False, confidence=0.9, source="inferred")
+    insert_fact(workspace=workspace, concept="michigan", parent="state", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    conflict = insert_fact(workspace=workspace, concept="michigan", parent="usa", dimension="type",
+                           is_isa=False, confidence=0.9, source="inferred")
     assert conflict.collision_type == "misclassification"
     scripted_llm.reply(json.dumps({"decision": "misclassification", "dimension": "geography", "reasoning": "place"}))
 
@@ -143,7 +150,7 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
     def time_is_up(**_kwargs):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr("fathom.llm.complete", time_is_up)
+    monkeypatch.setattr("festinger.resolution.complete", time_is_up)
 
     run = run_now(workspace)
 
@@ -155,10 +162,39 @@ def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, sc
     lock.release()
 
 
+def test_a_run_whose_lock_expired_does_not_free_the_lock_another_run_took(workspace):
+    from festinger.resolution import _WorkspaceLock
+
+    key = f"festinger:resolution:lock:{workspace.pk}"
+    first = _WorkspaceLock(workspace.pk, 1)
+    assert first.acquire()
+    get_redis().delete(key)  # its expiry passed while it ran
+    second = _WorkspaceLock(workspace.pk, 2)
+    assert second.acquire()
+
+    first.release()
+
+    assert not _WorkspaceLock(workspace.pk, 3).acquire()  # still the second run's
+    second.release()
+    assert not get_redis().exists(key)
+
+
+def test_only_a_later_attempt_of_the_same_run_takes_its_lock_over(workspace):
+    from festinger.resolution import _WorkspaceLock
+
+    assert _WorkspaceLock(workspace.pk, 1).acquire()  # the attempt whose worker died
+
+    assert not _WorkspaceLock(workspace.pk, 2).take_over()
+    again = _WorkspaceLock(workspace.pk, 1)
+    assert again.take_over()
+    again.release()
+    assert _WorkspaceLock(workspace.pk, 2).acquire()
+
+
 def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scripted_llm, test_b_state):
     # gnommoweb already has a parent in deployment-type: the move to artifact-type must be undone too
-    insert_fact(workspace, "gnommoweb", "kubernetes_pod", "deployment-type", is_isa=True, confidence=0.9,
-                source="cloud_llm")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="kubernetes_pod",
+                dimension="deployment-type", is_isa=True, confidence=0.9, source="cloud_llm")
     scripted_llm.reply(json.dumps(DECOMPOSE))
 
     run_now(workspace)
@@ -171,11 +207,12 @@ def test_a_decision_that_cannot_be_applied_is_never_half_applied(workspace, scri
 
 
 def test_priority_conflicts_are_resolved_first(workspace, scripted_llm):
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
-    inferred = insert_fact(workspace, "gnommoweb", "container", "type", is_isa=True, confidence=0.6,
-                           source="inferred")
-    manual = insert_fact(workspace, "gnommoweb", "service", "type", is_isa=True, confidence=1.0, source="gutask",
-                         priority=True)
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    inferred = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                           is_isa=True, confidence=0.6, source="inferred")
+    manual = insert_fact(workspace=workspace, concept="gnommoweb", parent="service", dimension="type",
+                         is_isa=True, confidence=1.0, source="gutask", priority=True)
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "a"}))
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "b"}))
 
@@ -188,12 +225,14 @@ def test_priority_conflicts_are_resolved_first(workspace, scripted_llm):
 
 
 def test_a_full_batch_continues_in_a_new_run(workspace, scripted_llm, test_b_state, django_capture_on_commit_callbacks):
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
-    insert_fact(workspace, "dobby", "worker_pool", "membership", is_isa=False, confidence=0.5, source="inferred")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=workspace, concept="dobby", parent="worker_pool", dimension="membership",
+                is_isa=False, confidence=0.5, source="inferred")
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
 
     with django_capture_on_commit_callbacks():
-        first = run_now(workspace, limit=1)
+        first = run_now(workspace, limit=1, on_full_batch=resolution_request)  # what the task passes
 
     assert first.processed == 1
     assert ResolutionRun.objects.filter(workspace=workspace, trigger=f"continuation of run #{first.pk}",
@@ -236,14 +275,36 @@ def test_a_running_run_delivered_again_while_another_run_holds_the_lock_is_skipp
     from festinger.resolution import _WorkspaceLock
 
     queued = resolution_request(workspace=workspace, trigger="test")
-    ResolutionRun.objects.filter(pk=queued.pk).update(status="running")  # its worker died before the lock
+    # its worker died before the lock
+    ResolutionRun.objects.filter(pk=queued.pk).update(status="running", task_id="the-delivery")
     lock = _WorkspaceLock(workspace.pk, queued.pk + 1)
     assert lock.acquire()
     try:
-        run = resolution_execute(run_id=queued.pk)
+        run = resolution_execute(run_id=queued.pk, task_id="the-delivery")
     finally:
         lock.release()
     assert run.status == "skipped" and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
+
+
+@pytest.mark.parametrize("task_id", ["", "another-delivery"])
+def test_a_run_another_attempt_is_running_is_left_to_it(workspace, scripted_llm, test_b_state, task_id):
+    """The race a worker shared by the test session lost to an in-process call (or won): two callers
+    for one queued run, the second finding it `running` under the first's claim and lock."""
+    from festinger.resolution import _WorkspaceLock
+
+    scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
+    queued = resolution_request(workspace=workspace, trigger="test")
+    ResolutionRun.objects.filter(pk=queued.pk).update(status="running", task_id="the-worker's-delivery")
+    running_attempt = _WorkspaceLock(workspace.pk, queued.pk)
+    assert running_attempt.acquire()
+    try:
+        run = resolution_execute(run_id=queued.pk, task_id=task_id)
+
+        assert (run.status, run.processed) == ("running", 0)
+        assert scripted_llm.sent == [] and Conflict.objects.get(pk=test_b_state.pk).status == "pending"
+        assert running_attempt.lock.owned()  # its lock is still its own
+    finally:
+        running_attempt.release()
 
 
 def test_a_redelivered_run_does_nothing_twice(workspace, scripted_llm, test_b_state):

@@ -43,7 +43,8 @@ def wait_for(check, timeout=30.0):
 def test_t34_a_plain_prompt_is_tokenised_counted_and_recalled_around_a_model_call(world):
     workspace, main, _writer = world
 
-    insert_fact(workspace, "Glitch University", "university", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=workspace, concept="Glitch University", parent="university", dimension="type",
+                is_isa=True, confidence=0.9, source="gutask")
     main.reply("Deploying.").reply("Deployed again.")
 
     first = ask(workspace, "Update the site of Glitch University today")
@@ -116,7 +117,8 @@ def wait_for_run(workspace, run_id):
 def test_t37_an_isa_isa_collision_is_marked_until_the_job_decomposes_it(world, api_client_for):
     workspace, main, _writer = world
     resolver = Script.install(workspace, roles=("resolver",))
-    insert_fact(workspace, "gnommoweb", "repo", "type", is_isa=True, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
     main.reply("Noted.").reply("Restarting.").reply("Done.")
 
     ask(workspace, "gnommoweb is a container")  # the cue collides with 'gnommoweb ISA repo'
@@ -142,7 +144,8 @@ def test_t38_an_ispart_ispart_collision_dismissed_leaves_the_world_unchanged_and
         world, api_client_for):
     workspace, main, _writer = world
     resolver = Script.install(workspace, roles=("resolver",))
-    insert_fact(workspace, "dobby", "agent_pool", "membership", is_isa=False, confidence=0.9, source="cloud_llm")
+    insert_fact(workspace=workspace, concept="dobby", parent="agent_pool", dimension="membership",
+                is_isa=False, confidence=0.9, source="cloud_llm")
     main.reply("Noted.").reply("Ok.").reply("Ok.")
 
     ask(workspace, "dobby is part of worker_pool")

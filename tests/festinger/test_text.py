@@ -1,14 +1,62 @@
-"""The tokeniser and cue scanner against the seed's rules and every row of its pattern tables."""
+"""The tokeniser and cue scanner against the seed's rules and every row of its pattern tables, each test
+run twice: with the C loops (festinger/_words.c, when built) and with the same loops in Python
+(festinger/_words_python.py)."""
 
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from festinger import text
+from festinger import _words_python, text
 from festinger.text import PATTERNS, Triple, canonical, cues, tokenize
+from tests.festinger.loops import compiled_loops, loops_in_use, loops_named
+
+
+@pytest.fixture(scope="module", autouse=True, params=["c", "python"])
+def implementation(request):
+    """festinger.text running on one implementation of the loops (module-scoped: hypothesis runs many
+    examples per test, and a function-scoped fixture would not be reset between them)."""
+    with loops_in_use(loops_named(request.param)) as loops:
+        yield loops
+
+
+_CHOSEN = """
+import sys
+if sys.argv[1] == "unbuilt":
+    sys.modules["festinger._words"] = None  # as after an install without a compiler: the import fails
+from festinger import text, wordscan
+print(wordscan.implementation.__name__, text.tokenize("Glitch University runs on Docker, 2026"))
+"""
+
+
+@pytest.mark.parametrize(("pure_python", "extension", "chosen"), [
+    ("1", "built", "festinger._words_python"),
+    ("0", "unbuilt", "festinger._words_python"),
+    ("0", "built", "festinger._words"),
+])
+def test_the_c_loops_are_used_when_built_unless_python_is_asked_for(pure_python, extension, chosen):
+    if chosen == "festinger._words" and compiled_loops() is None:
+        pytest.skip("the C extension festinger._words was not built (installed without a compiler)")
+    env = {**os.environ, "FATHOM_PURE_PYTHON": pure_python}
+    ran = subprocess.run([sys.executable, "-c", _CHOSEN, extension], env=env, capture_output=True, text=True,
+                         check=True)
+    assert ran.stdout.split()[0] == chosen
+    assert "('glitch_university', 'runs', 'on', 'docker')" in ran.stdout
+
+
+@given(st.text(max_size=80))
+def test_both_loops_shape_and_make_ascii_alike(sample):
+    compiled = compiled_loops()
+    if compiled is None:
+        return
+    assert _words_python.shape(sample) == compiled.shape(sample)
+    assert _words_python.as_ascii(sample) == compiled.as_ascii(sample)
+
 
 # --- tokens ---------------------------------------------------------------------------------------------
 
@@ -63,7 +111,7 @@ _ascii_text = st.lists(st.sampled_from(list("abcXYZ019 \t\n.,-_'()!?:;") + ["ISA
                        max_size=60).map("".join)
 
 
-WORD_RE = re.compile(text._WORD)  # the rule festinger/_words.c implements
+WORD_RE = re.compile(text._WORD)  # the rule both implementations of the loops follow
 
 
 def _by_regex(merged: str) -> list[str]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 from django.core.management import call_command
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -37,6 +37,25 @@ def test_bootstrap_seeds_dimensions_with_roots_and_the_dictionary_once(workspace
     again = bootstrap_workspace(workspace=workspace)
     assert again == {"concepts_added": 0, "dimension_roots": 6}
     assert Edge.objects.filter(workspace=workspace).count() == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bootstrap_into_a_table_the_planner_believes_empty_tells_the_planner(workspace):
+    # Given statistics taken while the concepts table was empty (autovacuum after a flush, or never)
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute("UPDATE pg_class SET reltuples = 0 WHERE oid = 'festinger_concept'::regclass")
+        except ProgrammingError:
+            pytest.skip("the test database's user may not edit pg_class")
+
+    bootstrap_workspace(workspace=workspace)
+
+    # Then the planner expects the dictionary, not one row (which planned the admin's conflict list as
+    # nested loops over every concept, four deep)
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) SELECT * FROM festinger_concept")
+        (plan,) = cursor.fetchone()
+    assert (plan[0] if isinstance(plan, list) else json.loads(plan)[0])["Plan"]["Plan Rows"] >= len(english_words())
 
 
 def test_bootstrap_keeps_counts_of_concepts_seen_before(workspace):
@@ -98,6 +117,14 @@ def test_changing_the_schedule_moves_the_beat_entry(workspace):
         "*/15", "6-18", "*", "*", "1-5")
     assert not task.enabled
     assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "*/15 6-18 * * 1-5"
+
+
+def test_the_resolution_schedule_goes_through_the_one_cron_validator(workspace):
+    config = world_ensure(workspace=workspace)
+    with pytest.raises(ApplicationError, match=r"resolution_schedule: schedule '0 25 \* \* \*': the hour field '25'"):
+        config_update(config=config, resolution_schedule="0 25 * * *")
+    config_update(config=world_ensure(workspace=workspace), resolution_schedule="@daily")
+    assert WorldConfig.objects.get(workspace=workspace).resolution_schedule == "0 0 * * *"
 
 
 @pytest.mark.parametrize("changes, message", [

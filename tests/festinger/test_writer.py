@@ -28,7 +28,8 @@ def answer(*triples):
 
 
 def test_the_writers_triples_are_placed_and_the_concept_becomes_novel(workspace, writer):
-    insert_fact(workspace, "zorblax", "queue", "type", is_isa=True, confidence=0.9, source="gutask")
+    insert_fact(workspace=workspace, concept="zorblax", parent="queue", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
     writer.reply(answer(("zorblax", "message broker", "type", True, 0.9), ("zorblax", "Erlang", "tech", False, 0.7)))
 
     result = concept_write(workspace_id=workspace.pk, token="zorblax", context=["restart zorblax now"])
@@ -102,3 +103,18 @@ def test_validate_normalises_tokens_with_the_compound_rule():
 
     assert problems == [] and usable == [{"concept": "zorblax", "parent": "glitch_university",
                                           "dimension": "membership", "is_isa": False, "confidence": 0.8}]
+
+
+def test_a_write_whose_lock_expired_does_not_free_the_lock_another_write_took(workspace, writer, monkeypatch):
+    key = f"festinger:{workspace.pk}:writing:zorblax"
+
+    def outlived_its_lock(workspace, token, context):
+        get_redis().set(key, "another worker", ex=60)  # the lock expired and another write took it
+        return {"status": "written", "token": token, "model_calls": 0, "placed": [], "rejected": []}
+
+    monkeypatch.setattr("festinger.writer._write", outlived_its_lock)
+    try:
+        concept_write(workspace_id=workspace.pk, token="zorblax")
+        assert get_redis().get(key) == "another worker"
+    finally:
+        get_redis().delete(key)

@@ -74,12 +74,13 @@ def model(workspace):
 
 @pytest.fixture
 def workers():
-    """start(queues) -> a new real worker process (concurrency 1), stopped after the test."""
+    """start(queues, env) -> a new real worker process (concurrency 1), with `env` added to its
+    environment, stopped after the test."""
     started = []
 
-    def start(queues=ALL_QUEUES):
+    def start(queues=ALL_QUEUES, env=None):
         name = f"w-{uuid.uuid4().hex[:6]}"
-        process = start_worker(name, queues=queues)
+        process = start_worker(name, queues=queues, env=env)
         started.append(process)
         wait_for_worker(name)
         return process

@@ -5,7 +5,8 @@ from harness.fires.models import Fire
 from harness.fires.services import fire_create, fire_run
 from harness.runtime.models import HarnessSettings
 from harness.runtime.profiles import agent_profile_create, user_profile_create
-from harness.runtime.services import message_send, session_tick
+from harness.runtime.services import message_send
+from tests.harness.support import session_tick
 
 
 def test_a_session_shows_its_turns_and_messages_and_its_fire_shows_the_journal(admin_client, scripted_llm, session):

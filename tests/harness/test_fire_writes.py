@@ -4,10 +4,11 @@ proposal, and the offline model answering from the lake."""
 from harness.fires.models import Fire, FireToolCall
 from harness.fires.services import fire_create, fire_run
 from harness.fires.writes import fire_writes
-from harness.runtime.services import message_send, session_tick
+from harness.runtime.services import message_send
 from lake.models import Delta
 from lake.services import delta_create, provenance_create
 from proposals.models import Proposal
+from tests.harness.support import session_tick
 
 
 def respond(**arguments):

@@ -1,14 +1,19 @@
 """Fires through the loop with the scripted model: the journal, the tools, the turn cap, errors as
 tool results, cancellation, resume, introspection, Sit, offline."""
 
+import json
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
 from harness.runtime import claims
-from harness.runtime.models import SessionEvent, Trigger
-from harness.runtime.services import harness_settings_get, message_send, session_tick
+from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
+from harness.runtime.services import harness_settings_get, message_send
 from harness.tools.base import REGISTRY, Tool, ToolError, register
+from tests.harness.support import session_tick
 
 
 def respond(body="the answer", **extra):
@@ -340,3 +345,88 @@ def test_the_sweep_enqueues_fires_outside_sessions_whose_runner_is_gone(workspac
     # then only the orphan is enqueued again
     assert services.fires_sweep() == [orphan.pk] and enqueued == [orphan.pk]
     assert fresh.pk not in enqueued and live.pk not in enqueued
+
+
+# Every statement of a turn is a round trip on the path between two model calls: a few, and the same
+# few whatever the fire's length (the journal is never read back). Counted from two fires that differ
+# by TOOL_TURNS tool turns, so the fire's own start and end drop out (after a first fire, which reads
+# and caches what every later one finds ready: the workspace's model, its default agent profile).
+TOOL_TURNS = 4
+
+
+def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None) -> float:
+    # The first fire warms this process's caches; each size then runs twice and keeps its fewest
+    # statements, since a cache another process invalidates meanwhile (a worker left running by an
+    # earlier test writes to Festinger's world, say) costs a reload in whichever fire comes next.
+    counts = []
+    for tool_turns in (1, 1, 1, 1 + TOOL_TURNS, 1 + TOOL_TURNS):
+        if session is None:
+            fire = fire_create(workspace=workspace, mode="introspective", question="q")
+        else:
+            fire = fire_create(workspace=workspace, mode="reactive", question="q", session=session)
+        for _ in range(tool_turns):
+            scripted_llm.call_tool(tool)
+        scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+        with CaptureQueriesContext(connection) as queries:
+            assert fire_run(fire_id=fire.pk).status == "finished"
+        counts.append(len(queries))
+    return (min(counts[3:]) - min(counts[1:3])) / TOOL_TURNS
+
+
+@pytest.mark.django_db(transaction=True)  # transactions as in production: BEGIN and COMMIT are counted
+@pytest.mark.parametrize("transactional, per_turn", [
+    (True, 6),   # trace flush, the turn (with the fire's counters), trace flush; BEGIN, the result, COMMIT
+    (False, 4),  # a tool that only reads runs outside a transaction: its result is one statement
+])
+def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scratch_tool, transactional, per_turn):
+    scratch_tool("noop", lambda ctx, args: "ok", transactional=transactional)
+    assert statements_per_tool_turn(scripted_llm, workspace, "noop") == per_turn
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool):
+    # the same, plus each commit's AgentStream event, numbered by an UPDATE of the session row that is the
+    # session's heartbeat too, and BEGIN and COMMIT around each commit
+    scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
+    assert claims.claim(Session, session.pk, stale_after=60)  # as the session's tick does
+    assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 12
+
+
+def test_a_running_fire_sends_the_prompt_its_journal_renders_after_a_resume(scripted_llm, workspace, scratch_tool):
+    # given a tool call whose arguments come in another key order than the journal (jsonb) keeps
+    scratch_tool("noop", lambda ctx, args: "ok")
+    fire = fire_create(workspace=workspace, mode="introspective", question="q")
+    scripted_llm.call_tool("noop", {"zeta": {"yy": 1, "b": 2}, "a": 1}, id="n")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    # when it runs
+    fire_run(fire_id=fire.pk)
+    # then its second call showed the first turn as a resumed fire reads it back: the same prompt
+    sent = next(m for m in scripted_llm.sent[1].messages if m.role == "assistant").tool_calls[0].arguments
+    stored = FireTurn.objects.get(fire=fire, number=1).tool_calls[0]["arguments"]
+    assert json.dumps(sent) == json.dumps(stored)
+
+
+def test_a_fire_outside_a_session_reads_the_default_agent_without_storing_it(scripted_llm, workspace):
+    fire = fire_create(workspace=workspace, mode="introspective", question="who are you?")
+    scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    assert "You are Fathom" in scripted_llm.sent[0].messages[0].content
+    assert not AgentProfile.objects.filter(workspace=workspace).exists()
+
+
+@pytest.mark.django_db(transaction=True)  # the fire's own transactions, as on a worker
+def test_a_session_fire_stops_when_its_session_is_taken_over(scripted_llm, session, scratch_tool):
+    # given a session fire whose tool runs while another runner takes the session over
+    def taken_over(ctx, args):
+        Session.objects.filter(pk=session.pk).update(runner="elsewhere:1:1")
+        return "ok"
+
+    scratch_tool("slow", taken_over, transactional=False)
+    assert claims.claim(Session, session.pk, stale_after=60)
+    fire = fire_create(workspace=session.workspace, mode="reactive", question="q", session=session)
+    scripted_llm.call_tool("slow", id="s").reply(tool_calls=[respond()])
+    # when it records the tool's result, then
+    with pytest.raises(claims.ClaimLost):
+        fire_run(fire_id=fire.pk)
+    # it stopped there: the result was not committed and the model was not asked again
+    assert not FireToolCall.objects.filter(fire=fire).exists() and len(scripted_llm.sent) == 1

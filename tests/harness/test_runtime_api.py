@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from fathom.services import apikey_create
-from harness.runtime.models import Session, SessionEvent, Trigger
+from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
 from tests.harness.support import read_sse, wait_for, wait_for_background_work
 
 
@@ -82,6 +82,21 @@ def test_profiles_are_created_changed_and_reach_a_session_on_refresh(api):
     slugs = [p["slug"] for p in api.get("/v1/profiles/agents").json()["results"]]
     assert sorted(slugs) == ["ada", "fathom"]
     assert api.get("/v1/profiles/users/myra").json()["preferences"] == {"tone": "plain"}
+
+
+def test_reading_the_default_agent_profile_never_stores_it(api, workspace):
+    # given a workspace that never used its default agent profile
+    # when it is listed and shown
+    listed = api.get("/v1/profiles/agents").json()["results"]
+    shown = api.get("/v1/profiles/agents/fathom")
+    # then both show it with its defaults, and nothing was written by a GET
+    assert [p["slug"] for p in listed] == ["fathom"]
+    assert shown.status_code == 200 and shown.json()["identity_md"].startswith("You are Fathom")
+    assert not AgentProfile.objects.filter(workspace=workspace).exists()
+    # and an edit stores it, once
+    assert api.patch("/v1/profiles/agents/fathom", {"soul_md": "calm"}, format="json").json()["soul_md"] == "calm"
+    assert [p["slug"] for p in api.get("/v1/profiles/agents").json()["results"]] == ["fathom"]
+    assert AgentProfile.objects.filter(workspace=workspace).count() == 1
 
 
 # --- with a real worker and a live server -----------------------------------------------------------------

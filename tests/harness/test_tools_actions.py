@@ -9,13 +9,14 @@ import pytest
 from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall
 from harness.fires.services import fire_create, fire_run
-from harness.runtime.services import message_send, session_tick
+from harness.runtime.services import message_send
 from harness.tools import REGISTRY, ToolContext
 from harness.tools.orient_shift import orient_regenerate
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import HelperHost, HelperJob, Proposal, Routine
 from proposals.services import proposal_approve
+from tests.harness.support import session_tick
 from tests.harness.tool_fire import received, run_tools
 
 # The media store the see_image tests configure (FATHOM_MEDIA_RESOLVER names `resolve_media`).
@@ -122,13 +123,13 @@ def test_orient_shift_queues_the_regeneration_after_its_result_commits(
     message_send(session=session, content="I'm done with crypto; it's all robotics now")
     scripted_llm.call_tool("orient_shift", {"reason": "from crypto to robotics"}, id="o")
     scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "shifting"}}]).call_tool("skip")
-    original = tasks.orient_regenerate.delay
-    tasks.orient_regenerate.delay = lambda *args: queued.append(args)
+    original = tasks.orient_regenerate.apply_async  # what the tool's signature sends through
+    tasks.orient_regenerate.apply_async = lambda args=(), kwargs=None, **options: queued.append(tuple(args))
     try:
         with django_capture_on_commit_callbacks(execute=True):
             session_tick(session_id=session.pk)
     finally:
-        tasks.orient_regenerate.delay = original
+        tasks.orient_regenerate.apply_async = original
     fire = Fire.objects.get(session=session)
     assert received(scripted_llm.sent[1])["o"].startswith("orient regeneration queued")
     assert queued == [(str(fire.pk), f"{fire.pk}:1:o", "from crypto to robotics")]
@@ -311,7 +312,8 @@ def test_a_crash_between_a_side_effect_and_its_record_writes_nothing_twice(
         return record(fire, turn, position, call, result, **kwargs)
 
     monkeypatch.setattr(loop, "_record", die_once)
-    monkeypatch.setattr(tasks.orient_regenerate, "delay", lambda *args: queued.append(args))
+    monkeypatch.setattr(tasks.orient_regenerate, "apply_async",
+                        lambda args=(), kwargs=None, **options: queued.append(tuple(args)))
     calls = [("e", "engage_feed", {"kind": "more", "target_ids": [target.pk]}),
              ("d", "dispatch_helper", {"host": "studio", "task": "t", "title": "t"}),
              ("m", "mint_routine", {"name": "n", "schedule": "0 7 * * *", "prompt": "p", "title": "t"}),

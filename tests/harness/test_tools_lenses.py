@@ -8,9 +8,10 @@ from django.utils import timezone
 
 from harness.runtime import claims
 from harness.runtime.models import Session
-from harness.runtime.services import message_send, session_tick
+from harness.runtime.services import message_send
 from lake.services import delta_create, deltas_create, provenance_create
 from proposals.services import proposal_draft
+from tests.harness.support import session_tick
 from tests.harness.tool_fire import received, run_tools
 
 NOW = timezone.now().replace(microsecond=0)

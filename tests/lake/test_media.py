@@ -34,15 +34,15 @@ def test_the_type_comes_from_the_bytes_not_the_header(api):
     assert response.status_code == 201 and response.json()["media_type"] == "image/webp"
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    (b"", "the body is empty"),
-    (b"%PDF-1.7 not a picture", "not a PNG, JPEG, GIF or WebP image"),
-    (b"\xff\xd8\xff" + b"\x00" * 2048, "at most 1,024"),
+@pytest.mark.parametrize(("body", "status", "message"), [
+    (b"", 400, "the body is empty"),
+    (b"%PDF-1.7 not a picture", 400, "not a PNG, JPEG, GIF or WebP image"),
+    (b"\xff\xd8\xff" + b"\x00" * 2048, 413, "larger than 1,024 bytes"),
 ])
-def test_bad_uploads_are_refused_saying_why_and_store_nothing(api, settings, body, message):
+def test_bad_uploads_are_refused_saying_why_and_store_nothing(api, settings, body, status, message):
     settings.FATHOM_MEDIA_MAX_BYTES = 1024
     response = upload(api, body)
-    assert response.status_code == 400 and message in response.json()["error"]["message"]
+    assert response.status_code == status and message in response.json()["error"]["message"]
     assert not Media.objects.exists()
 
 

@@ -12,7 +12,7 @@ import pytest
 from lake.models import Delta
 from lake.tasks import embed_deltas
 from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for_worker, worker_env
-from tests.lake.test_tasks import EmbeddingsServer
+from tests.lake.support import EmbeddingsServer
 
 pytestmark = pytest.mark.worker
 

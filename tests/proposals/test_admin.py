@@ -80,7 +80,7 @@ def test_the_detail_page_renders_the_payload_the_decision_form_and_the_history(a
     assert 'id="decide-form"' in html and 'form="decide-form"' in html
     admin_client.post(decide_url(proposal), {"decision": "approve"})
     html = admin_client.get(change_url).content.decode()
-    assert "decision history" in html.lower() and "operator:admin" in html
+    assert "decision history" in html.lower() and "operator:user:admin" in html
     assert 'id="decide-form"' not in html  # decided: nothing left to decide
 
 
@@ -93,7 +93,7 @@ def test_an_operator_approves_from_the_admin(admin_client, workspace):
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.APPROVED and Routine.objects.count() == 1
     decision = Decision.objects.get(proposal=proposal)
-    assert (decision.action, decision.decided_by) == ("approve", "operator:admin")
+    assert (decision.action, decision.decided_by) == ("approve", "operator:user:admin")
     assert "approved: routine:" in _messages(admin_client.get(CHANGELIST))
 
 

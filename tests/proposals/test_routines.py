@@ -1,4 +1,4 @@
-"""Routines: cron validation, the beat entry an approval creates, and what a tick records."""
+"""Routines: a bad schedule refused at draft, the beat entry an approval creates, and what a tick records."""
 
 import json
 import time
@@ -20,30 +20,6 @@ def approve_routine(workspace, **overrides) -> Routine:
     proposal = proposal_approve(proposal=proposal, decided_by="operator:ops")
     assert proposal.status == ProposalStatus.APPROVED, proposal.failure_reason
     return Routine.objects.get(pk=int(proposal.result_ref.removeprefix("routine:")))
-
-
-@pytest.mark.parametrize(("expression", "message"), [
-    ("* * * *", "must have 5 fields .* it has 4"),
-    ("61 * * * *", "the minute field '61' is not valid .* 0-59"),
-    ("0 24 * * *", "the hour field '24' is not valid .* 0-23"),
-    ("0 mon * * *", "the hour field 'mon' is not valid"),
-    ("0 0 0 * *", "the day-of-month field '0' is not valid .* 1-31"),
-    ("0 0 * 13 *", "the month-of-year field '13' is not valid"),
-    ("0 0 * * funday", "the day-of-week field 'funday' is not valid"),
-    ("0 0 * * 1;rm", "the day-of-week field '1;rm' is not valid"),
-])
-def test_a_bad_cron_expression_is_refused_saying_which_field(expression, message):
-    with pytest.raises(ApplicationError, match=message):
-        routines.cron_parse(expression)
-
-
-@pytest.mark.parametrize(("expression", "parsed"), [
-    ("*/15 9-17 * * mon-fri", "*/15 9-17 * * mon-fri"),
-    ("@hourly", "0 * * * *"),
-    ("  0 0 1 jan *  ", "0 0 1 jan *"),
-])
-def test_good_cron_expressions_parse(expression, parsed):
-    assert str(routines.cron_parse(expression)) == parsed
 
 
 def test_a_bad_schedule_in_a_draft_is_refused_naming_the_payload_field(workspace):

@@ -1,72 +1,27 @@
-"""Festinger's in-memory world model (seed 002, "In-Memory Cache Layer"), per process, per workspace.
-
-`world(workspace_id)` is the workspace's `World`, loaded from PostgreSQL at first use. It holds the
-seed's structures: `soas_by_token`, `soas_by_id`, `urd_by_concept`, `urd_by_concept_dim` and
-`pending_conflicts` (here the (concept id, dimension id) pairs with a pending conflict, so the `?`
-marks the contested dimension only). Reads touch nothing but these dicts and this process's own
-socket buffer: the read path never waits for the network.
-
-- Coherence. Every committed change to the graph ends in `note_write(workspace_id)` (festinger's
-  services call it on commit), which publishes the workspace id on the `festinger:changes` channel.
-  Every process is subscribed (`_Changes`); before each read it takes what Redis has delivered to its
-  socket (a non-blocking look, no round trip) and a world named there reloads the graph (edges,
-  pending conflicts, new concepts, configuration) before it answers. Redis writes the message to
-  every subscriber in the same pass as it answers the publisher (microseconds apart, before the
-  publisher can tell anyone), so a write in one process is seen by every other one at its next read.
-  A subscription that drops is made again at the next read and marks every world stale: what was
-  published meanwhile is lost. The reload is incremental (what was written since the last one), a
-  full load only at first use and on the operator's reload.
-- Encounter counts. Counting is in memory: the common words' in a `Lexicon` (festinger/_words.c,
-  which counts them without a string each), the other tokens' per text, and those at once into
-  `counted` (saliency needs them). A background thread per process (`_background`) adds them to a Redis
-  hash with HINCRBY every PUSH_SECONDS (atomic: many processes can count the same token); at process
-  exit the rest is pushed.
-  The beat entry `maintenance.festinger_counts_flush` (every 30 s) moves the hash into PostgreSQL
-  with `encounter_count = encounter_count + n`, never read-modify-write, and publishes the new totals;
-  each process's background thread fetches them, so its view of a token's count includes what the
-  others counted.
-
-A workspace without a world (no WorldConfig row: never bootstrapped) is dormant: its model calls
-are not enriched and its tokens not counted, since without the dictionary every English word would
-look salient. Any fact, `fathom festinger bootstrap` or the admin bootstraps it.
-"""
+"""One workspace's world model in one process (seed 002, "In-Memory Cache Layer"): the seed's structures
+(`soas_by_token`, `soas_by_id`, `urd_by_concept`, `urd_by_concept_dim`, `pending_conflicts`) loaded from
+PostgreSQL, the encounters this process counted, and the push of those counts to Redis. Which worlds a
+process holds and when they reload is festinger/cache/registry.py's business."""
 
 from __future__ import annotations
 
-import atexit
 import json
-import logging
 import math
-import os
 import threading
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from celery import signals
-from django.db import connection, transaction
+from django.db import connection
 from redis.exceptions import RedisError
 
 from fathom.redis_client import get_redis
-from festinger._words import Lexicon
+from festinger.cache import keys
+from festinger.models import WorldConfig
 from festinger.text import normalise
+from festinger.wordscan import Lexicon
 
-log = logging.getLogger(__name__)
-
-PUSH_SECONDS = 5.0          # how long counts may wait in a process before they go to Redis
-DORMANT_RECHECK_SECONDS = 30.0
 WRITE_RETRY_SECONDS = 600.0  # a concept whose write came to nothing is asked about again after this
-FLUSH_LOCK_SECONDS = 120
-
-_CHANGES = "festinger:changes"         # a workspace id per committed graph write
-_COUNTS = "festinger:{ws}:counts"      # token -> count pushed by processes, waiting for the flush
-_DRAINING = "festinger:{ws}:counts:draining"
-_DRAINING_ID = "festinger:{ws}:counts:draining:id"
-_TOTALS = "festinger:{ws}:totals"      # token -> "<concept id>:<encounter_count>" as of the last flush
-_FLUSHED = "festinger:{ws}:flushed"    # bumped by every flush
-_COUNTING = "festinger:counting"       # workspaces that ever pushed counts
-_FLUSH_LOCK = "festinger:flush:lock"
 # An incremental reload also reads what changed this long before the previous one: a transaction that
 # wrote earlier but committed after that reload is still seen.
 RELOAD_MARGIN_SECONDS = 120
@@ -81,18 +36,6 @@ redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
 # Take what was pushed as a batch named ARGV[1] (unless a failed flush left a batch behind, which goes
-# first): {batch id, token, n, token, n, ...}.
-_DRAIN_SCRIPT = """
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-  redis.call('RENAME', KEYS[1], KEYS[2])
-  redis.call('DEL', KEYS[3])
-end
-redis.call('SET', KEYS[3], ARGV[1], 'NX')
-local batch = redis.call('HGETALL', KEYS[2])
-table.insert(batch, 1, redis.call('GET', KEYS[3]))
-return batch
-"""
 
 
 @dataclass(slots=True)
@@ -362,8 +305,6 @@ class World:
             self.common |= {row.token}
 
     def _read_settings(self) -> None:
-        from festinger.models import WorldConfig
-
         config = WorldConfig.objects.filter(workspace_id=self.workspace_id).first()
         if config is not None:
             self.settings = Settings(
@@ -403,7 +344,7 @@ class World:
             # One argument: packing thousands of tokens is what costs, not sending them.
             counts = json.dumps(_summed(taken))
             try:
-                get_redis().eval(_PUSH_SCRIPT, 2, _COUNTS.format(ws=self.workspace_id), _COUNTING,
+                get_redis().eval(_PUSH_SCRIPT, 2, keys.COUNTS.format(ws=self.workspace_id), keys.COUNTING,
                                  self.workspace_id, counts)
             except RedisError:
                 with self._count_lock:
@@ -417,275 +358,3 @@ def _summed(counts_list) -> Counter:
         total.update(counts)
     return total
 
-
-# --- the registry of this process's worlds ---------------------------------------------------------
-
-_worlds: dict[int, World] = {}
-_dormant: dict[int, float] = {}    # workspace id -> when to look again
-_registry_lock = threading.Lock()
-
-
-def world(workspace_id: int) -> World | None:
-    """The workspace's World, synced with every other process; None while the workspace is dormant."""
-    _changes_take()
-    found = _worlds.get(workspace_id)
-    if found is None:
-        found = _load(workspace_id)
-        if found is None:
-            return None
-    found.sync()
-    return found
-
-
-def _load(workspace_id: int) -> World | None:
-    from festinger.models import WorldConfig
-
-    if _dormant.get(workspace_id, 0) > time.monotonic():
-        return None
-    with _registry_lock:
-        if workspace_id in _worlds:
-            return _worlds[workspace_id]
-        if not WorldConfig.objects.filter(workspace_id=workspace_id).exists():
-            _dormant[workspace_id] = time.monotonic() + DORMANT_RECHECK_SECONDS
-            return None
-        _dormant.pop(workspace_id, None)
-        loaded = World(workspace_id)
-        loaded.flushed = get_redis().get(_FLUSHED.format(ws=workspace_id))
-        loaded.load()  # after subscribing (`world`): a write committed from here on is heard of
-        _worlds[workspace_id] = loaded
-        return loaded
-
-
-def held(workspace_id: int) -> World | None:
-    """The workspace's World if this process holds one, as it is: never loaded or synced for the asking."""
-    return _worlds.get(workspace_id)
-
-
-def note_write(workspace_id: int) -> None:
-    """A write to the workspace's graph committed: every process reloads before its next read."""
-    get_redis().publish(_CHANGES, workspace_id)
-    _changed(workspace_id)
-
-
-def world_reload(workspace_id: int) -> World | None:
-    """The operator's reload: this process reloads everything now, every other one before its next read."""
-    note_write(workspace_id)
-    loaded = _worlds.get(workspace_id)
-    if loaded is None:
-        return world(workspace_id)
-    loaded.stale = False
-    loaded.load()
-    return loaded
-
-
-def _changed(workspace_id: int) -> None:
-    found = _worlds.get(workspace_id)
-    if found is not None:
-        found.stale = True
-    _dormant.pop(workspace_id, None)
-
-
-class _Changes:
-    """This process's subscription to the changes channel. `take` reads what Redis has delivered to
-    the socket without waiting for more, and marks the worlds it names stale."""
-
-    def __init__(self):
-        self.pid = os.getpid()
-        self.pubsub = None
-        self.lock = threading.Lock()
-
-    def take(self) -> None:
-        with self.lock:
-            try:
-                self._take()
-            except RedisError:  # the connection dropped: subscribe again (everything reloads), once
-                self.pubsub.close()
-                self.pubsub = None
-                self._take()
-
-    def _take(self) -> None:
-        if self.pubsub is None:
-            self.pubsub = get_redis().pubsub()
-            self.pubsub.subscribe(_CHANGES)
-            # Wait for the confirmation: from then on no write goes unheard.
-            self._apply(self.pubsub.get_message(timeout=5))
-        while (message := self.pubsub.get_message(timeout=0.0)) is not None:
-            self._apply(message)
-
-    @staticmethod
-    def _apply(message) -> None:
-        if message is None:
-            raise RedisError("festinger: Redis did not confirm the subscription to the changes channel")
-        if message["type"] == "subscribe":
-            # The first subscription, or one after the connection dropped: what was published before is lost.
-            for found in list(_worlds.values()):
-                found.stale = True
-        elif message["type"] == "message":
-            _changed(int(message["data"]))
-
-
-_changes: _Changes | None = None
-_stopping = threading.Event()
-
-
-def _changes_take() -> None:
-    """Take the changes delivered to this process; the first call in a process (a forked worker child
-    included) subscribes and starts its background thread."""
-    global _changes
-    if _changes is None or _changes.pid != os.getpid():
-        with _registry_lock:
-            if _changes is None or _changes.pid != os.getpid():
-                _changes = _Changes()
-                threading.Thread(target=_background, name="festinger-background", daemon=True).start()
-    _changes.take()
-
-
-def _background() -> None:
-    """Every PUSH_SECONDS until `background_stop`: push this process's counts to Redis, fetch the
-    totals of a flush for the worlds to take at their next read, and read the changes channel (an idle
-    process's socket does not fill up). Never on the read path."""
-    unreachable = False
-    while not _stopping.wait(PUSH_SECONDS):
-        try:
-            _background_round()
-        except RedisError as exc:  # counts wait in memory until Redis is back; said once, not every round
-            if not unreachable:
-                log.warning("festinger: Redis unreachable (%s); counts kept until it is back", exc)
-            unreachable = True
-            continue
-        except Exception:
-            log.exception("festinger: pushing counts or fetching totals failed; next try in %s s", PUSH_SECONDS)
-        if unreachable:
-            log.info("festinger: Redis reachable again; counts pushed")
-            unreachable = False
-
-
-def background_stop() -> None:
-    """Stop this process's background thread after its round: at exit (the counts left are pushed by
-    `push_all`), and before a test run stops its Redis."""
-    _stopping.set()
-
-
-def _background_round() -> None:
-    worlds = list(_worlds.values())
-    if not worlds:
-        return
-    for found in worlds:
-        found.push()
-    redis = get_redis()
-    for found, flushed in zip(worlds, redis.mget([_FLUSHED.format(ws=w.workspace_id) for w in worlds]),
-                              strict=True):
-        if flushed != found.flushed:
-            found.staged_totals = redis.hgetall(_TOTALS.format(ws=found.workspace_id))
-            found.flushed = flushed
-    _changes.take()
-
-
-def forget(workspace_id: int | None = None) -> None:
-    """Drop cached worlds (all of them by default), pushing their counts first."""
-    for pk in list(_worlds) if workspace_id is None else [workspace_id]:
-        found = _worlds.pop(pk, None)
-        if found is not None:
-            found.push()
-        _dormant.pop(pk, None)
-
-
-def push_all() -> None:
-    """Push every world's unpushed counts to Redis: at process exit, so no count is lost."""
-    for found in list(_worlds.values()):
-        try:
-            found.push()
-        except Exception:  # exiting: Redis may be gone; say so rather than fail the exit
-            log.exception("festinger: could not push the counts of workspace %s", found.workspace_id)
-
-
-atexit.register(push_all)
-atexit.register(background_stop)  # runs first: exit handlers run last-registered first
-
-
-@signals.worker_process_shutdown.connect
-def _push_at_worker_exit(**_kwargs):
-    push_all()
-
-
-# --- the flush: Redis -> PostgreSQL (the beat entry's work) -----------------------------------------
-
-_UPSERT = """
-INSERT INTO festinger_concept (workspace_id, token, encounter_count, last_seen, saliency, novelty, is_common,
-                               created_at)
-SELECT %s, t.token, t.n, now(), CASE WHEN t.n > 1 THEN ln(t.n::float8) ELSE 0 END, 0, false, now()
-FROM unnest(%s::text[], %s::bigint[]) AS t(token, n)
-ON CONFLICT (workspace_id, token) DO UPDATE SET
-    encounter_count = festinger_concept.encounter_count + EXCLUDED.encounter_count,
-    last_seen = EXCLUDED.last_seen,
-    saliency = CASE
-        WHEN festinger_concept.is_common AND NOT EXISTS (
-            SELECT 1 FROM festinger_edge e WHERE e.concept_id = festinger_concept.id AND e.parent_id <> e.concept_id)
-        THEN 0
-        ELSE ln(greatest(festinger_concept.encounter_count + EXCLUDED.encounter_count, 1)::float8) END
-RETURNING token, id, encounter_count
-"""
-
-
-def counts_flush() -> dict[int, int]:
-    """Add every workspace's pushed counts to PostgreSQL; returns {workspace id: tokens flushed}.
-    One flush at a time (a Redis lock). A batch is added once: its id is recorded in the same
-    transaction (WorldConfig.counts_batch), so a flush that died after the commit and before Redis
-    deleted the batch finds it added and only publishes its totals."""
-    from festinger.models import TOKEN_MAX_LENGTH
-
-    redis = get_redis()
-    if not redis.set(_FLUSH_LOCK, "1", nx=True, ex=FLUSH_LOCK_SECONDS):
-        return {}
-    flushed = {}
-    try:
-        for member in redis.smembers(_COUNTING):
-            workspace_id = int(member)
-            keys = {"ws": workspace_id}
-            raw = redis.eval(_DRAIN_SCRIPT, 3, _COUNTS.format(**keys), _DRAINING.format(**keys),
-                             _DRAINING_ID.format(**keys), uuid.uuid4().hex)
-            if not raw:
-                continue
-            batch_id, pairs = raw[0], raw[1:]
-            batch = {token: int(n) for token, n in zip(pairs[::2], pairs[1::2], strict=True)
-                     if len(token) <= TOKEN_MAX_LENGTH}
-            totals = _batch_add(workspace_id, batch_id, batch) if batch else {}
-            pipe = redis.pipeline()
-            pipe.delete(_DRAINING.format(**keys), _DRAINING_ID.format(**keys), _TOTALS.format(**keys))
-            if totals:
-                pipe.hset(_TOTALS.format(**keys), mapping=totals)
-            pipe.incr(_FLUSHED.format(**keys))
-            pipe.execute()
-            flushed[workspace_id] = len(totals)
-    finally:
-        redis.delete(_FLUSH_LOCK)
-    return flushed
-
-
-def _batch_add(workspace_id: int, batch_id: str, batch: dict[str, int]) -> dict[str, str]:
-    """Add the batch's counts unless it was added already; token -> "<concept id>:<count>" either way
-    (nothing for a workspace without a world)."""
-    tokens = sorted(batch)  # one lock order for concurrent upserts
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("UPDATE festinger_worldconfig SET counts_batch = %s "
-                       "WHERE workspace_id = %s AND counts_batch <> %s", [batch_id, workspace_id, batch_id])
-        if cursor.rowcount:
-            cursor.execute(_UPSERT, [workspace_id, tokens, [batch[t] for t in tokens]])
-        else:
-            cursor.execute("SELECT token, id, encounter_count FROM festinger_concept "
-                           "WHERE workspace_id = %s AND token = ANY(%s)", [workspace_id, tokens])
-        return {token: f"{pk}:{count}" for token, pk, count in cursor.fetchall()}
-
-
-# --- the beat entry ---------------------------------------------------------------------------------
-
-FLUSH_TASK = "maintenance.festinger_counts_flush"
-
-
-def counts_flush_schedule_ensure(**models):
-    from fathom.schedules import interval_task_ensure
-
-    return interval_task_ensure(
-        task=FLUSH_TASK, every_seconds=30, **models,
-        description="Every 30 s: adds the encounter counts every process pushed to Redis to Festinger's "
-                    "concepts in PostgreSQL (encounter_count + n), and publishes the totals.")

@@ -12,11 +12,24 @@ from fathom.models import ApiKey, Role
 from fathom.services import apikey_create, apikey_revoke
 
 
+class ComponentHealth(serializers.Serializer):
+    ok = serializers.BooleanField()
+    error = serializers.CharField(required=False, help_text="why the component is not ok, when it failed to answer")
+
+
+class HealthOutput(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="every component is ok")
+    database = ComponentHealth(help_text="also: engine, server_version, pgvector_version, embedded")
+    redis = ComponentHealth(help_text="also: version, embedded")
+    workers = ComponentHealth(help_text="also: workers, queues_without_worker, ping_ms")
+    beat = ComponentHealth(help_text="also: last_tick, age_seconds")
+
+
 class HealthView(APIView):
     authentication_classes = []
     permission_classes = [AllowAny]
 
-    @extend_schema(responses={200: dict, 503: dict}, summary="Health of every component (no auth)")
+    @extend_schema(responses={200: HealthOutput, 503: HealthOutput}, summary="Health of every component (no auth)")
     def get(self, request):
         report = health_report()
         return Response(report, status=status.HTTP_200_OK if report["ok"] else status.HTTP_503_SERVICE_UNAVAILABLE)
@@ -39,6 +52,13 @@ class ApiKeyOutput(serializers.ModelSerializer):
         fields = ["id", "name", "prefix", "role", "created_at", "last_used_at", "revoked_at"]
 
 
+class ApiKeyIssuedOutput(ApiKeyOutput):
+    secret = serializers.CharField(help_text="the key itself: send it as 'Authorization: Bearer <secret>'")
+
+    class Meta(ApiKeyOutput.Meta):
+        fields = [*ApiKeyOutput.Meta.fields, "secret"]
+
+
 class ApiKeyListCreateView(generics.ListAPIView):
     """Keys of the caller's workspace. Only owners list, issue and revoke keys."""
 
@@ -53,7 +73,7 @@ class ApiKeyListCreateView(generics.ListAPIView):
     def get_queryset(self):
         return ApiKey.objects.filter(workspace=self.request.workspace)
 
-    @extend_schema(request=Input, responses={201: ApiKeyOutput}, summary="Issue a key (its secret is shown once)")
+    @extend_schema(request=Input, responses={201: ApiKeyIssuedOutput}, summary="Issue a key (its secret is shown once)")
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)

@@ -5,6 +5,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.auth import request_actor as _decider
 from fathom.models import Role
 from proposals import selectors, services
 from proposals.models import Decision, Proposal, ProposalStatus
@@ -39,10 +40,6 @@ class ProposalDetailOutput(ProposalOutput):
     @extend_schema(responses=DecisionOutput(many=True))
     def get_decisions(self, proposal) -> list:
         return DecisionOutput(proposal.decisions_newest, many=True).data
-
-
-def _decider(request) -> str:
-    return f"operator:{request.user.actor_id}"
 
 
 class ProposalListView(generics.ListAPIView):

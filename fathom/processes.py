@@ -1,0 +1,33 @@
+"""The command lines of Fathom's three kinds of process, built in one place: `fathom up` starts one of
+each as its children, and `fathom web`, `fathom worker` and `fathom beat` run one alone (on another
+machine, say, pointed at the same DATABASE_URL and REDIS_URL).
+
+Processes per command line, for sizing the database's connections: web is one uvicorn process;
+a worker is one main process plus `concurrency` prefork pool processes; beat is one process."""
+
+import sys
+
+from django.conf import settings
+
+from fathom.http_protocol import uvicorn_args
+
+
+def web_argv(*, host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "uvicorn", "fathom.asgi:application", "--host", host, "--port", str(port),
+            "--no-access-log", "--timeout-graceful-shutdown", "3", *uvicorn_args()]
+
+
+def worker_argv(*, queues: list[str], concurrency: int, name: str) -> list[str]:
+    """A Celery worker on `queues` with `concurrency` pool processes, named `name` (`%h` is the host)."""
+    return [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(queues),
+            "-c", str(concurrency), "-n", name, "--loglevel", "INFO", "--without-mingle", "--without-gossip"]
+
+
+def beat_argv() -> list[str]:
+    """celery beat with the database scheduler (settings); run exactly one per deployment."""
+    return [sys.executable, "-m", "celery", "-A", "fathom", "beat", "--loglevel", "INFO",
+            "--pidfile=", "-s", str(settings.DATA_DIR / "celerybeat-schedule")]
+
+
+def unknown_queues(queues: list[str]) -> list[str]:
+    return [queue for queue in queues if queue not in settings.FATHOM_QUEUES]

@@ -1,0 +1,41 @@
+"""Reads of fires, always scoped by workspace."""
+
+import uuid
+
+from fathom.errors import NotFoundError
+from fathom.tracing.models import TraceEvent
+from harness.fires.models import Fire
+from harness.runtime.models import Session
+
+TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
+                "model", "provider", "input_tokens", "output_tokens", "cost", "error"]
+TRACE_LIMIT = 2000
+
+
+def fire_get(*, workspace, fire_id) -> Fire:
+    try:
+        pk = uuid.UUID(str(fire_id))
+    except ValueError:
+        pk = None
+    fire = Fire.objects.filter(workspace=workspace, pk=pk).first() if pk else None
+    if fire is None:
+        raise NotFoundError(f"no fire {fire_id} in this workspace")
+    return fire
+
+
+def fires_list(*, workspace, session: Session | None = None):
+    fires = Fire.objects.filter(workspace=workspace)
+    return fires.filter(session=session) if session is not None else fires
+
+
+def fire_with_journal(*, fire: Fire) -> Fire:
+    """The fire with its turns, their tool calls and its children, read in four queries."""
+    return Fire.objects.prefetch_related("turns__calls", "children").get(pk=fire.pk)
+
+
+def fire_trace(*, fire: Fire) -> list[dict]:
+    """The fire's trace events (model calls, tool calls, its child fires), oldest first."""
+    if not fire.trace_id:
+        return []
+    return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
+                .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
