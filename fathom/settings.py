@@ -197,6 +197,8 @@ SPECTACULAR_SETTINGS = {
         "FireStatusEnum": "harness.fires.models.Fire.Status",
         "SearchModeEnum": "lake.search.plan.MODES",
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
+        "RoleEnum": "fathom.tenancy.Role",
+        "FireModeEnum": "harness.fires.models.Fire.Mode",
     },
 }
 
