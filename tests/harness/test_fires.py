@@ -355,9 +355,10 @@ TOOL_TURNS = 4
 
 
 def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None) -> float:
-    # The first fire warms this process's caches; each size then runs twice and keeps its fewest
-    # statements, since a cache another process invalidates meanwhile (a worker left running by an
-    # earlier test writes to Festinger's world, say) costs a reload in whichever fire comes next.
+    # The harness's own statements: Festinger's middleware is left out, since a worker left running by an
+    # earlier test may write the cues these fires' texts queue, and the world's reload then lands in
+    # whichever turn comes next. The first fire warms this process's caches; each size then runs twice
+    # and keeps its fewest statements, for any other cache another process invalidates meanwhile.
     counts = []
     for tool_turns in (1, 1, 1, 1 + TOOL_TURNS, 1 + TOOL_TURNS):
         if session is None:
@@ -378,13 +379,16 @@ def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None
     (True, 6),   # trace flush, the turn (with the fire's counters), trace flush; BEGIN, the result, COMMIT
     (False, 4),  # a tool that only reads runs outside a transaction: its result is one statement
 ])
-def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scratch_tool, transactional, per_turn):
+def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scratch_tool, transactional, per_turn,
+                                                  settings):
+    settings.FATHOM_MODEL_MIDDLEWARE = []
     scratch_tool("noop", lambda ctx, args: "ok", transactional=transactional)
     assert statements_per_tool_turn(scripted_llm, workspace, "noop") == per_turn
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool):
+def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool, settings):
+    settings.FATHOM_MODEL_MIDDLEWARE = []
     # the same, plus each commit's AgentStream event, numbered by an UPDATE of the session row that is the
     # session's heartbeat too, and BEGIN and COMMIT around each commit
     scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
