@@ -2,6 +2,7 @@
 tool results, cancellation, resume, introspection, Sit, offline."""
 
 import json
+from collections import Counter
 
 import pytest
 from django.db import connection
@@ -370,8 +371,22 @@ def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None
         scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
         with CaptureQueriesContext(connection) as queries:
             assert fire_run(fire_id=fire.pk).status == "finished"
-        counts.append(len(queries))
-    return (min(counts[3:]) - min(counts[1:3])) / TOOL_TURNS
+        counts.append([query["sql"][:80] for query in queries.captured_queries])
+    small, large = min(counts[1:3], key=len), min(counts[3:], key=len)
+    extra = Counter(large) - Counter(small)
+    return StatementsPerTurn((len(large) - len(small)) / TOOL_TURNS, sorted(extra.elements()))
+
+
+class StatementsPerTurn(float):
+    """Statements per tool turn; `extra` lists what the longer fire ran beyond the shorter one."""
+
+    def __new__(cls, value: float, extra: list[str]):
+        made = super().__new__(cls, value)
+        made.extra = extra
+        return made
+
+    def __repr__(self):
+        return f"{float(self)} (extra statements: {self.extra})"
 
 
 @pytest.mark.django_db(transaction=True)  # transactions as in production: BEGIN and COMMIT are counted
