@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
 from harness.runtime import claims
@@ -355,11 +356,14 @@ def test_the_sweep_enqueues_fires_outside_sessions_whose_runner_is_gone(workspac
 TOOL_TURNS = 4
 
 
-def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None) -> float:
-    # The harness's own statements: Festinger's middleware is left out, since a worker left running by an
-    # earlier test may write the cues these fires' texts queue, and the world's reload then lands in
-    # whichever turn comes next. The first fire warms this process's caches; each size then runs twice
-    # and keeps its fewest statements, for any other cache another process invalidates meanwhile.
+def statements_per_tool_turn(workspace, tool: str, *, session=None) -> float:
+    # The harness's own statements: Festinger's middleware is left out (settings), since a worker left
+    # running by an earlier test may write the cues these fires' texts queue, and the world's reload
+    # then lands in whichever turn comes next; and the script answers the fire's `main` role only, so
+    # such a worker judging a finished fire (role `classifier`) cannot take the next fire's answers.
+    # The first fire warms this process's caches; each size then runs twice and keeps its fewest
+    # statements, for any other cache another process invalidates meanwhile.
+    script = Script.install(workspace, roles=("main",))
     counts = []
     for tool_turns in (1, 1, 1, 1 + TOOL_TURNS, 1 + TOOL_TURNS):
         if session is None:
@@ -367,8 +371,8 @@ def statements_per_tool_turn(scripted_llm, workspace, tool: str, *, session=None
         else:
             fire = fire_create(workspace=workspace, mode="reactive", question="q", session=session)
         for _ in range(tool_turns):
-            scripted_llm.call_tool(tool)
-        scripted_llm.reply(tool_calls=[respond()]).call_tool("skip")
+            script.call_tool(tool)
+        script.reply(tool_calls=[respond()]).call_tool("skip")
         with CaptureQueriesContext(connection) as queries:
             assert fire_run(fire_id=fire.pk).status == "finished"
         counts.append([query["sql"][:80] for query in queries.captured_queries])
@@ -394,21 +398,20 @@ class StatementsPerTurn(float):
     (True, 6),   # trace flush, the turn (with the fire's counters), trace flush; BEGIN, the result, COMMIT
     (False, 4),  # a tool that only reads runs outside a transaction: its result is one statement
 ])
-def test_a_tool_turn_takes_a_fixed_few_statements(scripted_llm, workspace, scratch_tool, transactional, per_turn,
-                                                  settings):
+def test_a_tool_turn_takes_a_fixed_few_statements(workspace, scratch_tool, transactional, per_turn, settings):
     settings.FATHOM_MODEL_MIDDLEWARE = []
     scratch_tool("noop", lambda ctx, args: "ok", transactional=transactional)
-    assert statements_per_tool_turn(scripted_llm, workspace, "noop") == per_turn
+    assert statements_per_tool_turn(workspace, "noop") == per_turn
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(scripted_llm, session, scratch_tool, settings):
+def test_a_tool_turn_of_a_session_fire_takes_a_fixed_few_statements(session, scratch_tool, settings):
     settings.FATHOM_MODEL_MIDDLEWARE = []
     # the same, plus each commit's AgentStream event, numbered by an UPDATE of the session row that is the
     # session's heartbeat too, and BEGIN and COMMIT around each commit
     scratch_tool("noop", lambda ctx, args: "ok", transactional=False)
     assert claims.claim(Session, session.pk, stale_after=60)  # as the session's tick does
-    assert statements_per_tool_turn(scripted_llm, session.workspace, "noop", session=session) == 12
+    assert statements_per_tool_turn(session.workspace, "noop", session=session) == 12
 
 
 def test_a_running_fire_sends_the_prompt_its_journal_renders_after_a_resume(scripted_llm, workspace, scratch_tool):
