@@ -80,6 +80,17 @@ def start_worker(name: str, queues=None, concurrency: int = 1, env: dict | None 
     )
 
 
+def wait_for(predicate, timeout: float = 30.0, every: float = 0.05):
+    """The predicate's first truthy value, polled every `every` seconds; AssertionError after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting")
+
+
 def wait_for_worker(name: str, timeout: float = 30) -> str:
     """The worker's node name (name@host) once it answers a ping."""
     from fathom.celery import app

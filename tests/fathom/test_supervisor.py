@@ -19,8 +19,8 @@ from fathom.celery import app
 from fathom.supervisor import Child, RestartPolicy, Supervisor, data_dir_held
 from harness.runtime.models import SessionEvent, Trigger
 from harness.runtime.services import session_create
-from tests.conftest import REPO_ROOT, _session_worker, stop_worker, wait_for_worker
-from tests.fathom.stack import Stack, fathom, free_port, gone, stack_root, wait_until
+from tests.conftest import REPO_ROOT, _session_worker, stop_worker, wait_for, wait_for_worker
+from tests.fathom.stack import Stack, fathom, free_port, gone, stack_root
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(300)"]
 CRASHER = [sys.executable, "-c", "raise SystemExit(3)"]
@@ -62,11 +62,11 @@ def test_a_child_that_dies_is_restarted_after_a_backoff_and_the_others_keep_runn
     supervisor = Supervisor([dying, other], out=out, policy=RestartPolicy(first_backoff=0.2))
 
     def kill_one():
-        first = wait_until(lambda: dying.process and dying.process.pid)
+        first = wait_for(lambda: dying.process and dying.process.pid, timeout=60)
         other_pid = other.process.pid
         # when one is killed
         os.kill(first, signal.SIGKILL)
-        second = wait_until(lambda: dying.process and dying.process.pid != first and dying.process.pid)
+        second = wait_for(lambda: dying.process and dying.process.pid != first and dying.process.pid, timeout=60)
         return first, second, other_pid
 
     ran, (first, second, other_pid) = supervise_while(supervisor, kill_one)
@@ -135,7 +135,7 @@ def test_a_lock_left_by_a_killed_holder_is_taken_over_and_what_it_left_running_i
         # then the dead holder is named, and its child stopped
         assert lock.previous_owner == str(holder.pid)
         assert lock.orphans_stopped == [orphan.pid]
-        wait_until(lambda: gone(orphan), timeout=10)
+        wait_for(lambda: gone(orphan), timeout=10)
 
 
 @pytest.mark.slow
@@ -191,7 +191,7 @@ def test_a_killed_worker_is_restarted_and_the_stack_keeps_serving(running_stack)
     # when it is killed (as the OOM killer would)
     os.kill(first, signal.SIGKILL)
     # then the supervisor starts a new one, and the stack is healthy again with it
-    second = wait_until(lambda: running_stack.child_pid("worker") != first and running_stack.child_pid("worker"))
+    second = wait_for(lambda: running_stack.child_pid("worker") != first and running_stack.child_pid("worker"), timeout=60)
     assert "[up] worker was killed by SIGKILL; restarting it in 1 s" in running_stack.output
     health = running_stack.wait_healthy()
     assert health["workers"]["ok"] and running_stack.process.poll() is None
@@ -212,7 +212,7 @@ def test_kill_9_of_up_takes_its_children_down_and_the_next_up_takes_over(stack_d
         stack.process.kill()
         stack.process.wait()
         # then every process under it is gone too
-        wait_until(lambda: all(gone(child) for child in children), timeout=30)
+        wait_for(lambda: all(gone(child) for child in children), timeout=30)
     finally:
         stack.close()
     # and the next `fathom up` on the same data dir and port takes over and runs a healthy stack
@@ -249,9 +249,9 @@ def test_a_worker_started_with_the_urls_only_takes_fires(tmp_path, api):
         sent = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "are you there?"}, format="json")
         assert sent.status_code in (201, 202), sent.content
         # then that worker answers it
-        wait_until(lambda: Trigger.objects.get(pk=sent.json()["trigger_id"]).addressed, timeout=90)
+        wait_for(lambda: Trigger.objects.get(pk=sent.json()["trigger_id"]).addressed, timeout=90)
         # (the turn ends just after the fire addresses the message)
-        wait_until(lambda: SessionEvent.objects.filter(session=session, kind="TurnEnded").exists(), timeout=30)
+        wait_for(lambda: SessionEvent.objects.filter(session=session, kind="TurnEnded").exists(), timeout=30)
         assert not (tmp_path / "elsewhere" / "postgres").exists() and not (tmp_path / "elsewhere" / "redis").exists()
     finally:
         if shared:

@@ -15,8 +15,7 @@ from festinger import cache
 from festinger.cache import flush, keys, model, registry
 from festinger.models import Concept, Edge
 from festinger.services import edge_remove, insert_fact, world_ensure
-from tests.conftest import REPO_ROOT, worker_env
-from tests.harness.support import wait_for
+from tests.conftest import REPO_ROOT, wait_for, worker_env
 
 pytestmark = [pytest.mark.slow]
 

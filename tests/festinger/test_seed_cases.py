@@ -11,7 +11,7 @@ from festinger import cache
 from festinger.models import Concept, Conflict, Edge
 from festinger.resolution import resolution_execute
 from festinger.services import world_ensure
-from tests.harness.support import wait_for
+from tests.conftest import wait_for
 
 DECOMPOSE = {"decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
              "reasoning": "repo describes what gnommoweb is as a software artifact; container describes how it "

@@ -1,26 +1,16 @@
 """Helpers of the harness's tests: a session tick as the worker runs it, waiting for workers'
 results, reading SSE, counting a fire's writes."""
 
-import time
 from collections import Counter
 
 from harness.fires.services import fire_turn_work
 from harness.runtime import services as runtime_services
+from tests.conftest import wait_for
 
 
 def session_tick(*, session_id) -> str:
     """One tick of the session as the worker's task runs it: its turn's work is a fire."""
     return runtime_services.session_tick(session_id=session_id, work=fire_turn_work)
-
-
-def wait_for(predicate, timeout=30.0, every=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError("timed out waiting")
 
 
 def wait_for_background_work(session=None, *, fires=None, timeout=30.0):

@@ -16,7 +16,8 @@ from harness.fires.services import fire_create, fire_run
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import harness_settings_get, message_send
 from lake.models import Delta
-from tests.harness.support import session_tick, wait_for
+from tests.conftest import wait_for
+from tests.harness.support import session_tick
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import pytest
 
 from fathom.services import apikey_create
 from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
-from tests.harness.support import read_sse, wait_for, wait_for_background_work
+from tests.conftest import wait_for
+from tests.harness.support import read_sse, wait_for_background_work
 
 
 def test_it_opens_a_session_with_the_default_agent_profile(api):

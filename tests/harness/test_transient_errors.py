@@ -25,8 +25,9 @@ from harness.runtime.services import harness_settings_get, message_send
 from harness.tools.base import REGISTRY, Tool, register
 from lake.models import Delta
 from lake.services import delta_create
+from tests.conftest import wait_for
 from tests.harness.conftest import ALL_QUEUES
-from tests.harness.support import fire_write_kinds, wait_for, wait_for_background_work
+from tests.harness.support import fire_write_kinds, wait_for_background_work
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,8 @@ from harness.fires.models import Fire
 from harness.runtime.models import SessionEvent, Trigger, Turn
 from harness.runtime.services import harness_settings_get, message_send
 from lake.services import delta_create
-from tests.harness.support import wait_for, wait_for_background_work
+from tests.conftest import wait_for
+from tests.harness.support import wait_for_background_work
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
