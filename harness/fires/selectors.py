@@ -1,8 +1,7 @@
 """Reads of fires, always scoped by workspace."""
 
-import uuid
 
-from fathom.errors import NotFoundError
+from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire
 from harness.runtime.models import Session
@@ -13,14 +12,7 @@ TRACE_LIMIT = 2000
 
 
 def fire_get(*, workspace, fire_id) -> Fire:
-    try:
-        pk = uuid.UUID(str(fire_id))
-    except ValueError:
-        pk = None
-    fire = Fire.objects.filter(workspace=workspace, pk=pk).first() if pk else None
-    if fire is None:
-        raise NotFoundError(f"no fire {fire_id} in this workspace")
-    return fire
+    return workspace_row_get(Fire, workspace=workspace, pk=fire_id, noun="fire")
 
 
 def fires_list(*, workspace, session: Session | None = None):

@@ -1,21 +1,14 @@
 """Reads of the runtime, always scoped by workspace."""
 
-import uuid
 
 from fathom.errors import NotFoundError
+from fathom.selectors import workspace_row_get
 from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger, UserProfile
 from harness.runtime.profiles import DEFAULT_AGENT, DEFAULT_AGENT_SLUG
 
 
 def session_get(*, workspace, session_id) -> Session:
-    try:
-        pk = uuid.UUID(str(session_id))
-    except ValueError:
-        pk = None
-    session = Session.objects.filter(workspace=workspace, pk=pk).first() if pk else None
-    if session is None:
-        raise NotFoundError(f"no session {session_id} in this workspace")
-    return session
+    return workspace_row_get(Session, workspace=workspace, pk=session_id, noun="session")
 
 
 def sessions_list(*, workspace):

@@ -16,6 +16,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from fathom.selectors import uuid_or_none
 from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
 from harness.runtime.events import event_emit
@@ -99,7 +100,7 @@ def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: 
 
 def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger:
     """Tick a user message off the unaddressed list (the mark_addressed tool). Idempotent."""
-    trigger = Trigger.objects.filter(session_id=session_id, pk=_uuid_or_none(trigger_id),
+    trigger = Trigger.objects.filter(session_id=session_id, pk=uuid_or_none(trigger_id),
                                      kind=Trigger.Kind.USER_MESSAGE).first()
     if trigger is None:
         raise NotFoundError(f"no user message {trigger_id} in this session")
@@ -285,10 +286,3 @@ def _emit(turn: Turn, kind: str, data: dict) -> SessionEvent:
 def _trigger_data(trigger: Trigger) -> dict:
     return {"trigger_id": str(trigger.pk), "kind": trigger.kind, "source": trigger.source, "author": trigger.author,
             "content": trigger.content}
-
-
-def _uuid_or_none(value):
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
