@@ -8,6 +8,9 @@ from django.core.management.base import CommandError
 
 from fathom import embedded, processes
 from fathom.errors import ApplicationError
+from fathom.llm.cli import register as register_llm
+from fathom.models import ApiKey, Workspace
+from fathom.services import apikey_create, apikey_revoke, workspace_create, workspace_get
 from fathom.supervisor import data_dir_holder, run_stack, stack_status
 
 
@@ -60,7 +63,6 @@ def register(subparsers):
     revoke.add_argument("prefix")
     revoke.set_defaults(handler=_apikey_revoke)
 
-    from fathom.llm.cli import register as register_llm
 
     register_llm(subparsers)
 
@@ -109,8 +111,6 @@ def _status(command, options):
 
 
 def _workspace_create(command, options):
-    from fathom.services import workspace_create
-
     try:
         workspace = workspace_create(slug=options["slug"], name=options["name"])
     except ApplicationError as exc:
@@ -119,15 +119,11 @@ def _workspace_create(command, options):
 
 
 def _workspace_list(command, options):
-    from fathom.models import Workspace
-
     for workspace in Workspace.objects.all():
         command.stdout.write(f"{workspace.slug}\t{workspace.name}")
 
 
 def _apikey_create(command, options):
-    from fathom.services import apikey_create, workspace_get
-
     try:
         workspace = workspace_get(slug=options["workspace"])
         issued = apikey_create(workspace=workspace, role=options["role"], name=options["name"])
@@ -138,9 +134,6 @@ def _apikey_create(command, options):
 
 
 def _apikey_revoke(command, options):
-    from fathom.models import ApiKey
-    from fathom.services import apikey_revoke
-
     key = ApiKey.objects.filter(prefix=options["prefix"]).first()
     if key is None:
         raise CommandError(f"no API key with prefix {options['prefix']!r}")

@@ -1,6 +1,6 @@
 """Platform tasks: beat's heartbeat, trace retention, and a ping per queue that proves a worker consumes it."""
 
-from celery import shared_task
+from celery import current_task, shared_task
 from django.utils import timezone
 
 from fathom.redis_client import get_redis
@@ -28,7 +28,5 @@ def traces_prune(retention_days: int | None = None, batch_size: int | None = Non
 @shared_task(name="platform.ping", acks_late=True, **retries(max_retries=2), soft_time_limit=10, time_limit=20)
 def ping(token: str) -> dict:
     """Echo; routed to any queue by the caller, it shows which worker consumed which queue."""
-    from celery import current_task
-
     return {"token": token, "queue": current_task.request.delivery_info.get("routing_key"),
             "worker": current_task.request.hostname}

@@ -7,6 +7,7 @@ from importlib import resources
 from django.db import connection, transaction
 from django.utils import timezone
 
+from fathom.models import Workspace
 from festinger.models import Concept, Edge, Source
 
 # The seed's dimension taxonomy: (token, the question it answers, is_isa).
@@ -73,8 +74,6 @@ def _statistics_refresh(*, table: str, rows: int) -> None:
 
 def bootstrap_all(*, dictionary: bool = True) -> int:
     """Bootstrap every workspace; returns how many there are."""
-    from fathom.models import Workspace
-
     workspaces = list(Workspace.objects.all())
     for workspace in workspaces:
         bootstrap_workspace(workspace=workspace, dictionary=dictionary)

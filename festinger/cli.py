@@ -3,6 +3,14 @@
 from django.core.management.base import CommandError
 
 from fathom.errors import ApplicationError
+from fathom.models import Workspace
+from fathom.services import workspace_get
+from festinger.bootstrap import bootstrap_workspace
+from festinger.iknowthat import iknowthat
+from festinger.models import Conflict
+from festinger.resolution import resolution_execute
+from festinger.services import world_ensure
+from festinger.tasks import resolution_request
 
 
 def register(subparsers):
@@ -25,9 +33,6 @@ def register(subparsers):
 
 
 def _workspaces(options):
-    from fathom.models import Workspace
-    from fathom.services import workspace_get
-
     if options.get("workspace"):
         try:
             return [workspace_get(slug=options["workspace"])]
@@ -37,9 +42,6 @@ def _workspaces(options):
 
 
 def _bootstrap(command, options):
-    from festinger.bootstrap import bootstrap_workspace
-    from festinger.services import world_ensure
-
     for workspace in _workspaces(options):
         counts = bootstrap_workspace(workspace=workspace)
         world_ensure(workspace=workspace)
@@ -48,9 +50,6 @@ def _bootstrap(command, options):
 
 
 def _iknowthat(command, options):
-    from festinger.iknowthat import iknowthat
-    from festinger.models import Conflict
-
     [workspace] = _workspaces(options)
     try:
         result = iknowthat(workspace=workspace, fact=options["fact"])
@@ -64,9 +63,6 @@ def _iknowthat(command, options):
 
 
 def _resolve(command, options):
-    from festinger.resolution import resolution_execute
-    from festinger.tasks import resolution_request
-
     [workspace] = _workspaces(options)
     run = resolution_execute(run_id=resolution_request(workspace=workspace, trigger="cli").pk,
                              on_full_batch=resolution_request)

@@ -20,9 +20,11 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 
+from celery import signature
 from django.db import transaction
 from redis.exceptions import RedisError
 
+from fathom.llm.types import Message
 from festinger import cache
 from festinger.text import Triple, cues, normalise, tokenize
 
@@ -114,8 +116,6 @@ def render(world: cache.World, salient, now: float | None = None) -> tuple[str, 
 def inject(messages: list, block: str) -> list:
     """The messages with `block` prepended to the first system message, or as a new system message
     at position 0 when there is none (the seed's injection position)."""
-    from fathom.llm.types import Message
-
     if not block:
         return messages
     for index, message in enumerate(messages):
@@ -181,16 +181,14 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts) -> None:
     writes = list(recollection.to_write)
     if not triples and not writes:
         return
-    from festinger.tasks import festinger_concept_write, festinger_cues_insert
-
     workspace_id = world.workspace_id
     contexts = {token: _context(token, texts) for token in writes}
 
     def send():
         if triples:
-            festinger_cues_insert.delay(workspace_id, [_as_dict(triple) for triple in triples])
+            signature("memory.festinger_cues_insert").delay(workspace_id, [_as_dict(triple) for triple in triples])
         for token in writes:
-            festinger_concept_write.delay(workspace_id, token, contexts[token])
+            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token])
 
     transaction.on_commit(send)
 

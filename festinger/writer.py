@@ -15,8 +15,11 @@ from django.db.models import F
 from redis.exceptions import LockNotOwnedError
 
 from fathom.llm import LLMError, Message, complete
+from fathom.models import Workspace
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
+from festinger.models import Concept, Conflict, Edge
+from festinger.services import concepts_ensure, insert_fact, world_ensure
 from festinger.text import canonical
 
 MAX_TRIPLES = 8
@@ -37,8 +40,6 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
     `known` (novelty already set), `in_flight` (another write holds the concept), `unusable` (no valid
     triple within the call cap) or `failed` (the model call failed), with `model_calls`, `placed`
     and `rejected`."""
-    from fathom.models import Workspace
-
     token = canonical(token)
     lock = get_redis().lock(_LOCK.format(ws=workspace_id, token=token), timeout=LOCK_SECONDS)
     if not token or not lock.acquire(blocking=False):
@@ -61,9 +62,6 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
 
 
 def _write(workspace, token: str, context: list[str]) -> dict:
-    from festinger.models import Concept, Conflict, Edge
-    from festinger.services import concepts_ensure, insert_fact, world_ensure
-
     config = world_ensure(workspace=workspace)
     result = {"status": "unusable", "token": token, "model_calls": 0, "placed": [], "rejected": []}
     if Concept.objects.filter(workspace=workspace, token=token, novelty__gt=0).exists():

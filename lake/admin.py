@@ -5,6 +5,7 @@ from django.contrib import admin, messages
 
 from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
 from lake.models import Delta, IdempotentWrite, Media
+from lake.tasks import reembed_deltas
 
 
 class KindFilter(admin.SimpleListFilter):
@@ -72,8 +73,6 @@ class DeltaAdmin(WorkspaceScopedAdmin):
     @admin.action(description="Embed selected deltas again (in the background)")
     def reembed(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
-        from lake.tasks import reembed_deltas
-
         for start in range(0, len(ids), 100):
             reembed_deltas.delay(ids[start:start + 100])
         self.message_user(request, f"Queued {len(ids)} delta(s) for embedding.", messages.INFO)

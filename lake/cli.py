@@ -8,6 +8,9 @@ from django.core.management.base import CommandError
 from django.utils.dateparse import parse_datetime
 
 from fathom.errors import ApplicationError
+from fathom.services import workspace_get
+from lake.selectors import deltas_search, lake_stats
+from lake.services import deltas_reembed, provenance_centroids_refresh
 
 
 def register(subparsers):
@@ -49,8 +52,6 @@ def register(subparsers):
 
 
 def _reembed(command, options):
-    from lake.services import deltas_reembed
-
     progress = Progress(command.stderr)
     try:
         written = deltas_reembed(
@@ -65,16 +66,12 @@ def _reembed(command, options):
 
 
 def _backfill(command, options):
-    from lake.services import provenance_centroids_refresh
-
     written = provenance_centroids_refresh(workspace=_workspace(options.get("workspace")), force=options["force"],
                                            partial=True)
     command.stdout.write(f"wrote {written} centroid(s)")
 
 
 def _search(command, options):
-    from lake.selectors import deltas_search
-
     try:
         result = deltas_search(workspace=_workspace(options["workspace"]), query=options["query"],
                                depth=options["depth"], limit=options["limit"], mode=options["mode"],
@@ -87,15 +84,12 @@ def _search(command, options):
 
 
 def _stats(command, options):
-    from lake.selectors import lake_stats
-
     command.stdout.write(json.dumps(lake_stats(workspace=_workspace(options["workspace"])), indent=2, default=str))
 
 
 def _workspace(slug):
     if not slug:
         return None
-    from fathom.services import workspace_get
 
     try:
         return workspace_get(slug=slug)

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from fathom.errors import ApplicationError, NotFoundError
 from fathom.models import Workspace
+from lake.embedders import embedder_name
 from lake.models import (
     ID_LENGTH,
     KIND_PREFIX,
@@ -135,10 +137,6 @@ def provenance_parents(*, workspace: Workspace, delta_ids: Sequence[str],
 def lake_stats(*, workspace: Workspace) -> dict:
     """Counts for an operator: deltas, embedded and waiting, provenance per level, kinds, sources,
     the time span, and the embedder in use. Four queries whatever the size of the lake."""
-    from django.conf import settings
-
-    from lake.embedders import embedder_name
-
     with connection.cursor() as cursor:
         cursor.execute(
             """

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from celery import signature
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -22,6 +24,7 @@ from lake.models import (
     Delta,
     IdempotentWrite,
 )
+from lake.selectors import deltas_filter, deltas_resolve
 
 MAX_BATCH = 1000
 MAX_TAG_LENGTH = 200
@@ -88,14 +91,10 @@ def deltas_create(*, workspace: Workspace, items: Sequence[dict], idempotency_ke
 
 def embedding_enqueue(*, delta_ids: Sequence[str]) -> None:
     """Queue the embedding of these deltas, in batches, once the current transaction commits."""
-    from django.conf import settings
-
-    from lake.tasks import embed_deltas
-
     size = settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(delta_ids), size):
         batch = list(delta_ids[start:start + size])
-        transaction.on_commit(lambda batch=batch: embed_deltas.delay(batch))
+        transaction.on_commit(lambda batch=batch: signature("memory.embed_deltas").delay(batch))
 
 
 def deltas_embed(*, delta_ids: Sequence[str], force: bool = False) -> int:
@@ -142,8 +141,6 @@ def provenance_create(*, workspace: Workspace, title: str, child_ids: list[str],
     `provenance_embedding` is set at write time to the centroid of the constituents' embeddings
     when they all have one; otherwise it stays empty until the embedding task has embedded the
     last of them, and is never overwritten after that (see `provenance_centroids_refresh`)."""
-    from lake.selectors import deltas_resolve
-
     title = " ".join(title.split())
     if not title:
         raise ApplicationError("a provenance needs a title", details={"field": "title"})
@@ -249,10 +246,6 @@ def deltas_reembed(*, workspace: Workspace | None = None, tags: Sequence[str] = 
     them, only those without one, or only those made by another embedder), then recompute the
     centroids of the provenances over them, which now live in the new vectors' space. Calls
     `progress(done, total)` after each batch; returns how many were written."""
-    from django.conf import settings
-
-    from lake.selectors import deltas_filter
-
     queryset = deltas_filter(Delta.objects.all() if workspace is None else Delta.objects.filter(workspace=workspace),
                              tags=tags, kind=kind, source=source, since=since, until=until)
     if missing_only:

@@ -9,6 +9,10 @@ from django.core.management.base import CommandError
 
 from fathom.auth import operator_actor
 from fathom.errors import ApplicationError
+from fathom.services import workspace_get
+from proposals.models import Proposal
+from proposals.selectors import pending_first
+from proposals.services import proposal_approve, proposal_deny, proposal_draft
 
 
 def register(subparsers):
@@ -45,9 +49,6 @@ def register(subparsers):
 
 
 def _list(command, options):
-    from proposals.models import Proposal
-    from proposals.selectors import pending_first
-
     queryset = Proposal.objects.filter(workspace__slug=options["workspace"])
     if options["status"]:
         queryset = queryset.filter(status=options["status"])
@@ -59,9 +60,6 @@ def _list(command, options):
 
 
 def _draft(command, options):
-    from fathom.services import workspace_get
-    from proposals.services import proposal_draft
-
     try:
         proposal = proposal_draft(
             workspace=workspace_get(slug=options["workspace"]), tool=options["tool"], title=options["title"],
@@ -74,8 +72,6 @@ def _draft(command, options):
 
 
 def _approve(command, options):
-    from proposals.services import proposal_approve
-
     payload = _json(options["payload"]) if options["payload"] else None
     try:
         proposal = proposal_approve(proposal=_get(options["id"]), decided_by=_by(options), payload=payload)
@@ -85,8 +81,6 @@ def _approve(command, options):
 
 
 def _deny(command, options):
-    from proposals.services import proposal_deny
-
     try:
         proposal = proposal_deny(proposal=_get(options["id"]), decided_by=_by(options), reason=options["reason"])
     except ApplicationError as exc:
@@ -95,8 +89,6 @@ def _deny(command, options):
 
 
 def _get(proposal_id: int):
-    from proposals.models import Proposal
-
     proposal = Proposal.objects.filter(pk=proposal_id).first()
     if proposal is None:
         raise CommandError(f"no proposal {proposal_id}")

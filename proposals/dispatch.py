@@ -17,11 +17,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from celery import signature
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from fathom.errors import ApplicationError
+from proposals.lake_io import helper_output_write
 from proposals.models import HelperHost, HelperJob, HelperJobStatus
 
 logger = logging.getLogger(__name__)
@@ -184,9 +186,7 @@ def helper_job_create(*, workspace, host: str, task: str, title: str = "", propo
     helper_host_validate(config)
     job = HelperJob.objects.create(workspace=workspace, proposal=proposal, host=host, task=task, title=title,
                                    executor=config.executor, timeout_seconds=config.timeout_seconds)
-    from proposals.tasks import helper_job_run as helper_job_run_task
-
-    helper_job_run_task.delay_on_commit(job.pk)
+    transaction.on_commit(lambda: signature(HELPER_TASK).delay(job.pk))
     return job
 
 
@@ -236,8 +236,6 @@ def helper_job_run(*, job_id: int) -> HelperJob | None:
 
 def helper_job_publish(*, job: HelperJob) -> HelperJob:
     """Write the finished job's output to the lake as a delta, once."""
-    from proposals.lake_io import helper_output_write
-
     with transaction.atomic():
         locked = HelperJob.objects.select_for_update().get(pk=job.pk)
         if locked.delta_id:

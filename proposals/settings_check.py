@@ -5,11 +5,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from fathom.errors import ApplicationError
+from proposals.dispatch import helper_host_validate, host_from_setting
 
 
 def helper_hosts_setting_check() -> None:
-    from proposals.dispatch import helper_host_validate, host_from_setting
-
     hosts = settings.FATHOM_HELPER_HOSTS
     if not isinstance(hosts, dict):
         raise ImproperlyConfigured('FATHOM_HELPER_HOSTS must be a JSON object: {"<host>": {"executor": "local", '

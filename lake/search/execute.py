@@ -11,7 +11,9 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Q
 
+from fathom.llm.models import ModelAssignment
 from lake.models import KIND_PREFIX, PROVENANCE_TAG, TEXT_SEARCH_CONFIG
 from lake.search.plan import Filters, Step
 
@@ -66,10 +68,6 @@ def prepare(*, workspace_id: int, ef_search: int) -> bool:
     """Set this connection's vector scans (`ef_search`, pgvector 0.8's iterative scans so that a
     selective filter still fills the pool) and say whether the `planner` role has a model of its
     own in this workspace or the deployment: one round trip for both."""
-    from django.db.models import Q
-
-    from fathom.llm.models import ModelAssignment
-
     planner = ModelAssignment.objects.filter(Q(workspace_id=workspace_id) | Q(workspace=None), role="planner")
     planner_sql, planner_params = planner.values("pk")[:1].query.sql_with_params()
     with connection.cursor() as cursor:

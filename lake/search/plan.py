@@ -4,11 +4,14 @@ step. With no planner model the plan is one hybrid step over the whole query; wi
 `planner` role assigned), the model composes the steps, and an answer that is not a usable plan
 falls back to the default plan with the reason recorded."""
 
+import json
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+from fathom.llm import LLMError, Message, complete
 
 MODES = ("hybrid", "vector", "text")
 MAX_STEPS = 4
@@ -107,8 +110,6 @@ class PlanRejected(ValueError):
 def planner_plan(*, workspace, query: str, now: datetime) -> Plan:
     """Ask the planner role for a plan. A failed call or a malformed answer falls back to the
     default plan, with the reason in the plan's note (the caller reports it)."""
-    from fathom.llm import LLMError, Message, complete
-
     messages = [Message.system(PLANNER_PROMPT.format(max_steps=MAX_STEPS, now=now.isoformat(timespec="minutes"))),
                 Message.user(query)]
     try:
@@ -124,8 +125,6 @@ def planner_plan(*, workspace, query: str, now: datetime) -> Plan:
 
 def parse_plan(text: str) -> Plan:
     """A Plan from the planner's JSON answer; PlanRejected says what is wrong with it."""
-    import json
-
     try:
         data = json.loads(text)
     except ValueError:
