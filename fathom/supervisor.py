@@ -34,7 +34,6 @@ from django.core.management.base import CommandError
 from django.db import connections
 
 from fathom import embedded, processes
-from fathom.services import operator_ensure, workspace_default_ensure
 
 # Children get this long to stop (a worker finishes its task) before SIGKILL; acks-late tasks killed here
 # are redelivered. It leaves the embedded servers' shutdown room within Ctrl-C's 10 s.
@@ -268,6 +267,8 @@ def _describe(status) -> str:
 
 
 def _ensure_operator(out) -> None:
+    from fathom.services import operator_ensure, workspace_default_ensure
+
     email = os.environ.get("FATHOM_ADMIN_EMAIL", "").strip() or "admin@localhost"
     password = os.environ.get("FATHOM_ADMIN_PASSWORD", "").strip() or None
     workspace = workspace_default_ensure()

@@ -15,6 +15,7 @@ ALLOWED = {
     "fathom/embedded.py": "the embedded servers' packages load only when a server is started (settings import this)",
     "fathom/tracing/otel.py": "the OpenTelemetry SDK loads only when an exporter is configured",
     "fathom/testing/pytest_plugin.py": "pytest loads the plugin before Django is configured",
+    "fathom/supervisor.py": "importable before Django's apps load (the data dir's lock comes first); models after",
     "fathom/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "festinger/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "proposals/apps.py": "AppConfig.ready: wiring once the app registry is ready",
