@@ -14,6 +14,8 @@ from django.db import OperationalError, connection
 from django.http import JsonResponse
 from psycopg_pool import PoolTimeout
 
+from fathom.api.errors import error_body
+
 logger = logging.getLogger(__name__)
 
 
@@ -40,10 +42,7 @@ def database_busy_response() -> JsonResponse:
     retry_after = math.ceil(settings.FATHOM_DB_POOL_TIMEOUT)
     logger.warning("no database connection free within %s s (FATHOM_DB_POOL_MAX_SIZE=%s): answered 503",
                    settings.FATHOM_DB_POOL_TIMEOUT, settings.FATHOM_DB_POOL_MAX_SIZE)
-    response = JsonResponse({"error": {
-        "code": "database_busy",
-        "message": f"every database connection is in use; try again in {retry_after} s",
-        "details": {"retry_after_seconds": retry_after},
-    }}, status=503)
+    response = JsonResponse(error_body("database_busy", f"every database connection is in use; try again in "
+                                       f"{retry_after} s", {"retry_after_seconds": retry_after}), status=503)
     response["Retry-After"] = str(retry_after)
     return response

@@ -64,7 +64,8 @@ FATHOM_DB_POOL_MAX_SIZE = env_int("FATHOM_DB_POOL_MAX_SIZE", 10, minimum=2, maxi
 FATHOM_DB_POOL_TIMEOUT = env_float("FATHOM_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
 FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, maximum=256)
 # The processes `fathom up` runs that may connect: itself, web, the prefork worker's parent and its
-# children, the thread-pool worker (`quality`), beat.
+# children, beat; and one kept for the thread-pool worker of the `quality` queue, which the quality
+# harness (issue 15) adds to the stack.
 FATHOM_STACK_PROCESSES = 5 + FATHOM_WORKER_CONCURRENCY
 FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
 # Beside the stack: management commands, a shell, a test run and the workers it starts.
