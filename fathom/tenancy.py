@@ -71,7 +71,3 @@ class ApiKey(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.prefix}… ({self.role} in {self.workspace_id})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None

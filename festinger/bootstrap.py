@@ -7,7 +7,6 @@ from importlib import resources
 from django.db import connection, transaction
 from django.utils import timezone
 
-from fathom.models import Workspace
 from festinger.models import Concept, Edge, Source
 
 # The seed's dimension taxonomy: (token, the question it answers, is_isa).
@@ -70,14 +69,6 @@ def _statistics_refresh(*, table: str, rows: int) -> None:
         (known,) = cursor.fetchone()
         if known < rows:
             cursor.execute(f"ANALYZE {table}")
-
-
-def bootstrap_all(*, dictionary: bool = True) -> int:
-    """Bootstrap every workspace; returns how many there are."""
-    workspaces = list(Workspace.objects.all())
-    for workspace in workspaces:
-        bootstrap_workspace(workspace=workspace, dictionary=dictionary)
-    return len(workspaces)
 
 
 def dimension_ensure(*, workspace, token: str, is_isa: bool = False) -> Concept:

@@ -185,12 +185,6 @@ def lake_stats(*, workspace: Workspace) -> dict:
     }
 
 
-def deltas_by_ids(*, workspace: Workspace, ids: Sequence[str]) -> list[Delta]:
-    """This workspace's deltas with these exact ids, in the order given; unknown ids are left out."""
-    found = Delta.objects.filter(workspace=workspace, pk__in=list(ids)).in_bulk()
-    return [found[i] for i in dict.fromkeys(ids) if i in found]
-
-
 def orient_current(*, workspace: Workspace, river: str = "", before: datetime | None = None) -> Delta | None:
     """The latest kind:orient of the river (a session's tag), else of the workspace; with `before`,
     the one that stood at that moment. Read for every fire's system message, so it stays cheap on a

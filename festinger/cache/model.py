@@ -81,10 +81,6 @@ class Settings:
         """Saliency is ln(encounter_count): the count at which a concept reaches the read threshold."""
         return math.exp(self.read_threshold)
 
-    @property
-    def write_count(self) -> float:
-        return math.exp(self.write_threshold)
-
 
 def saliency(count: int) -> float:
     """The seed's log-scaled encounter saliency: ln(count), 0 for a first encounter (Test A: log(1))."""
