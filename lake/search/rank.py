@@ -15,9 +15,9 @@ further than SEARCH_VECTOR_MAX_DISTANCE (by default the embedder's own floor), a
 below SEARCH_TEXT_MIN_RANK. A candidate in no ranking is not a hit, so a query that matches nothing
 well returns no hits.
 
-The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of a search's hits; the
-slots left go to the next moments, so a summary never crowds out the moments it summarises (it
-still surfaces as a container of the moments that are hits)."""
+The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of the hits a search
+returns (at least one may come); the slots left go to the next moments, so a summary never crowds
+out the moments it summarises (it still surfaces as a container of the moments that are hits)."""
 
 import math
 from dataclasses import dataclass
@@ -115,27 +115,37 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning) -> list[Ran
     return ranked
 
 
-def provenance_cap(*, limit: int, share: float) -> int:
-    """How many of `limit` hits may be provenance rows: share x limit, rounded down, but at least one
+def provenance_cap(*, hits: int, share: float) -> int:
+    """How many of `hits` hits may be provenance rows: share x hits, rounded down, but at least one
     while the share is above 0 (a search for one named stretch can still find it)."""
     if share >= 1:
-        return limit
-    return max(1, math.floor(share * limit + 1e-9)) if share > 0 else 0
+        return hits
+    return max(1, math.floor(share * hits + 1e-9)) if share > 0 else 0
 
 
 def top_hits(ranked: list[Ranked], *, limit: int, share: float) -> tuple[list[Ranked], int]:
     """The best `limit` of `ranked` with at most `provenance_cap` provenance rows among them, and
-    how many provenance rows the cap passed over."""
-    cap = provenance_cap(limit=limit, share=share)
+    how many provenance rows the cap passed over. The cap is a share of the hits returned, not of
+    `limit`: when few moments pass the floor, fewer provenance rows come with them."""
+    cap = provenance_cap(hits=limit, share=share)
     hits: list[Ranked] = []
     provenance = passed_over = 0
     for item in ranked:
         if len(hits) == limit:
             break
-        if PROVENANCE_TAG in item.candidate.tags:
+        if _is_provenance(item):
             if provenance >= cap:
                 passed_over += 1
                 continue
             provenance += 1
         hits.append(item)
+    while provenance > provenance_cap(hits=len(hits), share=share):
+        # Fewer moments than `limit` passed the floor: drop the lowest-ranked provenance row.
+        hits.pop(max(index for index, item in enumerate(hits) if _is_provenance(item)))
+        provenance -= 1
+        passed_over += 1
     return hits, passed_over
+
+
+def _is_provenance(item: Ranked) -> bool:
+    return PROVENANCE_TAG in item.candidate.tags

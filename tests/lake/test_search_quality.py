@@ -87,6 +87,22 @@ def test_provenance_takes_at_most_its_share_of_the_hits(api, moments, provenance
     assert len(stretches) == 10
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_the_cap_is_a_share_of_the_hits_returned_not_of_the_limit(api, moments, provenance, mode):
+    notes = moments(*[f"quay gantry survey reading {i}" for i in range(4)])
+    for i in range(6):
+        provenance(f"quay gantry survey stretch {i}", notes[i % 4:i % 4 + 1])
+
+    body = api.post("/v1/search", {"query": "quay gantry survey", "limit": 10, "depth": "shallow", "mode": mode},
+                    format="json").json()
+    hits = [row for row in body["rows"] if row["role"] == "hit"]
+
+    # Four moments pass the floor, so of the five hits one (20%) is provenance, not three of seven (43%).
+    assert sorted(row["id"] for row in hits if "kind:provenance" not in row["tags"]) == sorted(n.id for n in notes)
+    assert len(hits) == 5
+    assert any("provenance takes at most 30%" in warning for warning in body["warnings"])
+
+
 @pytest.mark.parametrize("query", ["what do we have and what does it", "zqxv blorf wug", "the of and to in it"])
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
 def test_stopword_only_and_nonsense_queries_find_nothing_and_say_so(api, labelled, query, mode):
