@@ -101,11 +101,10 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
         by_text = sorted((c for c in candidates if step in c.step_text_ranks
                           and c.step_text_ranks[step] >= tuning.text_min_rank),
                          key=lambda c: (-c.step_text_ranks[step] / factors[c.id], c.id))
-        for positions, ranking, weight, member in (
-                (vector_positions, by_vector, tuning.vector_weight, lambda c: step in c.vector_steps),
-                (text_positions, by_text, tuning.text_weight, lambda c: step in c.text_steps)):
+        for positions, ranking, weight, found_in in ((vector_positions, by_vector, tuning.vector_weight, "vector_steps"),
+                                                     (text_positions, by_text, tuning.text_weight, "text_steps")):
             if tuning.fusion == "rrf":
-                ranking = [c for c in ranking if member(c)]  # each half's own candidates
+                ranking = [c for c in ranking if step in getattr(c, found_in)]  # each half's own candidates
             for position, candidate in enumerate(ranking, start=1):
                 positions[candidate.id] = min(positions.get(candidate.id, position), position)
                 if tuning.fusion == "rrf":
