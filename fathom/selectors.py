@@ -3,6 +3,7 @@
 import uuid
 
 from fathom.errors import NotFoundError
+from fathom.models import ApiKey, Membership, ModelAssignment
 
 
 def uuid_or_none(value) -> uuid.UUID | None:
@@ -20,3 +21,18 @@ def workspace_row_get(model, *, workspace, pk, noun: str):
     if row is None:
         raise NotFoundError(f"no {noun} {pk} in this workspace")
     return row
+
+
+def memberships_of(*, user):
+    """The user's memberships with their workspaces, in workspace slug order (the dashboard's switcher)."""
+    return Membership.objects.filter(user=user).select_related("workspace").order_by("workspace__slug")
+
+
+def apikeys_active(*, workspace):
+    """The workspace's keys that are not revoked, newest first."""
+    return ApiKey.objects.filter(workspace=workspace, revoked_at=None)
+
+
+def model_assignments_of(*, workspace):
+    """The roles this workspace maps to registry models, with their models."""
+    return ModelAssignment.objects.filter(workspace=workspace).select_related("model").order_by("role")

@@ -92,6 +92,14 @@ def operator_ensure(*, workspace: Workspace, email: str, password: str | None) -
     return user, generated
 
 
+@transaction.atomic
+def workspace_create_owned(*, user, slug: str, name: str = "") -> Workspace:
+    """Create a workspace (as `workspace_create`) that `user` owns: the dashboard's first run."""
+    workspace = workspace_create(slug=slug, name=name)
+    Membership.objects.create(user=user, workspace=workspace, role=Role.OWNER)
+    return workspace
+
+
 def workspace_default_ensure() -> Workspace:
     workspace, _ = Workspace.objects.get_or_create(slug=DEFAULT_WORKSPACE, defaults={"name": "Default"})
     return workspace

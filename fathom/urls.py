@@ -24,6 +24,8 @@ v1 = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(v1)),
+    # The operator's dashboard (harness.dashboard) at the root.
+    path("", include("harness.dashboard.urls")),
 ]
 
 handler400 = "fathom.api.errors.bad_request"

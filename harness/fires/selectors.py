@@ -1,6 +1,8 @@
 """Reads of fires, always scoped by workspace."""
 
 
+from django.db import models
+
 from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire
@@ -31,3 +33,27 @@ def fire_trace(*, fire: Fire) -> list[dict]:
         return []
     return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
                 .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
+
+
+# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+
+def fires_feed_page(*, workspace, before=None, limit: int) -> list[Fire]:
+    """A page of the workspace's top-level fires, newest first, created before `before` (a datetime;
+    None: the newest), each with its turns and their tool calls: three queries whatever the page size."""
+    fires = Fire.objects.filter(workspace=workspace, depth=0)
+    if before is not None:
+        fires = fires.filter(created_at__lt=before)
+    return list(fires.order_by("-created_at", "-id").prefetch_related("turns__calls")[:limit])
+
+
+def fires_progress(*, workspace, limit: int) -> list[tuple]:
+    """(id, status, phase, model calls, turns recorded) of the workspace's newest top-level fires, one
+    query: what the dashboard's live feed compares to notice a new fire or one that moved on."""
+    return list(Fire.objects.filter(workspace=workspace, depth=0).order_by("-created_at", "-id")
+                .annotate(turns_recorded=models.Count("turns"))
+                .values_list("id", "status", "phase", "model_calls", "turns_recorded")[:limit])
+
+
+def fire_with_journal_get(*, workspace, fire_id) -> Fire:
+    """One fire of the workspace with its turns, their tool calls and its children (NotFoundError otherwise)."""
+    return fire_with_journal(fire=fire_get(workspace=workspace, fire_id=fire_id))

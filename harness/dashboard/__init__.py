@@ -1,0 +1,16 @@
+"""The operator's dashboard at `/` (seed 000's `dashboard/` pages): server-rendered pages over every
+app, at the top of the dependency graph. It reads through the apps' selectors and acts through their
+services (the same approval, override and audit as admin and REST); it holds no model of its own.
+
+Its parts:
+- `access`: login, the workspaces of the user's memberships, the current one (kept in the session),
+  and the `dashboard_view` decorator every view wears (logged out -> login; another workspace's row
+  -> the 404 page).
+- `panels`: the two places a feature shows itself. A *side panel* is a box beside the feed (pending
+  proposals, conflicts; later pressure, inbox, directives); a *card section* is a part of every fire's
+  card (the thinking accordion; later quality). Adding one is a function and a template, registered
+  with `@side_panel(...)` or `@card_section(...)` in `dashboard/sections.py`; nothing else changes.
+- `feed`: the feed's page (fires and proposals merged, newest first, in a fixed number of queries).
+- `stream`: the live feed over SSE (woken by the session event stream's notifications).
+- `views`, `urls`: thin views; templates live in `templates/dashboard/`.
+"""

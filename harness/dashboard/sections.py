@@ -1,0 +1,62 @@
+"""The dashboard's panels and card sections, each registered with its template (see `panels`).
+
+To add one when its feature lands on main: write a function here (or in a module imported below)
+that reads through the feature's selectors, register it, and write its template under
+`templates/dashboard/panels/` or `templates/dashboard/sections/`. A side panel's function takes
+the Current and returns its template's context, or None to say nothing; a card section's takes
+(workspace, fires) and returns {fire id: context} for the whole page in a fixed number of queries."""
+
+import json
+import zlib
+
+from festinger.models import ConflictStatus
+from festinger.resolution import allowed_decisions
+from festinger.selectors import conflicts_list
+from harness.dashboard.panels import card_section, side_panel
+from harness.fires.models import Fire
+from harness.tools.plan import MARKERS
+from proposals.models import ProposalStatus
+from proposals.selectors import proposals_list
+
+PANEL_ROWS = 10
+
+
+@card_section(name="thinking", template="dashboard/sections/thinking.html")
+def thinking(workspace, fires: list[Fire]) -> dict:
+    """The thinking accordion and the plan board of each fire, from its prefetched journal (no query)."""
+    return {fire.pk: thinking_of(fire) for fire in fires}
+
+
+def thinking_of(fire: Fire) -> dict:
+    turns = []
+    for turn in fire.turns.all():
+        calls = [{"call": call, "hue": tool_hue(call.name), "arguments": pretty(call.arguments)}
+                 for call in turn.calls.all()]
+        turns.append({"turn": turn, "calls": calls})
+    plan = [{**step, "marker": MARKERS.get(step.get("status"), MARKERS["pending"])} for step in fire.plan or []]
+    return {"fire": fire, "turns": turns, "plan": plan, "open": not fire.is_terminal,
+            "tool_calls": sum(len(t["calls"]) for t in turns)}
+
+
+@side_panel(name="proposals", title="Waiting for you", template="dashboard/panels/proposals.html")
+def pending_proposals(current) -> dict | None:
+    pending = list(proposals_list(workspace=current.workspace, status=ProposalStatus.PENDING)
+                   .order_by("-created_at", "-id")[:PANEL_ROWS])
+    return {"proposals": pending} if pending else None
+
+
+@side_panel(name="conflicts", title="Festinger conflicts", template="dashboard/panels/conflicts.html")
+def pending_conflicts(current) -> dict | None:
+    pending = list(conflicts_list(workspace=current.workspace, status=ConflictStatus.PENDING)[:PANEL_ROWS])
+    if not pending:
+        return None
+    return {"conflicts": [{"conflict": c, "decisions": allowed_decisions(c.collision_type)} for c in pending]}
+
+
+def tool_hue(name: str) -> int:
+    """A stable colour per tool name (the accordion's bands)."""
+    return zlib.crc32(name.encode()) % 360
+
+
+def pretty(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)

@@ -1,0 +1,40 @@
+"""The dashboard's own reads, composed from the apps' selectors: what the first run has done, and the
+proposals the live feed has not sent yet."""
+
+from fathom.selectors import apikeys_active, model_assignments_of
+from harness.fires.selectors import fires_feed_page
+from lake.selectors import deltas_list
+from proposals.selectors import proposals_list
+
+LIVE_PROPOSALS = 20
+
+
+def onboarding_state(*, current) -> dict:
+    """Which first-run steps the current workspace has behind it (all False without a workspace)."""
+    if current is None:
+        return {"workspace": False}
+    workspace = current.workspace
+    return {
+        "workspace": True,
+        "apikey": apikeys_active(workspace=workspace).exists(),
+        "model": model_assignments_of(workspace=workspace).filter(role="main").exists(),
+        "delta": deltas_list(workspace=workspace).exists(),
+        "question": bool(fires_feed_page(workspace=workspace, limit=1)),
+    }
+
+
+def proposal_newest_id(*, workspace) -> int:
+    return proposals_list(workspace=workspace).order_by("-pk").values_list("pk", flat=True).first() or 0
+
+
+def proposals_newer(*, workspace, after: int) -> list[int]:
+    """Ids of the workspace's proposals drafted after proposal `after`, oldest first (a bounded batch)."""
+    return list(proposals_list(workspace=workspace).filter(pk__gt=after).order_by("pk")
+                .values_list("pk", flat=True)[:LIVE_PROPOSALS])
+
+
+def deltas_cited(*, workspace, ids) -> list:
+    """The workspace's deltas among the ids a fire cited, in the order cited (unknown ones left out: the
+    page names them apart)."""
+    found = {delta.pk: delta for delta in deltas_list(workspace=workspace).filter(pk__in=[str(i) for i in ids])}
+    return [found[i] for i in ids if i in found]

@@ -1,0 +1,262 @@
+"""The operator dashboard through Django's test client: login, workspaces and their isolation, the
+feed and its query count, the thinking accordion, deciding proposals and conflicts, onboarding."""
+
+import json
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from fathom.llm.models import LLMModel, ModelAssignment
+from fathom.models import ApiKey, Membership
+from festinger.models import ConflictStatus, Edge
+from harness.dashboard.feed import feed_page
+from harness.fires.services import fire_create
+from harness.runtime.models import Trigger
+from lake.models import Delta
+from proposals.models import Decision, ProposalStatus
+from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
+
+# The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
+# turns and their tool calls, the proposals and their decisions, the side panels (pending proposals and
+# their decisions, pending conflicts) and the newest proposal id (where the live stream starts).
+FEED_QUERIES = 12
+
+
+@pytest.fixture
+def operator(client, workspace):
+    user = member(workspace)
+    client.force_login(user)
+    return client
+
+
+def dashboard_urls(*, fire, proposal, conflict_row) -> list[tuple[str, str]]:
+    """Every dashboard URL that names a row, as (method, path)."""
+    return [
+        ("get", f"/fires/{fire.pk}/card"), ("get", f"/fires/{fire.pk}/why"), ("get", f"/loop/{fire.pk}"),
+        ("get", f"/proposals/{proposal.pk}"), ("post", f"/proposals/{proposal.pk}/approve"),
+        ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
+        ("post", f"/conflicts/{conflict_row.pk}/override"),
+    ]
+
+
+# --- login, workspaces ---------------------------------------------------------------------------------
+
+def test_a_logged_out_user_is_sent_to_login_from_every_page(client, workspace):
+    fire = fire_create(workspace=workspace, mode="reactive", question="q")
+    for path in ["/", "/onboarding/", f"/loop/{fire.pk}", f"/fires/{fire.pk}/why", "/feed/stream"]:
+        response = client.get(path)
+        assert response.status_code == 302 and response["Location"].startswith("/login/?next="), path
+    assert client.post("/proposals/1/approve").status_code == 302
+
+
+def test_an_operator_logs_in_with_the_csrf_token_and_lands_on_the_feed(workspace):
+    member(workspace)
+    browser = Client(enforce_csrf_checks=True)
+    page = browser.get("/login/?next=/")
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
+    assert browser.post("/login/", {"username": "operator@example.com", "password": "wrong",
+                                    "csrfmiddlewaretoken": token}).status_code == 200  # the form again
+    response = browser.post("/login/", {"username": "operator@example.com", "password": PASSWORD,
+                                        "csrfmiddlewaretoken": token, "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert f"Feed of {workspace.name}" in browser.get("/").content.decode()
+
+
+def test_a_post_without_the_csrf_token_is_refused(workspace):
+    proposal = provenance_proposal(workspace, level=3)
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(member(workspace))
+    response = browser.post(f"/proposals/{proposal.pk}/approve")
+    assert response.status_code == 403
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and not Decision.objects.filter(proposal=proposal).exists()
+
+
+def test_the_user_switches_between_the_workspaces_of_their_memberships(operator, workspace, other_workspace):
+    Membership.objects.create(user=User.objects.get(username="operator@example.com"), workspace=other_workspace,
+                              role="viewer")
+    fire_create(workspace=other_workspace, mode="reactive", question="only over there")
+    operator.post("/workspace/switch", {"workspace": workspace.slug})
+    page = operator.get("/").content.decode()
+    assert f'value="{other_workspace.slug}"' in page and "only over there" not in page
+
+    response = operator.post("/workspace/switch", {"workspace": other_workspace.slug})
+    assert response.status_code == 302
+    page = operator.get("/").content.decode()
+    assert "only over there" in page and f"Feed of {other_workspace.name}" in page
+    assert 'action="/ask"' not in page  # a viewer there: no forms that act
+
+
+def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, workspace, other_workspace):
+    # given rows of another workspace, where this user has no membership
+    fire = fire_create(workspace=other_workspace, mode="reactive", question="over there")
+    proposal = provenance_proposal(other_workspace, level=3)
+    conflict_row = conflict(other_workspace)
+    # then every URL naming them is the 404 page, and nothing was decided
+    for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row):
+        response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}"})
+        assert response.status_code == 404, (method, path)
+    assert operator.post("/workspace/switch", {"workspace": other_workspace.slug}).status_code == 404
+    proposal.refresh_from_db()
+    conflict_row.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and conflict_row.status == ConflictStatus.PENDING
+    # and the feed shows none of them
+    page = operator.get("/").content.decode()
+    assert str(fire.pk) not in page and proposal.title not in page and "gnommoweb" not in page
+
+
+def test_a_user_without_a_workspace_goes_to_onboarding(client, db):
+    client.force_login(User.objects.create_user(username="newcomer", password=PASSWORD))
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/onboarding/"
+
+
+# --- the feed --------------------------------------------------------------------------------------------
+
+def test_the_feed_shows_a_fires_bubbles_card_and_accordion_with_its_tool_calls(operator, scripted_llm, workspace):
+    fire = fire_with_tools(scripted_llm, workspace, question="where did the rover go?")
+    page = operator.get("/").content.decode()
+    assert "where did the rover go?" in page  # the user's bubble
+    assert "The rover went north." in page  # the card
+    assert f'id="fire-{fire.pk}"' in page and 'class="thinking"' in page
+    assert '<span class="tool">plan</span>' in page and '<span class="tool">state</span>' in page
+    assert "find the notes" in page  # a tool call's arguments (and the plan board)
+    assert "this fire has no session" in page  # a tool call's whole result
+    assert "responded" in page  # the stop reason
+
+
+def test_the_feed_is_newest_first_and_paginated(operator, workspace):
+    fires = [fire_create(workspace=workspace, mode="reactive", question=f"question {n}") for n in range(25)]
+    page = feed_page(workspace=workspace)
+    assert [e.fire.pk for e in page.entries] == [f.pk for f in reversed(fires)][:20]
+    rest = feed_page(workspace=workspace, before=page.next_before)
+    assert [e.fire.pk for e in rest.entries] == [f.pk for f in reversed(fires)][20:] and rest.next_before is None
+    html = operator.get("/", {"before": page.next_before.isoformat()}).content.decode()
+    assert "question 0" in html and "question 24" not in html
+    assert operator.get("/", {"before": "not a time"}).status_code == 404
+
+
+def test_the_feed_page_costs_the_same_queries_for_two_entries_or_twenty(operator, scripted_llm, workspace,
+                                                                       django_assert_num_queries):
+    fire_with_tools(scripted_llm, workspace)
+    provenance_proposal(workspace, level=3)
+    with CaptureQueriesContext(connection) as small:
+        assert operator.get("/").status_code == 200
+    for n in range(8):
+        fire_with_tools(scripted_llm, workspace, question=f"again {n}")
+        provenance_proposal(workspace, level=1 + n % 3, title=f"era {n}")
+    with django_assert_num_queries(len(small.captured_queries)):
+        assert operator.get("/").status_code == 200
+    assert len(small.captured_queries) == FEED_QUERIES, [q["sql"][:80] for q in small.captured_queries]
+
+
+def test_an_auto_approved_proposal_is_greyed_with_its_policy_tag(operator, workspace):
+    provenance_proposal(workspace, level=1, title="A small episode")
+    page = operator.get("/").content.decode()
+    assert "proposal-entry status-approved auto" in page and "decided-by:auto-policy:level&lt;=2" in page
+
+
+# --- loop view, why ------------------------------------------------------------------------------------
+
+def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, scripted_llm, workspace):
+    cited = Delta.objects.create(workspace=workspace, content="the rover's log", tags=["kind:note"])
+    fire = fire_with_tools(scripted_llm, workspace)
+    fire.response = {**fire.response, "cited_ids": [cited.pk, "feedfacefeed"]}
+    fire.save(update_fields=["response"])
+    loop = operator.get(f"/loop/{fire.pk}").content.decode()
+    assert "Loop view of fire" in loop and "find the notes" in loop and "Review pass" in loop
+    why = operator.get(f"/fires/{fire.pk}/why").content.decode()
+    assert "the rover&#x27;s log" in why and "feedfacefeed" in why and "state" in why
+    assert operator.get("/loop/not-a-uuid").status_code == 404
+
+
+# --- deciding ---------------------------------------------------------------------------------------------
+
+def test_an_operator_approves_an_l3_proposal_inline_with_the_audit_of_admin_and_rest(operator, workspace):
+    proposal = provenance_proposal(workspace, level=3)
+    response = operator.post(f"/proposals/{proposal.pk}/approve", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "approved" in response.content.decode()
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.APPROVED and proposal.result_ref.startswith("delta:")
+    decision = Decision.objects.get(proposal=proposal)
+    assert (decision.action, decision.decided_by) == ("approve", "operator:user:operator@example.com")
+    audit = operator.get(f"/proposals/{proposal.pk}").content.decode()
+    assert "operator:user:operator@example.com" in audit
+
+
+def test_an_operator_denies_with_a_reason_and_edits_before_approving(operator, workspace):
+    denied = provenance_proposal(workspace, level=3, title="Denied era")
+    assert operator.post(f"/proposals/{denied.pk}/deny", {"reason": ""}).status_code == 302  # refused: no reason
+    denied.refresh_from_db()
+    assert denied.status == ProposalStatus.PENDING
+    operator.post(f"/proposals/{denied.pk}/deny", {"reason": "not an era"})
+    denied.refresh_from_db()
+    assert denied.status == ProposalStatus.DENIED
+    assert Decision.objects.get(proposal=denied).reason == "not an era"
+
+    edited = provenance_proposal(workspace, level=3, title="Edited era")
+    payload = {**edited.payload, "title": "A better title"}
+    operator.post(f"/proposals/{edited.pk}/edit", {"payload": json.dumps(payload)})
+    edited.refresh_from_db()
+    assert edited.status == ProposalStatus.APPROVED
+    assert Decision.objects.get(proposal=edited).action == "edit"
+
+
+def test_a_viewer_cannot_decide(client, workspace):
+    client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
+    proposal = provenance_proposal(workspace, level=3)
+    conflict_row = conflict(workspace)
+    assert client.post(f"/proposals/{proposal.pk}/approve").status_code == 403
+    assert client.post(f"/conflicts/{conflict_row.pk}/override", {"decision": "dismiss"}).status_code == 403
+    page = client.get("/").content.decode()
+    assert 'class="approve"' not in page and "override-button" not in page
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING
+
+
+def test_an_operator_overrides_a_conflict_through_festinger(operator, workspace):
+    conflict_row = conflict(workspace)
+    page = operator.get("/").content.decode()
+    assert f'id="conflict-{conflict_row.pk}"' in page and "decompose" in page
+    bad = operator.post(f"/conflicts/{conflict_row.pk}/override", {"decision": "decompose"})
+    assert bad.status_code == 302
+    conflict_row.refresh_from_db()
+    assert conflict_row.status == ConflictStatus.PENDING  # decompose needs its two dimensions
+    operator.post(f"/conflicts/{conflict_row.pk}/override", {"decision": "update", "reasoning": "containers now"})
+    conflict_row.refresh_from_db()
+    assert conflict_row.status == ConflictStatus.RESOLVED
+    assert conflict_row.resolved_by == "operator:user:operator@example.com"
+    assert Edge.objects.get(concept=conflict_row.concept, dimension=conflict_row.dimension).parent.token == "container"
+
+
+# --- onboarding -------------------------------------------------------------------------------------------
+
+def test_onboarding_creates_a_workspace_a_key_shown_once_a_model_a_delta_and_a_question(client, db):
+    user = User.objects.create_user(username="newcomer", password=PASSWORD)
+    client.force_login(user)
+    client.post("/onboarding/", {"step": "workspace", "slug": "first", "name": "First"})
+    membership = Membership.objects.get(user=user)
+    assert (membership.workspace.slug, membership.role) == ("first", "owner")
+
+    page = client.post("/onboarding/", {"step": "apikey"}).content.decode()
+    secret = re.search(r'<code class="secret">([^<]+)</code>', page).group(1)
+    key = ApiKey.objects.get(workspace=membership.workspace)
+    assert secret.startswith("fth_") and key.hashed_secret != secret
+    assert secret not in client.get("/onboarding/").content.decode()  # shown once
+
+    client.post("/onboarding/", {"step": "model", "provider": "openai", "model": "gpt-4o-mini",
+                                 "api_key": "sk-dashboard-secret"})
+    row = ModelAssignment.objects.get(workspace=membership.workspace, role="main").model
+    assert row.get_api_key() == "sk-dashboard-secret"
+    assert "sk-dashboard-secret" not in LLMModel.objects.get(pk=row.pk).api_key_encrypted
+
+    client.post("/onboarding/", {"step": "delta", "content": "The rover left on Monday.", "tags": "kind:note"})
+    assert Delta.objects.get(workspace=membership.workspace).tags == ["kind:note"]
+
+    client.post("/onboarding/", {"step": "question", "question": "When did the rover leave?"})
+    message = Trigger.objects.get(session__workspace=membership.workspace)
+    assert (message.content, message.author) == ("When did the rover leave?", "newcomer")
