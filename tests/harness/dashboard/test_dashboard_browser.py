@@ -1,0 +1,117 @@
+"""The operator dashboard in headless Chromium against uvicorn (as `fathom up` serves it): log in,
+switch workspace, open a fire's accordion, watch a new fire arrive live, approve and deny proposals
+inline, override a conflict. Each flow saves a screenshot (see conftest.py)."""
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as seen
+from selenium.webdriver.support.select import Select
+from selenium.webdriver.support.wait import WebDriverWait
+
+from festinger.models import ConflictStatus
+from harness.fires.services import fire_create
+from proposals.models import Decision, ProposalStatus
+from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+OPERATOR = "operator@example.com"
+
+
+def log_in(browser, url: str, username: str = OPERATOR) -> WebDriverWait:
+    browser.get(f"{url}/")  # logged out: sent to login
+    wait = WebDriverWait(browser, 30)
+    wait.until(seen.visibility_of_element_located((By.ID, "id_username"))).send_keys(username)
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait.until(seen.visibility_of_element_located((By.ID, "feed-heading")))
+    return wait
+
+
+def test_an_operator_logs_in_and_switches_workspace(live_server_url, browser, screenshot, workspace,
+                                                    other_workspace):
+    user = member(workspace)
+    member(other_workspace, role="viewer")
+    fire_create(workspace=other_workspace, mode="reactive", question="a question over there")
+    wait = log_in(browser, live_server_url)
+    assert browser.current_url.rstrip("/") == live_server_url
+    screenshot("login-feed")
+
+    Select(browser.find_element(By.ID, "workspace-select")).select_by_value(workspace.slug)
+    browser.find_element(By.CSS_SELECTOR, ".switcher button").click()
+    wait.until(seen.text_to_be_present_in_element((By.ID, "feed-heading"), workspace.name))
+    Select(browser.find_element(By.ID, "workspace-select")).select_by_value(other_workspace.slug)
+    browser.find_element(By.CSS_SELECTOR, ".switcher button").click()
+    wait.until(seen.text_to_be_present_in_element((By.ID, "feed-heading"), other_workspace.name))
+    assert "a question over there" in browser.page_source
+    screenshot("switched-workspace")
+    assert user.memberships.count() == 2
+
+
+def test_a_fires_accordion_expands_and_a_new_fire_arrives_live(live_server_url, browser, screenshot, scripted_llm,
+                                                               workspace):
+    member(workspace)
+    fire = fire_with_tools(scripted_llm, workspace)
+    wait = log_in(browser, live_server_url)
+    card = browser.find_element(By.ID, f"fire-{fire.pk}")
+    card.find_element(By.CSS_SELECTOR, "details.thinking > summary").click()
+    call = wait.until(lambda _: card.find_element(By.CSS_SELECTOR, "details.call summary"))
+    assert call.text.startswith("plan")
+    call.click()
+    arguments = card.find_element(By.CSS_SELECTOR, "details.call pre")
+    wait.until(lambda _: arguments.is_displayed())
+    assert "find the notes" in arguments.text
+    assert [e.text for e in card.find_elements(By.CSS_SELECTOR, "details.call .tool")] == ["plan", "state", "respond", "skip"]
+    screenshot("accordion")
+
+    # a fire started elsewhere appears on the open page, without a reload
+    wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))
+    live = fire_create(workspace=workspace, mode="reactive", question="is anyone watching live?")
+    WebDriverWait(browser, 30).until(seen.presence_of_element_located((By.ID, f"fire-{live.pk}")))
+    assert "is anyone watching live?" in browser.find_element(By.ID, f"fire-{live.pk}").text
+    first = browser.find_element(By.CSS_SELECTOR, "#feed > li")
+    assert first.get_attribute("id") == f"fire-{live.pk}"  # newest first
+    screenshot("live-fire")
+
+
+def test_an_operator_approves_an_l3_proposal_inline_and_denies_another(live_server_url, browser, screenshot,
+                                                                       workspace):
+    member(workspace)
+    approved = provenance_proposal(workspace, level=3, title="The rover era")
+    denied = provenance_proposal(workspace, level=3, title="The wrong era")
+    auto = provenance_proposal(workspace, level=1, title="A small episode")
+    wait = log_in(browser, live_server_url)
+    assert "auto" in browser.find_element(By.ID, f"proposal-{auto.pk}").get_attribute("class")  # greyed
+    screenshot("proposals")
+
+    browser.find_element(By.CSS_SELECTOR, f"button.approve[data-proposal='{approved.pk}']").click()
+    wait.until(seen.text_to_be_present_in_element((By.ID, f"proposal-{approved.pk}"), f"by {'operator:user:' + OPERATOR}"))
+    assert Decision.objects.get(proposal=approved).decided_by == f"operator:user:{OPERATOR}"
+
+    row = browser.find_element(By.ID, f"proposal-{denied.pk}")
+    row.find_element(By.NAME, "reason").send_keys("not an era")
+    row.find_element(By.CSS_SELECTOR, "button.deny").click()
+    wait.until(seen.text_to_be_present_in_element((By.ID, f"proposal-{denied.pk}"), "Denied"))
+    denied.refresh_from_db()
+    assert denied.status == ProposalStatus.DENIED
+    screenshot("proposals-decided")
+
+    # the audit row, on the proposal's page
+    browser.get(f"{live_server_url}/proposals/{approved.pk}")
+    audit = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "table.audit tr.decision")))
+    assert f"operator:user:{OPERATOR}" in audit.text and "Approve" in audit.text
+    screenshot("proposal-audit")
+
+
+def test_an_operator_overrides_a_conflict(live_server_url, browser, screenshot, workspace):
+    member(workspace)
+    pending = conflict(workspace)
+    wait = log_in(browser, live_server_url)
+    item = browser.find_element(By.ID, f"conflict-{pending.pk}")
+    Select(item.find_element(By.NAME, "decision")).select_by_value("update")
+    item.find_element(By.NAME, "reasoning").send_keys("containers now")
+    screenshot("conflict")
+    item.find_element(By.CSS_SELECTOR, "button.override-button").click()
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "update applied"))
+    pending.refresh_from_db()
+    assert pending.status == ConflictStatus.RESOLVED and pending.resolved_by == f"operator:user:{OPERATOR}"
+    screenshot("conflict-overridden")
