@@ -12,6 +12,7 @@ from proposals.models import Proposal
 from proposals.selectors import latest_decision, proposals_list
 
 PAGE_SIZE = 20
+ORDINARY_SOURCES = ("", "api", "dashboard", "user_message")
 AUTO_POLICY_PREFIX = "auto-policy"
 
 
@@ -24,6 +25,12 @@ class Bubble:
     is_self: bool
     sit_round: int | None = None
     sit_cap: int | None = None
+    source: str = ""
+
+    @property
+    def origin(self) -> str:
+        """Where the message came from when it is not a person at a client: sit, beat, cron, autonomy..."""
+        return "" if self.source in ORDINARY_SOURCES else self.source
 
 
 @dataclass
@@ -105,5 +112,6 @@ def bubbles_of(fire: Fire) -> list[Bubble]:
         sit = message.get("sit") or {}
         bubbles.append(Bubble(content=message.get("content", ""), author=message.get("author") or "",
                               is_self=message.get("author") == "self" or message.get("source") == "sit",
-                              sit_round=sit.get("round"), sit_cap=sit.get("cap")))
+                              sit_round=sit.get("round"), sit_cap=sit.get("cap"),
+                              source=message.get("source") or ""))
     return bubbles

@@ -260,3 +260,13 @@ def test_onboarding_creates_a_workspace_a_key_shown_once_a_model_a_delta_and_a_q
     client.post("/onboarding/", {"step": "question", "question": "When did the rover leave?"})
     message = Trigger.objects.get(session__workspace=membership.workspace)
     assert (message.content, message.author) == ("When did the rover leave?", "newcomer")
+
+
+def test_sit_rounds_show_as_pairs_with_the_self_stripe(operator, workspace):
+    for n in (1, 2):
+        fire_create(workspace=workspace, mode="self_directing", messages=[
+            {"id": None, "content": f"reflect, round {n}", "author": "self", "source": "sit",
+             "sit": {"round": n, "cap": 3}}])
+    page = operator.get("/").content.decode()
+    assert page.count("fire-entry sit") == 2 and "Sit round 2/3 · pass-intent" in page
+    assert page.index("reflect, round 2") < page.index("reflect, round 1")  # newest first
