@@ -26,7 +26,7 @@ class TaskOutput(serializers.ModelSerializer):
 class SessionTasksView(generics.ListAPIView):
     serializer_class = TaskOutput
 
-    @extend_schema(summary="A session's background tasks, oldest first",
+    @extend_schema(summary="A session's background tasks, newest first",
                    parameters=[OpenApiParameter("state", str, enum=Task.State.values,
                                                 description="only tasks in this state")])
     def get(self, request, *args, **kwargs):

@@ -69,7 +69,7 @@ def task_get(*, workspace, task_id) -> Task:
 
 
 def session_tasks(*, session: Session, state: str = ""):
-    """The session's tasks, oldest first (optionally in one state)."""
+    """The session's tasks (optionally in one state)."""
     tasks = Task.objects.filter(session=session)
     return tasks.filter(state=state) if state else tasks
 
