@@ -4,10 +4,12 @@ TaskDone re-entering the session and read by the next turn, cancel, timeout, a d
 
 import threading
 import uuid
+from datetime import timedelta
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import connection
+from django.utils import timezone
 
 from fathom.tenancy import Workspace
 from harness.fires.models import Fire
@@ -16,6 +18,7 @@ from harness.runtime.files import sandbox
 from harness.runtime.models import Session, SessionEvent, Task, TaskSlots, Trigger
 from harness.runtime.services import harness_settings_get, message_send, session_create
 from tests.harness.support import session_tick
+from tests.harness.tool_fire import run_tools
 
 pytestmark = pytest.mark.django_db
 State = Task.State
@@ -224,15 +227,11 @@ def test_the_offline_agent_lists_and_reads_files_then_relays_the_results(session
 
 
 def test_a_background_tool_outside_a_session_says_it_needs_one(workspace, scripted_llm):
-    from tests.harness.tool_fire import run_tools
-
     _, results = run_tools(scripted_llm, workspace, [("r", "fs_read", {"path": "fs://a"})])
     assert results["r"] == "error: background tools need a session: their results come back to it as TaskDone"
 
 
 def test_a_bad_path_is_refused_by_the_tool_at_once_without_a_task(session, scripted_llm):
-    from tests.harness.tool_fire import run_tools
-
     claims.claim(Session, session.pk, stale_after=300)  # a session's fire runs under the session's claim
     _, results = run_tools(scripted_llm, session.workspace, [("r", "fs_read", {"path": "fs://../x"})],
                            session=session, mode="reactive")
@@ -290,8 +289,6 @@ def test_cancel_of_an_ended_task_changes_nothing(session, home, dispatched):
 
 def test_the_task_cancel_tool_cancels_a_task_of_the_fires_session_only(session, workspace, home, dispatched,
                                                                        scripted_llm):
-    from tests.harness.tool_fire import run_tools
-
     limits(workspace, task_capacity_workspace=1)
     create(session)
     waiting = create(session)
@@ -320,10 +317,6 @@ def test_a_task_past_its_soft_time_limit_fails_timed_out(session, home, dispatch
 
 
 def test_the_sweep_fails_a_running_task_past_its_time_limit(session, home, dispatched):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     task = create(session)
     Task.objects.filter(pk=task.pk).update(picked_at=timezone.now() - timedelta(seconds=task.timeout_seconds + 31),
                                            runner=claims.runner_id(), runner_heartbeat_at=timezone.now())
@@ -336,8 +329,6 @@ def test_the_sweep_fails_a_running_task_past_its_time_limit(session, home, dispa
 def test_a_task_whose_worker_died_is_sent_again_and_retried_then_failed_after_its_attempts(
         session, home, dispatched):
     # given a task whose runner is a process of this host that no longer exists
-    from django.utils import timezone
-
     task = create(session)
     dead = f"{claims.runner_id().split(':')[0]}:999999999:1"
     Task.objects.filter(pk=task.pk).update(runner=dead, runner_heartbeat_at=timezone.now(), attempts=1,
@@ -356,8 +347,6 @@ def test_a_task_whose_worker_died_is_sent_again_and_retried_then_failed_after_it
 
 
 def test_a_live_runner_is_left_alone_by_the_sweep(session, home, dispatched):
-    from django.utils import timezone
-
     task = create(session)
     Task.objects.filter(pk=task.pk).update(runner=claims.runner_id(), runner_heartbeat_at=timezone.now(),
                                            picked_at=timezone.now())

@@ -12,7 +12,7 @@ from harness.fires.models import Fire
 from harness.runtime import background
 from harness.runtime.files import sandbox
 from harness.runtime.models import SessionEvent, Task, Trigger
-from harness.runtime.services import session_create
+from harness.runtime.services import harness_settings_get, session_create
 from tests.conftest import wait_for
 from tests.harness.conftest import ALL_QUEUES
 
@@ -58,8 +58,6 @@ def test_the_offline_agent_lists_and_reads_a_file_through_tasks_seen_on_the_even
 def test_kill_9_of_the_process_running_a_task_never_leaves_it_running(
         workspace, fs_env, workers, max_attempts, outcome):
     # given a worker running a 3-second timer task
-    from harness.runtime.services import harness_settings_get
-
     limits = harness_settings_get(workspace_id=workspace.pk)
     limits.task_max_attempts = max_attempts
     limits.save()
