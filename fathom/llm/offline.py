@@ -93,7 +93,8 @@ class SearchThenRespond:
         tool_names = {tool.name for tool in request.tools or ()}
         query = request.last_user_text.strip()
         if self.relay_prefixes and query.startswith(self.relay_prefixes):
-            return self._answer(request, "\n\n".join([OFFLINE_NOTICE, *self._relayed(request)]), [], tool_names)
+            return self._answer(request, "\n\n".join([f"{OFFLINE_NOTICE} Answering without a language model: "
+                                                       "this came back.", *self._relayed(request)]), [], tool_names)
         asked = [(self.path_tools[verb.lower()], path) for verb, path in _PATH_REQUEST.findall(query)
                  if self.path_tools.get(verb.lower()) in tool_names]
         if asked:

@@ -48,7 +48,7 @@ def test_the_offline_agent_lists_and_reads_a_file_through_tasks_seen_on_the_even
     changes = [(e["data"]["tool"], e["data"]["state"]) for e in events if e["kind"] == "TaskStateChanged"]
     assert sorted(changes) == sorted([("fs_list", "pending"), ("fs_list", "running"), ("fs_list", "succeeded"),
                                       ("fs_read", "pending"), ("fs_read", "running"), ("fs_read", "succeeded")])
-    accepted = [e["data"] for e in events if e["kind"] == "TriggerAccepted" and e["data"]["kind"] == "task_done"]
+    accepted = [e["data"] for e in events if e["kind"] == "TriggerAccepted" and e["data"]["variant"] == "TaskDone"]
     assert len(accepted) == 2 and any("- buy milk" in a["content"] for a in accepted)
     bodies = [f.response.get("body", "") for f in Fire.objects.filter(session_id=session)]
     assert any("- buy milk" in body for body in bodies), bodies
