@@ -55,6 +55,7 @@ def task_create(*, session: Session, tool: str, arguments: dict, idempotency_key
     timeout = timeout_seconds or limits.task_timeout_seconds
     try:
         with transaction.atomic():
+            _session_lock(session.pk)
             task = Task.objects.create(
                 workspace_id=session.workspace_id, session=session, fire=fire, call_id=call_id[:200],
                 idempotency_key=idempotency_key, tool=tool, arguments=arguments, max_attempts=limits.task_max_attempts,
@@ -118,6 +119,7 @@ def task_cancel(*, task: Task, by: str = "api") -> Task:
     as it is."""
     now = timezone.now()
     with transaction.atomic():
+        _session_lock(task.session_id)
         for previous in (State.PENDING, State.RUNNING):
             if Task.objects.filter(pk=task.pk, state=previous).update(
                     state=State.CANCELED, finished_at=now, cancel_requested_by=by[:200], runner="",
@@ -172,6 +174,7 @@ def _start(task: Task, limits) -> str:
     nothing. Returns "started", "workspace full", "session full" or "gone" (not Pending any more)."""
     try:
         with transaction.atomic():
+            _session_lock(task.session_id)
             if not _slot_take(f"workspace:{task.workspace_id}", limits.task_capacity_workspace):
                 raise _NoCapacity("workspace full")
             if not _slot_take(f"session:{task.session_id}", limits.task_capacity_session):
@@ -191,6 +194,7 @@ def _finish(task: Task, state: str, *, result: str = "", error: str = "") -> boo
     """Running -> `state`, giving its slots back, then start what waits. False when the task was not
     Running any more (canceled meanwhile: its result is discarded)."""
     with transaction.atomic():
+        _session_lock(task.session_id)
         if not Task.objects.filter(pk=task.pk, state=State.RUNNING).update(
                 state=state, result=result, error=error[:4000], finished_at=timezone.now(), runner="",
                 runner_heartbeat_at=None):
@@ -219,6 +223,13 @@ def _run(task: Task) -> tuple[str | None, str, str]:
         return State.FAILED, "", f"{type(exc).__name__}: {exc}"
 
 
+def _session_lock(session_id) -> None:
+    """Every transaction that moves a task or its slots locks the task's session row first, then
+    the workspace's slots, the session's slots, the task: one order for all, so none deadlocks
+    (the session's events take that row's lock anyway)."""
+    list(Session.objects.select_for_update(no_key=True).filter(pk=session_id).values_list("pk", flat=True))
+
+
 def _slots_ensure(task: Task) -> None:
     TaskSlots.objects.bulk_create([TaskSlots(scope=f"workspace:{task.workspace_id}"),
                                    TaskSlots(scope=f"session:{task.session_id}")], ignore_conflicts=True)
@@ -229,7 +240,7 @@ def _slot_take(scope: str, capacity: int) -> bool:
 
 
 def _slots_give(task: Task) -> None:
-    # Workspace first, then session: the order every transaction takes them in (no deadlock).
+    # Workspace first, then session: the order every transaction takes them in (see _session_lock).
     for scope in (f"workspace:{task.workspace_id}", f"session:{task.session_id}"):
         TaskSlots.objects.filter(scope=scope, running__gt=0).update(running=F("running") - 1)
 

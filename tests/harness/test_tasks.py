@@ -402,3 +402,40 @@ def test_a_workspaces_capacity_is_its_own(workspace, other_workspace, home, disp
     assert create(mine).state == State.PENDING
     theirs = session_create(workspace=Workspace.objects.get(pk=other_workspace.pk))
     assert create(theirs).state == State.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_finishing_canceling_and_creating_at_once_neither_deadlocks_nor_miscounts(workspace, home, monkeypatch):
+    # given two sessions with running and waiting tasks, and threads that at once finish, cancel and
+    # create tasks (each on its own connection)
+    monkeypatch.setattr(background, "_dispatch", lambda task: None)
+    limits(workspace, task_capacity_workspace=3, task_capacity_session=2)
+    sessions = [session_create(workspace=workspace) for _ in range(2)]
+    tasks = [create(sessions[i % 2]) for i in range(10)]
+    barrier, errors = threading.Barrier(10), []
+
+    def act(index):
+        try:
+            barrier.wait()
+            if index < 4:
+                background.task_execute(task_id=tasks[index].pk)
+            elif index < 8:
+                background.task_cancel(task=Task.objects.get(pk=tasks[index].pk))
+            else:
+                create(sessions[index % 2])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=act, args=(i,)) for i in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    # then the counters say exactly what runs, within the capacities
+    running_by_session = {s.pk: Task.objects.filter(session=s, state=State.RUNNING).count() for s in sessions}
+    assert sum(running_by_session.values()) == TaskSlots.objects.get(scope=f"workspace:{workspace.pk}").running <= 3
+    for session in sessions:
+        assert TaskSlots.objects.get(scope=f"session:{session.pk}").running == running_by_session[session.pk] <= 2
