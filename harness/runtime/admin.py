@@ -5,7 +5,36 @@ from django.contrib import admin, messages
 from fathom.admin import ReadOnlyAdmin
 from fathom.auth import may_operate, operator_actor
 from harness.runtime.background import task_cancel
-from harness.runtime.models import ProfileFieldVersion, Task
+from harness.runtime.models import AgentProfile, ProfileFieldVersion, Task
+from harness.runtime.profiles import AGENT_FIELDS, USER_FIELDS, profile_update
+
+
+class TaskInline(admin.TabularInline):
+    """A session's background tasks, on its admin page."""
+
+    model = Task
+    extra = 0
+    can_delete = False
+    fields = ["created_at", "tool", "state", "attempts", "error", "finished_at"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+def profile_save(request, profile, form, change) -> None:
+    """An admin edit of a profile goes through profile_update, as every other write does: the
+    version is bumped and the values it replaces are kept (profile history)."""
+    content = AGENT_FIELDS if isinstance(profile, AgentProfile) else USER_FIELDS
+    fields = [name for name in form.changed_data if name in content]
+    if not change or not fields:
+        profile.save()
+        return
+    others = {name: form.cleaned_data[name] for name in form.changed_data if name not in content}
+    if others:  # the slug or the workspace: not content, no history
+        type(profile).objects.filter(pk=profile.pk).update(**others)
+    stored = type(profile).objects.get(pk=profile.pk)
+    profile_update(profile=stored, replaced_by=operator_actor(kind="user", name=request.user.get_username()),
+                   **{name: form.cleaned_data[name] for name in fields})
+    profile.version = stored.version
 
 
 @admin.register(Task)

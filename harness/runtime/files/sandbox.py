@@ -246,6 +246,12 @@ def _replace_atomically(dir_fd: int, name: str, data: bytes, *, no_clobber: bool
                 os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
             except FileExistsError:
                 raise FileError(f"{path} exists; pass allow_override=true to replace it") from None
+            except OSError as exc:  # a file system without hard links: check, then rename
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+                    raise
+                if _lstat(dir_fd, name) is not None:
+                    raise FileError(f"{path} exists; pass allow_override=true to replace it") from None
+                os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         else:
             os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # replaces a link itself, never its target
     finally:
