@@ -269,15 +269,18 @@ def test_a_link_swapped_in_between_check_and_use_leads_nowhere(workspace, home, 
         os.symlink(outside / "secret.txt", link)
         path = "fs://x"
     os.rename(real, name)
-    stop, swaps = threading.Event(), [0]
+    stop, swaps, failures = threading.Event(), [0], []
 
     def swapper():
-        while not stop.is_set():
-            os.rename(name, real)
-            os.rename(link, name)
-            os.rename(name, link)
-            os.rename(real, name)
-            swaps[0] += 1
+        try:
+            while not stop.is_set():
+                os.rename(name, real)
+                os.rename(link, name)
+                os.rename(name, link)
+                os.rename(real, name)
+                swaps[0] += 1
+        except OSError as exc:
+            failures.append(exc)
 
     thread = threading.Thread(target=swapper)
     thread.start()
@@ -291,14 +294,15 @@ def test_a_link_swapped_in_between_check_and_use_leads_nowhere(workspace, home, 
                 continue
             assert SECRET not in text
             outcomes["read"] += 1
-            try:
-                write(workspace, path, "inside again", allow_override=True)
+            try:  # a write through the same path (replace creates nothing, so the swapper keeps its four names)
+                replace(workspace, path, "inside", "inside", "all")
             except FileError:
                 pass
     finally:
         stop.set()
         thread.join()
-    assert swaps[0] > 0
+    assert swaps[0] > 0 and not failures, failures  # the swapper ran the whole time
+    assert outcomes["refused"] > 0  # the link side of the swap was met (the real side is met by chance)
     assert (outside / "secret.txt").read_text() == SECRET  # 0 escapes, either way
     assert _files_outside(fs_root) == {"outside/secret.txt"}
 
