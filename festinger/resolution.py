@@ -65,10 +65,16 @@ _CHOICES = {
         "One fact is a classification (ISA) and the other a membership (ISPART) in the same dimension: one of "
         "them is in the wrong dimension. Answer misclassification with `dimension`, the dimension the incoming "
         "fact belongs in, or dismiss if the incoming fact is wrong."),
+    CollisionType.CYCLE: (
+        "The incoming parent already descends from the concept in this dimension: storing the fact would make "
+        "the concept its own ancestor. Answer dismiss (an operator may remove an edge of the chain and state "
+        "the fact again)."),
 }
 
 
 def allowed_decisions(collision_type: str) -> tuple[str, ...]:
+    if collision_type == CollisionType.CYCLE:
+        return ("dismiss",)  # update would place the very edge that closes the cycle
     extra = {CollisionType.ISA_ISA: ("decompose",), CollisionType.MISCLASSIFICATION: ("misclassification",)}
     return (*extra.get(collision_type, ()), "update", "dismiss")
 
@@ -308,6 +314,9 @@ def _current_edge(conflict: Conflict) -> Edge | None:
 def _place_incoming(conflict: Conflict, dimension: Concept) -> Edge:
     placed = place(concept=conflict.concept, parent=conflict.incoming_parent, dimension=dimension,
                    is_isa=conflict.incoming_is_isa, confidence=conflict.incoming_confidence, source=Source.FESTINGER)
+    if isinstance(placed, Conflict) and placed.collision_type == CollisionType.CYCLE:
+        raise ApplicationError(f"{conflict.incoming_parent} descends from {conflict.concept} in [{dimension}]: "
+                               "the fact would close a cycle", code="cycle")
     if not isinstance(placed, Edge):
         raise ApplicationError(f"{conflict.concept} already has another parent in [{dimension}]",
                                code="dimension_taken")
