@@ -48,7 +48,8 @@ def world_ensure(*, workspace) -> WorldConfig:
 CONFIG_FIELDS = (
     "saliency_read_threshold", "saliency_write_threshold", "recollection_confidence_floor",
     "recollection_recency_days", "recollection_max_concepts", "resolution_schedule", "resolution_enabled",
-    "writer_role", "resolver_role", "writer_max_calls",
+    "writer_role", "resolver_role", "writer_max_calls", "writer_calls_per_conversation", "writer_calls_per_hour",
+    "saliency_half_life_days",
 )
 
 
@@ -83,6 +84,8 @@ def config_validate(config: WorldConfig) -> None:
     if config.saliency_write_threshold < config.saliency_read_threshold:
         raise ApplicationError("saliency_write_threshold must not be below saliency_read_threshold",
                                code="invalid_config")
+    if not config.saliency_half_life_days > 0:
+        raise ApplicationError("saliency_half_life_days must be above 0", code="invalid_config")
     if not 0.0 <= config.recollection_confidence_floor <= 1.0:
         raise ApplicationError("recollection_confidence_floor must be between 0 and 1", code="invalid_config")
     for name in ("writer_role", "resolver_role"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections import Counter
@@ -75,6 +76,9 @@ class Settings:
     max_concepts: int = 20
     writer_role: str = "writer"
     resolver_role: str = "resolver"
+    writer_calls_per_conversation: int = 4
+    writer_calls_per_hour: int = 40
+    half_life_days: float = 30.0
 
     @property
     def read_count(self) -> float:
@@ -143,6 +147,7 @@ class World:
         merged = normalise(text)  # the regex and lowercasing work done before taking the lock
         with self._count_lock:
             others = self._lexicon().count(merged)  # common words counted in C, no string each
+            others = {token: n for token, n in others.items() if not _never_a_concept(token)}
             self.unpushed.append(others)
         counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
         for token, n in others.items():
@@ -159,7 +164,7 @@ class World:
 
     def candidates(self, token_lists) -> set[str]:
         """The distinct tokens of these lists that can be salient (not common words)."""
-        return set().union(*token_lists).difference(self.common)
+        return {token for token in set().union(*token_lists).difference(self.common) if not _never_a_concept(token)}
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -307,7 +312,9 @@ class World:
                 read_threshold=config.saliency_read_threshold, write_threshold=config.saliency_write_threshold,
                 confidence_floor=config.recollection_confidence_floor,
                 recency_days=config.recollection_recency_days, max_concepts=config.recollection_max_concepts,
-                writer_role=config.writer_role, resolver_role=config.resolver_role)
+                writer_role=config.writer_role, resolver_role=config.resolver_role,
+                writer_calls_per_conversation=config.writer_calls_per_conversation,
+                writer_calls_per_hour=config.writer_calls_per_hour, half_life_days=config.saliency_half_life_days)
 
     def _refresh_counts(self, totals: dict[str, str]) -> None:
         """Take the totals of the last flush: the counts every process pushed until then."""
@@ -346,6 +353,16 @@ class World:
                 with self._count_lock:
                     self.unpushed[:0] = taken
                 raise
+
+
+# An id as Fathom and other tools print them: hex of 8 or more characters with a digit (a delta's, a
+# commit's), or a UUID. Cited in answers ("[d39842a28e07e83e]"), never a concept.
+_ID_RE = re.compile(r"(?=[a-f]*[0-9])[0-9a-f]{8,}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+
+
+def _never_a_concept(token: str) -> bool:
+    """A token that is counted nowhere and never salient: one character (`s` of "user's", `i`), or an id."""
+    return len(token) < 2 or _ID_RE.fullmatch(token) is not None
 
 
 def _summed(counts_list) -> Counter:
