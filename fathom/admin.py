@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 
 from fathom.auth import workspaces_operated_by
 from fathom.models import ApiKey, Membership, Workspace
-from fathom.services import apikey_create, apikey_revoke
+from fathom.services import apikey_create, apikey_revoke, workspace_created
 
 
 def rows_visible_to(request, queryset):
@@ -53,6 +53,11 @@ class WorkspaceAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change:  # a workspace added here is set up like one the CLI creates
+            workspace_created(workspace=obj)
 
 
 @admin.register(Membership)
