@@ -7,7 +7,9 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
 
 1. tokenise the text; count each token's encounter (saliency = ln(encounter_count)): in a model call,
    the conversation's own words only, each message once (festinger/conversation.py);
-2. for each concept at or above the read threshold, the canonical recollection query's semantics:
+2. for each concept whose priority (festinger.cache.model.priority: saliency decayed by the time since
+   it was last seen, plus its novelty) is at or above the read threshold, highest first, the canonical
+   recollection query's semantics:
    the concept's own edges (depth 1), confidence >= the floor, confirmed within the recency window,
    dimensions in descending id order; `[dim?]` where a conflict is pending in that dimension;
 3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
@@ -83,7 +85,8 @@ def recollect(world: cache.World, texts, counted, *, learn: bool = True, convers
                 world.count(item)
         candidates = world.candidates([tokenize(item) for item in texts])
     salient = world.salient(candidates)
-    to_write = world.to_write(salient) if learn else []
+    # The write threshold is on the seed's saliency (how often a concept was seen), not on the priority.
+    to_write = world.to_write([(token, world.saliency(token)) for token, _priority in salient]) if learn else []
     triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
     block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
     recollection = Recollection(block=block, recalled=recalled, unknown=unknown, salient=tuple(salient),
