@@ -32,7 +32,7 @@ from fathom.redis_client import get_redis
 
 LEARNED_ROLES = ("user", "assistant")
 HARNESS_NOTE = "[harness]"
-SELF_TALK_ROLES = frozenset({"classifier", "planner", "verifier", "focus", "embedder", "judge"})
+SELF_TALK_ROLES = frozenset({"classifier", "planner", "verifier", "focus", "embedder"})
 SEEN_SECONDS = 7 * 86400
 _SEEN_KEY = "festinger:{ws}:conversation:{conversation}:seen"
 _CALLS_KEY = "festinger:{ws}:conversation:{conversation}:writer_calls"
@@ -73,11 +73,12 @@ def message_hashes(messages) -> list[str]:
     return hashes
 
 
-def unseen(*, workspace_id: int, conversation: str, messages) -> list:
-    """The messages the conversation has not counted before, marked as counted now (once across all
+def unseen(*, workspace_id: int, conversation: str, messages, only_last: bool = False) -> list:
+    """The messages the conversation has not counted before (of the last one alone with `only_last`;
+    the hashes are still those of its place in all of them), marked as counted now (once across all
     processes). Raises RedisError when Redis cannot be reached (the caller learns nothing then)."""
-    hashes = message_hashes(messages)
-    asked = [(message, digest) for message, digest in zip(messages, hashes, strict=True)
+    pairs = list(zip(messages, message_hashes(messages), strict=True))
+    asked = [(message, digest) for message, digest in (pairs[-1:] if only_last else pairs)
              if (workspace_id, conversation, digest) not in _known]
     if not asked:
         return []
@@ -95,7 +96,8 @@ def unseen(*, workspace_id: int, conversation: str, messages) -> list:
 def reply_unseen(*, workspace_id: int, conversation: str, messages, reply) -> bool:
     """Whether the model's reply (an assistant message following `messages`) is new to the
     conversation, marking it counted: the next call's history holds it and will not count it again."""
-    return bool(unseen(workspace_id=workspace_id, conversation=conversation, messages=[*messages, reply])[-1:])
+    return bool(unseen(workspace_id=workspace_id, conversation=conversation, messages=[*messages, reply],
+                       only_last=True))
 
 
 def writer_calls_left(*, workspace_id: int, conversation: str | None, per_conversation: int, per_hour: int) -> bool:
