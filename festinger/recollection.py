@@ -198,11 +198,8 @@ _recent_cues: dict[tuple, float] = {}
 def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversation: str | None = None) -> None:
     triples = [triple for triple in recollection.cues if _is_news(world, triple)]
     writes = list(recollection.to_write)
-    settings = world.settings
-    if writes and not writer_calls_left(workspace_id=world.workspace_id, conversation=conversation,
-                                        per_conversation=settings.writer_calls_per_conversation,
-                                        per_hour=settings.writer_calls_per_hour):
-        writes = []  # a cap is spent: the writer would refuse them (festinger.writer)
+    if writes and not _writes_left(world, conversation):
+        writes = []  # a cap is spent (or unknown): the writer would refuse them (festinger.writer)
     if not triples and not writes:
         return
     workspace_id = world.workspace_id
@@ -215,6 +212,17 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
             signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
     transaction.on_commit(send)
+
+
+def _writes_left(world: cache.World, conversation: str | None) -> bool:
+    settings = world.settings
+    try:
+        return writer_calls_left(workspace_id=world.workspace_id, conversation=conversation,
+                                 per_conversation=settings.writer_calls_per_conversation,
+                                 per_hour=settings.writer_calls_per_hour)
+    except RedisError:  # on a model call's path: the write waits for a later mention
+        log.warning("festinger: Redis is unreachable; writes of workspace %s not queued", world.workspace_id)
+        return False
 
 
 def _is_news(world: cache.World, triple: Triple) -> bool:
