@@ -311,9 +311,13 @@ def edge_remove(*, edge: Edge, reason: str, actor: str, conflict: Conflict | Non
 
 def edge_move(*, edge: Edge, dimension: Concept, reason: str, actor: str, conflict: Conflict | None = None) -> Edge:
     """Move an edge to another dimension (inside the caller's transaction), keeping what it was in
-    EdgeHistory. ApplicationError when the concept already has a parent there."""
+    EdgeHistory. ApplicationError when the concept already has a parent there, or when the move would
+    close a cycle there."""
     if Edge.objects.filter(concept_id=edge.concept_id, dimension=dimension).exclude(pk=edge.pk).exists():
         raise ApplicationError(f"{edge.concept} already has a parent in [{dimension}]", code="dimension_taken")
+    if _closes_cycle(concept=edge.concept, parent=edge.parent, dimension=dimension):
+        raise ApplicationError(f"{edge.parent} descends from {edge.concept} in [{dimension}]: the move would close "
+                               "a cycle", code="cycle")
     _history(edge=edge, action=EdgeHistory.Action.MOVED, reason=reason, actor=actor, conflict=conflict,
              moved_to=dimension)
     edge.dimension = dimension

@@ -15,7 +15,7 @@ from fathom.errors import ApplicationError
 from festinger.models import Concept, Conflict, Edge
 from festinger.resolution import allowed_decisions, conflict_apply
 from festinger.selectors import cycles_find
-from festinger.services import concepts_ensure, insert_fact, world_ensure
+from festinger.services import concepts_ensure, edge_move, insert_fact, world_ensure
 
 
 def isa(workspace, concept, parent, dimension="type"):
@@ -118,3 +118,14 @@ def test_check_reports_the_cycles_in_the_data_and_fails(workspace):
         call_command("fathom", "festinger", "check", stdout=out)
     assert f"{workspace.slug}: cycle in [type]: qx -> qy -> qz -> qx" in out.getvalue()
     assert Concept.objects.filter(workspace=workspace, token="leaf").exists()
+
+
+def test_moving_an_edge_into_a_dimension_where_it_closes_a_cycle_is_refused(workspace):
+    world_ensure(workspace=workspace)
+    isa(workspace, "qb3", "qa3", dimension="membership")
+    edge = isa(workspace, "qa3", "qb3")
+
+    with pytest.raises(ApplicationError, match="would close a cycle"):
+        edge_move(edge=edge, dimension=Concept.objects.get(workspace=workspace, token="membership"),
+                  reason="test", actor="operator:test")
+    assert edges(workspace) == {("qb3", "qa3", "membership"), ("qa3", "qb3", "type")}
