@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
 from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
 from fathom.models import Workspace

@@ -28,6 +28,7 @@ from fathom.errors import ApplicationError, ConflictError
 from fathom.llm import Message, complete, registry
 from fathom.models import Workspace
 from fathom.redis_client import get_redis
+from fathom.transient import TRANSIENT_ERRORS
 from festinger.bootstrap import dimension_ensure
 from festinger.models import CollisionType, Concept, Conflict, ConflictStatus, Edge, ResolutionRun, Source
 from festinger.services import edge_move, edge_remove, place, token_normalise, world_ensure, writes_committed
@@ -119,6 +120,8 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
     try:
         _lost_runs_fail(run)
         _drain(run, limit=limit, on_full_batch=on_full_batch)
+    except TRANSIENT_ERRORS:  # the task retries; its redelivery carries this run on (task_id above)
+        raise
     except Exception as exc:  # the run row says why; conflicts not reached stay pending
         logger.exception("festinger resolution run %s failed", run.pk)
         _finish(run, status=ResolutionRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -216,7 +219,7 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str | None = None) ->
         conflict = conflict_apply(conflict_id=conflict.pk, decision=decision, actor="festinger")
     except ConflictError:
         return "skipped"
-    except SoftTimeLimitExceeded:  # the task's time is up: the run fails and frees its lock, not this conflict
+    except (SoftTimeLimitExceeded, *TRANSIENT_ERRORS):  # the run's business (fail, or retry), not this conflict's
         raise
     except Exception as exc:  # any failure leaves the conflict pending; the next run tries again
         if not isinstance(exc, ApplicationError):
