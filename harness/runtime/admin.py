@@ -2,7 +2,7 @@
 
 from django.contrib import admin, messages
 
-from fathom.admin import ReadOnlyAdmin
+from fathom.admin_scoping import ReadOnlyAdmin
 from fathom.auth import may_operate, operator_actor
 from harness.runtime.background import task_cancel
 from harness.runtime.models import AgentProfile, ProfileFieldVersion, Task
