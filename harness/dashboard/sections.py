@@ -14,6 +14,8 @@ from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list
 from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
+from harness.runtime.background import task_label
+from harness.runtime.selectors import tasks_active, tasks_of_fires
 from harness.tools.plan import MARKERS
 from proposals.models import ProposalStatus
 from proposals.selectors import proposals_list
@@ -38,6 +40,15 @@ def thinking_of(fire: Fire) -> dict:
             "tool_calls": sum(len(t["calls"]) for t in turns)}
 
 
+@card_section(name="tasks", template="dashboard/sections/tasks.html")
+def background_tasks(workspace, fires: list[Fire]) -> dict:
+    """The background tasks each fire started (one query for the page); fires without any show none."""
+    by_fire: dict = {}
+    for task in tasks_of_fires(workspace=workspace, fire_ids=[fire.pk for fire in fires]):
+        by_fire.setdefault(task.fire_id, {"tasks": []})["tasks"].append({"task": task, "label": task_label(task)})
+    return by_fire
+
+
 @side_panel(name="proposals", title="Waiting for you", template="dashboard/panels/proposals.html")
 def pending_proposals(current) -> dict | None:
     pending = list(proposals_list(workspace=current.workspace, status=ProposalStatus.PENDING)
@@ -51,6 +62,12 @@ def pending_conflicts(current) -> dict | None:
     if not pending:
         return None
     return {"conflicts": [{"conflict": c, "decisions": allowed_decisions(c.collision_type)} for c in pending]}
+
+
+@side_panel(name="tasks", title="Background tasks", template="dashboard/panels/tasks.html")
+def running_tasks(current) -> dict | None:
+    active = tasks_active(workspace=current.workspace, limit=PANEL_ROWS)
+    return {"tasks": [{"task": task, "label": task_label(task)} for task in active]} if active else None
 
 
 def tool_hue(name: str) -> int:

@@ -20,5 +20,6 @@ urlpatterns = [
     path("loop/<str:fire_id>", views.loop_view, name="loop"),
     path("proposals/<int:proposal_id>", views.proposal_view, name="proposal"),
     path("proposals/<int:proposal_id>/<str:action>", views.proposal_decide, name="proposal-decide"),
+    path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),
 ]

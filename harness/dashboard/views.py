@@ -26,7 +26,9 @@ from harness.dashboard.panels import side_panels_render
 from harness.dashboard.sections import pretty, thinking_of
 from harness.dashboard.selectors import deltas_cited, onboarding_state, proposal_newest_id, proposals_newer
 from harness.fires.selectors import fire_trace, fire_with_journal_get, fires_progress
-from harness.runtime.selectors import session_get
+from harness.runtime import background
+from harness.runtime.background import task_label
+from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from lake.services import delta_create
 from proposals.selectors import proposal_get
@@ -205,6 +207,18 @@ def proposal_view(request, proposal_id: int):
         "current": request.dashboard, "entry": proposal_row(proposal), "decisions": proposal.decisions_newest,
         "edit_form": forms.ProposalEditForm(initial={"payload": pretty(proposal.payload)}),
     })
+
+
+# --- Background tasks ------------------------------------------------------------------------------
+
+@require_POST
+@dashboard_view(operate=True)
+def task_cancel(request, task_id):
+    """Cancel a background task through the runtime's `task_cancel`, by `operator:user:<name>`."""
+    task = background.task_cancel(task=task_get(workspace=request.dashboard.workspace, task_id=task_id),
+                                  by=request_actor(request))
+    messages.success(request, f"Task {task_label(task)} is {task.get_state_display().lower()}.")
+    return _back(request)
 
 
 # --- Festinger -----------------------------------------------------------------------------------------

@@ -79,3 +79,16 @@ def profile_history(*, profile, field: str = ""):
     owner = {"agent_profile": profile} if isinstance(profile, AgentProfile) else {"user_profile": profile}
     versions = ProfileFieldVersion.objects.filter(**owner) if profile.pk else ProfileFieldVersion.objects.none()
     return versions.filter(field=field) if field else versions
+
+
+# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+
+def tasks_of_fires(*, workspace, fire_ids) -> list[Task]:
+    """The background tasks these fires started, oldest first, in one query."""
+    return list(Task.objects.filter(workspace=workspace, fire_id__in=list(fire_ids)).order_by("created_at", "id"))
+
+
+def tasks_active(*, workspace, limit: int) -> list[Task]:
+    """The workspace's pending and running background tasks, oldest first (the next to run on top)."""
+    return list(Task.objects.filter(workspace=workspace, state__in=[Task.State.PENDING, Task.State.RUNNING])
+                .order_by("created_at", "id")[:limit])

@@ -5,6 +5,8 @@ from django.contrib.auth.models import User
 
 from fathom.models import Membership
 from festinger.services import insert_fact
+from harness.runtime.background import task_create
+from harness.runtime.services import session_create
 from lake.services import delta_create
 from proposals.services import proposal_draft
 from tests.harness.tool_fire import run_tools
@@ -41,3 +43,10 @@ def fire_with_tools(script, workspace, *, question: str = "what about the rover?
         ("s1", "state", {"action": "pending_intents"}),
     ], respond={"body": "The rover went north."}, question=question, mode="reactive")
     return fire
+
+
+def background_task(workspace, fire):
+    """A pending background task the fire started (in a session of its own)."""
+    session = session_create(workspace=workspace, title="tasks")
+    return task_create(session=session, tool="fs_list", arguments={"path": "fs://notes"}, fire=fire,
+                       idempotency_key=f"{fire.pk}:1:t1")

@@ -18,12 +18,20 @@ from harness.fires.services import fire_create
 from harness.runtime.models import Trigger
 from lake.models import Delta
 from proposals.models import Decision, ProposalStatus
-from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
+from tests.harness.dashboard.support import (
+    PASSWORD,
+    background_task,
+    conflict,
+    fire_with_tools,
+    member,
+    provenance_proposal,
+)
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
 # turns and their tool calls, the proposals and their decisions, the side panels (pending proposals and
-# their decisions, pending conflicts) and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 12
+# their decisions, pending conflicts, active background tasks), the background tasks of the page's fires,
+# and the newest proposal id (where the live stream starts).
+FEED_QUERIES = 14
 
 
 @pytest.fixture
@@ -33,13 +41,13 @@ def operator(client, workspace):
     return client
 
 
-def dashboard_urls(*, fire, proposal, conflict_row) -> list[tuple[str, str]]:
+def dashboard_urls(*, fire, proposal, conflict_row, task) -> list[tuple[str, str]]:
     """Every dashboard URL that names a row, as (method, path)."""
     return [
         ("get", f"/fires/{fire.pk}/card"), ("get", f"/fires/{fire.pk}/why"), ("get", f"/loop/{fire.pk}"),
         ("get", f"/proposals/{proposal.pk}"), ("post", f"/proposals/{proposal.pk}/approve"),
         ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
-        ("post", f"/conflicts/{conflict_row.pk}/override"),
+        ("post", f"/conflicts/{conflict_row.pk}/override"), ("post", f"/tasks/{task.pk}/cancel"),
     ]
 
 
@@ -96,14 +104,17 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     fire = fire_create(workspace=other_workspace, mode="reactive", question="over there")
     proposal = provenance_proposal(other_workspace, level=3)
     conflict_row = conflict(other_workspace)
+    task = background_task(other_workspace, fire)
     # then every URL naming them is the 404 page, and nothing was decided
-    for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row):
+    for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row, task=task):
         response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}"})
         assert response.status_code == 404, (method, path)
     assert operator.post("/workspace/switch", {"workspace": other_workspace.slug}).status_code == 404
     proposal.refresh_from_db()
     conflict_row.refresh_from_db()
+    task.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING and conflict_row.status == ConflictStatus.PENDING
+    assert task.state != "canceled"
     # and the feed shows none of them
     page = operator.get("/").content.decode()
     assert str(fire.pk) not in page and proposal.title not in page and "gnommoweb" not in page
@@ -270,3 +281,14 @@ def test_sit_rounds_show_as_pairs_with_the_self_stripe(operator, workspace):
     page = operator.get("/").content.decode()
     assert page.count("fire-entry sit") == 2 and "Sit round 2/3 · pass-intent" in page
     assert page.index("reflect, round 2") < page.index("reflect, round 1")  # newest first
+
+
+def test_a_fires_background_tasks_show_on_its_card_and_an_operator_cancels_one(operator, workspace):
+    fire = fire_create(workspace=workspace, mode="reactive", question="list my notes")
+    task = background_task(workspace, fire)
+    page = operator.get("/").content.decode()
+    assert "fs_list(fs://notes)" in page and f'id="task-{task.pk}"' in page  # on the card, and in the panel
+    response = operator.post(f"/tasks/{task.pk}/cancel")
+    assert response.status_code == 302
+    task.refresh_from_db()
+    assert task.state == "canceled" and task.cancel_requested_by == "operator:user:operator@example.com"
