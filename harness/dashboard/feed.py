@@ -8,6 +8,7 @@ from datetime import datetime
 from harness.dashboard.panels import card_sections_render
 from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
+from harness.runtime.selectors import messages_waiting
 from proposals.models import Proposal
 from proposals.selectors import latest_decision, proposals_list
 
@@ -26,6 +27,7 @@ class Bubble:
     sit_round: int | None = None
     sit_cap: int | None = None
     source: str = ""
+    message_id: str = ""
 
     @property
     def origin(self) -> str:
@@ -77,6 +79,7 @@ class ProposalRow:
 class FeedPage:
     entries: list
     next_before: datetime | None
+    waiting: list = field(default_factory=list)  # user messages no fire has taken up yet (first page only)
 
 
 def feed_page(*, workspace, before: datetime | None = None, limit: int = PAGE_SIZE) -> FeedPage:
@@ -91,7 +94,8 @@ def feed_page(*, workspace, before: datetime | None = None, limit: int = PAGE_SI
     entries.sort(key=lambda entry: entry.at, reverse=True)
     more = len(entries) > limit
     entries = entries[:limit]
-    return FeedPage(entries=entries, next_before=entries[-1].at if more and entries else None)
+    waiting = messages_waiting(workspace=workspace, limit=limit) if before is None else []
+    return FeedPage(entries=entries, next_before=entries[-1].at if more and entries else None, waiting=waiting)
 
 
 def fire_cards(workspace, fires: list[Fire]) -> list[FireCard]:
@@ -113,5 +117,5 @@ def bubbles_of(fire: Fire) -> list[Bubble]:
         bubbles.append(Bubble(content=message.get("content", ""), author=message.get("author") or "",
                               is_self=message.get("author") == "self" or message.get("source") == "sit",
                               sit_round=sit.get("round"), sit_cap=sit.get("cap"),
-                              source=message.get("source") or ""))
+                              source=message.get("source") or "", message_id=str(message.get("id") or "")))
     return bubbles

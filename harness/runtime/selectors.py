@@ -92,3 +92,9 @@ def tasks_active(*, workspace, limit: int) -> list[Task]:
     """The workspace's pending and running background tasks, oldest first (the next to run on top)."""
     return list(Task.objects.filter(workspace=workspace, state__in=[Task.State.PENDING, Task.State.RUNNING])
                 .order_by("created_at", "id")[:limit])
+
+
+def messages_waiting(*, workspace, limit: int) -> list[Trigger]:
+    """The workspace's user messages that no turn has taken up yet, newest first."""
+    return list(Trigger.objects.filter(workspace=workspace, kind=Trigger.Kind.USER_MESSAGE,
+                                       state=Trigger.State.QUEUED).order_by("-created_at", "-id")[:limit])

@@ -30,8 +30,8 @@ from tests.harness.dashboard.support import (
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
 # turns and their tool calls, the proposals and their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, active background tasks), the background tasks of the page's fires,
-# and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 14
+# the user messages still waiting for a turn, and the newest proposal id (where the live stream starts).
+FEED_QUERIES = 15
 
 
 @pytest.fixture

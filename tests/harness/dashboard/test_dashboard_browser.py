@@ -10,6 +10,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from festinger.models import ConflictStatus
 from harness.fires.services import fire_create
+from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
 from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
 
@@ -115,3 +116,25 @@ def test_an_operator_overrides_a_conflict(live_server_url, browser, screenshot, 
     pending.refresh_from_db()
     assert pending.status == ConflictStatus.RESOLVED and pending.resolved_by == f"operator:user:{OPERATOR}"
     screenshot("conflict-overridden")
+
+
+def test_a_question_asked_waits_as_a_bubble_until_its_fire_arrives_live(live_server_url, browser, screenshot,
+                                                                        workspace):
+    member(workspace)
+    wait = log_in(browser, live_server_url)
+    browser.find_element(By.ID, "id_question").send_keys("Where is the rover now?")
+    browser.find_element(By.CSS_SELECTOR, "form.ask button").click()
+    waiting = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "#feed li.waiting")))
+    assert "Where is the rover now?" in waiting.text and "waiting for a turn" in waiting.text
+    screenshot("question-waiting")
+
+    # a worker takes the message up (here: the test, as a session turn would): its fire replaces the bubble
+    wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))
+    message = Trigger.objects.get(workspace=workspace, content="Where is the rover now?")
+    Trigger.objects.filter(pk=message.pk).update(state=Trigger.State.SNAPSHOTTED)
+    fire = fire_create(workspace=workspace, mode="reactive", session=message.session, messages=[
+        {"id": str(message.pk), "content": message.content, "author": message.author, "source": message.source}])
+    wait.until(seen.presence_of_element_located((By.ID, f"fire-{fire.pk}")))
+    wait.until(seen.invisibility_of_element_located((By.ID, f"waiting-{message.pk}")))
+    assert "Where is the rover now?" in browser.find_element(By.ID, f"fire-{fire.pk}").text
+    screenshot("question-fire")
