@@ -79,14 +79,15 @@ def feed_stream(request):
 
     def render_fire(fire_id: str) -> str:
         card = fire_cards(workspace, [fire_with_journal_get(workspace=workspace, fire_id=fire_id)])[0]
-        # `live`: the card also takes its messages' "waiting" bubbles off the page (htmx out-of-band)
+        # `live`: the card also takes its messages' "waiting" bubbles and the empty feed's note off the
+        # page (htmx out-of-band)
         return render_to_string("dashboard/partials/card.html", {"entry": card, "current": current,
                                                                   "csrf_token": csrf_token, "live": True})
 
     def render_proposal(proposal_id: int) -> str:
         row = proposal_row(proposal_get(workspace=workspace, proposal_id=proposal_id))
         return render_to_string("dashboard/partials/proposal.html", {"entry": row, "current": current,
-                                                                      "csrf_token": csrf_token})
+                                                                      "csrf_token": csrf_token, "live": True})
 
     after = _int(request.GET.get("proposals_after"), 0)
     response = StreamingHttpResponse(

@@ -3,11 +3,13 @@ switch workspace, open a fire's accordion, watch a new fire arrive live, approve
 inline, override a conflict. Each flow saves a screenshot (see conftest.py)."""
 
 import pytest
+from django.contrib.auth.models import User
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
+from fathom.models import Membership
 from festinger.models import ConflictStatus
 from harness.fires.services import fire_create
 from harness.runtime.models import Trigger
@@ -122,6 +124,7 @@ def test_a_question_asked_waits_as_a_bubble_until_its_fire_arrives_live(live_ser
                                                                         workspace):
     member(workspace)
     wait = log_in(browser, live_server_url)
+    assert browser.find_element(By.ID, "feed-empty").is_displayed()  # nothing yet
     browser.find_element(By.ID, "id_question").send_keys("Where is the rover now?")
     browser.find_element(By.CSS_SELECTOR, "form.ask button").click()
     waiting = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "#feed li.waiting")))
@@ -136,5 +139,26 @@ def test_a_question_asked_waits_as_a_bubble_until_its_fire_arrives_live(live_ser
         {"id": str(message.pk), "content": message.content, "author": message.author, "source": message.source}])
     wait.until(seen.presence_of_element_located((By.ID, f"fire-{fire.pk}")))
     wait.until(seen.invisibility_of_element_located((By.ID, f"waiting-{message.pk}")))
+    assert not browser.find_elements(By.ID, "feed-empty")
     assert "Where is the rover now?" in browser.find_element(By.ID, f"fire-{fire.pk}").text
     screenshot("question-fire")
+
+
+def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screenshot, db):
+    User.objects.create_user(username="newcomer", password=PASSWORD)
+    browser.get(f"{live_server_url}/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(seen.visibility_of_element_located((By.ID, "id_username"))).send_keys("newcomer")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait.until(seen.visibility_of_element_located((By.ID, "id_slug"))).send_keys("first")  # no workspace yet
+    browser.find_element(By.ID, "id_name").send_keys("First light")
+    browser.find_element(By.XPATH, "//button[text()='Create workspace']").click()
+    wait.until(seen.element_to_be_clickable((By.XPATH, "//button[text()='Create an operator key']"))).click()
+    secret = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "code.secret"))).text
+    assert secret.startswith("fth_")
+    browser.find_element(By.ID, "id_content").send_keys("The rover left on Monday.")
+    browser.find_element(By.XPATH, "//button[text()='Write delta']").click()
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "written to the lake"))
+    screenshot("onboarding")
+    assert Membership.objects.get(user__username="newcomer").workspace.slug == "first"
