@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test test-fast lint bench clean
+.PHONY: run test test-fast lint bench screenshots clean
 
 # festinger/_words.c: an edit rebuilds the optional C extension (skipped when there is no compiler).
 $(VENV)/.installed: pyproject.toml festinger/_words.c
@@ -28,6 +28,10 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m pytest tests/bench -s -q -o python_files='bench_*.py'
+
+# The dashboard's screenshots (README's docs/screenshots/), taken by its browser tests in headless Chromium.
+screenshots: $(VENV)/.installed
+	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/harness/dashboard/test_dashboard_browser.py -q
 
 clean:
 	rm -rf $(VENV) *.egg-info

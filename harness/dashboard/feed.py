@@ -2,6 +2,7 @@
 same number of queries whatever its size (fires, their turns, their tool calls; proposals, their
 decisions; plus what the card sections load for the whole page)."""
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -68,6 +69,10 @@ class ProposalRow:
     @property
     def auto_approved(self) -> bool:
         return bool(self.decision) and self.decision.decided_by.startswith(AUTO_POLICY_PREFIX)
+
+    @property
+    def payload_json(self) -> str:
+        return json.dumps(self.proposal.payload, indent=2, sort_keys=True, ensure_ascii=False)
 
     @property
     def policy_tag(self) -> str:

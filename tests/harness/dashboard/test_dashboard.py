@@ -147,7 +147,9 @@ def test_the_feed_is_newest_first_and_paginated(operator, workspace):
     rest = feed_page(workspace=workspace, before=page.next_before)
     assert [e.fire.pk for e in rest.entries] == [f.pk for f in reversed(fires)][20:] and rest.next_before is None
     html = operator.get("/", {"before": page.next_before.isoformat()}).content.decode()
-    assert "question 0" in html and "question 24" not in html
+    assert "question 0" in html and "question 24" not in html and "<html" in html  # a page without JavaScript
+    fragment = operator.get("/", {"before": page.next_before.isoformat()}, HTTP_HX_REQUEST="true").content.decode()
+    assert "question 0" in fragment and "<html" not in fragment  # htmx's "Older entries" appends a fragment
     assert operator.get("/", {"before": "not a time"}).status_code == 404
 
 
@@ -210,6 +212,7 @@ def test_an_operator_denies_with_a_reason_and_edits_before_approving(operator, w
     assert Decision.objects.get(proposal=denied).reason == "not an era"
 
     edited = provenance_proposal(workspace, level=3, title="Edited era")
+    assert f'id="payload-{edited.pk}"' in operator.get("/").content.decode()  # the inline edit form
     payload = {**edited.payload, "title": "A better title"}
     operator.post(f"/proposals/{edited.pk}/edit", {"payload": json.dumps(payload)})
     edited.refresh_from_db()
