@@ -91,7 +91,8 @@ def server_error(request):
 
 
 def csrf_failure(request, reason=""):
-    if is_admin(request):
+    # The API's clients send keys, not cookies: a CSRF failure outside /v1/ is a browser's form (admin, dashboard).
+    if is_admin(request) or not request.path_info.startswith("/v1/"):
         return csrf.csrf_failure(request, reason)
     return json_error(403, "csrf_failed", f"CSRF check failed: {reason}" if reason else "CSRF check failed")
 

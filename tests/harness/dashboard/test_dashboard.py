@@ -79,7 +79,7 @@ def test_a_post_without_the_csrf_token_is_refused(workspace):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(member(workspace))
     response = browser.post(f"/proposals/{proposal.pk}/approve")
-    assert response.status_code == 403
+    assert response.status_code == 403 and response["Content-Type"].startswith("text/html")  # a page, not JSON
     proposal.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING and not Decision.objects.filter(proposal=proposal).exists()
 
