@@ -15,6 +15,7 @@ from harness.fires.services import fire_create
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
 from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
+from tests.harness.support import wait_for_background_work
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 OPERATOR = "operator@example.com"
@@ -162,3 +163,22 @@ def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screens
     wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "written to the lake"))
     screenshot("onboarding")
     assert Membership.objects.get(user__username="newcomer").workspace.slug == "first"
+
+
+@pytest.mark.worker
+def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_worker, live_server_url, browser,
+                                                                        screenshot, workspace):
+    member(workspace)
+    wait = log_in(browser, live_server_url)
+    wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))
+    browser.find_element(By.ID, "id_question").send_keys("What do you know about the rover?")
+    browser.find_element(By.CSS_SELECTOR, "form.ask button").click()
+    # the worker's fire arrives and finishes on the open page (no model configured: the offline model answers)
+    finished = WebDriverWait(browser, 60).until(
+        lambda driver: driver.find_elements(By.CSS_SELECTOR, "#feed li.fire-entry[data-status=finished]"))
+    card = finished[0]
+    assert "What do you know about the rover?" in card.text and "[offline]" in card.text
+    summary = card.find_element(By.CSS_SELECTOR, "details.thinking > summary").text
+    assert "model call" in summary and "stopped: responded" in summary
+    screenshot("answered-live")
+    wait_for_background_work(Trigger.objects.get(workspace=workspace).session)
