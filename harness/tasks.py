@@ -7,6 +7,8 @@ from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError
 from fathom.transient import retries
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.quality import flow as quality_flow
+from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 
@@ -19,12 +21,17 @@ def session_tick(self, session_id: str) -> str:
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
 
 
+QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent again
+
+
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
-    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), and
-    enqueue again the unfinished fires outside sessions whose runner died."""
-    return len(runtime.sessions_sweep()) + len(fires.fires_sweep())
+    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
+    again the unfinished fires outside sessions whose runner died, and send again the verifier groups
+    a dead quality worker left unanswered."""
+    return (len(runtime.sessions_sweep()) + len(fires.fires_sweep())
+            + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS)))
 
 
 @shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,

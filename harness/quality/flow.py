@@ -1,0 +1,411 @@
+"""The quality harness around a fire (seed 001), as the hooks harness.fires.loop calls:
+
+    preflight            before the main loop: classify (and, for COMPLEX, plan) once per fire,
+                         recorded as its QualityRun; the plan's subtasks become the plan board
+    preamble             what the main loop adds to its prompt: the contract's requirements
+                         (get_quality_preamble), the plan's modifier, the swarm's brief, and for a
+                         retry the earlier attempts' turns and the healing prompt
+    phase_after_respond  an answer goes to post-flight (phase verify) instead of the writes
+    postflight           the contract (here, deterministic) and the verifier group (on the quality
+                         worker, as a Celery chord): the fire records what it waits for and raises
+                         Parked, ending its task; the chord's callback ticks it again; resumed, it
+                         decides: accept (the best attempt becomes the answer, phase writes) or retry
+                         (a new attempt of the same fire, phase main)
+
+It wraps the top-level fires of sessions (reactive, Sit rounds) of workspaces whose QualitySettings
+are enabled; introspective fires (Fathom calling itself) and child fires run without it.
+
+Model calls per fire: classifier 1; planner 1 (COMPLEX only); verifier 1 per attempt, or 3 with
+contrastive verification (COMPLEX synthesis, full_pipeline, recommendation); specialists N and the
+aggregator 1 when the swarm runs."""
+
+import json
+import logging
+import re
+import uuid
+from datetime import timedelta
+
+from celery import chord, group, signature
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from fathom.llm import Message
+from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.quality import agents
+from harness.quality.contracts import (
+    ArtifactCounts,
+    Citation,
+    ContractEvaluator,
+    ExpectedOutput,
+    WorkflowContract,
+    citations_check,
+)
+from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.retry import (
+    DEFAULT_RETRY_SETTINGS,
+    FailureAnalyzer,
+    RetryPolicy,
+    RetrySettings,
+    combined_score,
+)
+from harness.runtime import claims
+from harness.runtime.events import event_emit
+from lake.models import Delta
+
+logger = logging.getLogger(__name__)
+
+CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
+DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
+
+
+class Parked(Exception):
+    """The fire waits for the quality worker (its verifier group, or its swarm): its task ends here,
+    and the chord's callback ticks it again."""
+
+
+# --- settings -----------------------------------------------------------------------------------------------
+
+def quality_settings_get(*, workspace_id) -> QualitySettings:
+    """The workspace's quality settings (a row is created on first use, enabled as
+    FATHOM_QUALITY_DEFAULT_ENABLED says)."""
+    found = QualitySettings.objects.filter(workspace_id=workspace_id).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():
+            return QualitySettings.objects.create(workspace_id=workspace_id,
+                                                  enabled=settings.FATHOM_QUALITY_DEFAULT_ENABLED)
+    except IntegrityError:
+        return QualitySettings.objects.get(workspace_id=workspace_id)
+
+
+def retry_policy_get(*, workspace_id) -> RetryPolicy:
+    """The workspace's retry policy: its rows (created with the seed's defaults on first use), edited in
+    admin."""
+    rows = {row.workflow_type: row for row in QualityRetryPolicy.objects.filter(workspace_id=workspace_id)}
+    missing = [QualityRetryPolicy(workspace_id=workspace_id, workflow_type=str(workflow),
+                                  max_attempts=values.max_attempts, good_enough_score=values.good_enough_score,
+                                  low_quality_threshold=values.low_quality_threshold)
+               for workflow, values in DEFAULT_RETRY_SETTINGS.items()
+               if str(workflow) in dict(QualityRetryPolicy._meta.get_field("workflow_type").choices)
+               and str(workflow) not in rows]
+    if missing:
+        QualityRetryPolicy.objects.bulk_create(missing, ignore_conflicts=True)
+        rows.update({row.workflow_type: row for row in missing})
+    return RetryPolicy(settings={name: RetrySettings(row.max_attempts, row.good_enough_score,
+                                                     row.low_quality_threshold) for name, row in rows.items()})
+
+
+def applies(fire: Fire) -> bool:
+    return fire.depth == 0 and bool(fire.session_id) and quality_settings_get(workspace_id=fire.workspace_id).enabled
+
+
+# --- pre-flight -----------------------------------------------------------------------------------------------
+
+def preflight(fire: Fire) -> QualityRun | None:
+    """The fire's QualityRun, made once (classifier call, recorded with its event); None when the
+    harness does not wrap this fire. Raises Parked while the fire waits for its swarm."""
+    run = QualityRun.objects.filter(fire=fire).first()
+    if run is None:
+        if not applies(fire):
+            return None
+        complexity = agents.classify(workspace=fire.workspace, question=fire.question)
+        with transaction.atomic():
+            run = QualityRun.objects.create(workspace_id=fire.workspace_id, fire=fire, complexity=complexity)
+            QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
+            emit(fire, run, "harness_complexity", {
+                "level": complexity["level"], "reason": complexity["reason"],
+                "subtask_count": complexity["subtask_count"], "workflow_type": complexity["workflow_type"],
+                "is_fallback": complexity["is_fallback"]})
+    if run.waiting_for:
+        raise Parked(run.waiting_for)
+    return run
+
+
+def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -> list:
+    """The main loop's preamble with the harness's additions: the quality requirements in the system
+    message; for a retry, the earlier attempts' turns (`earlier`, rendered) and the healing prompt."""
+    if run is None:
+        return base
+    system = Message.system(f"{base[0].content}\n\n{get_quality_preamble(fire, run)}")
+    messages = [system, *base[1:]]
+    attempt = current_attempt(run)
+    if attempt.healing_prompt:
+        messages = [*earlier, Message.user(attempt.healing_prompt)]
+        messages[0] = system
+    return messages
+
+
+def get_quality_preamble(fire: Fire, run: QualityRun) -> str:
+    """The contract's requirements, as the model is told them before it answers."""
+    contract = contract_for(fire, run)
+    lines = ["# Quality requirements (your answer is checked against them before it reaches the user)"]
+    if contract.min_output_chars:
+        lines.append(f"- An answer of at least {contract.min_output_chars} characters.")
+    for noun, minimum in (("insight", contract.min_insights), ("recommendation", contract.min_recommendations),
+                          ("document", contract.min_documents)):
+        if minimum:
+            lines.append(f"- At least {minimum} {noun} card(s): respond(cards=[{{\"kind\": \"{noun}\", "
+                         f"\"title\": ..., \"body\": ..., \"citations\": [{{\"id\": ..., \"quote\": ...}}]}}]).")
+    if contract.require_citations:
+        lines.append("- Cite your sources: each insight cites the ids it rests on, quoting them word for word; "
+                     "cite only ids a tool returned to you in this fire.")
+    if contract.require_artifacts and not (contract.min_insights or contract.min_recommendations
+                                           or contract.min_documents):
+        lines.append("- At least one card (an insight, a recommendation or a document).")
+    return "\n".join(lines)
+
+
+def attempt_split(run: QualityRun | None, turns: list) -> tuple[list, list]:
+    """The journal's main-phase turns split into the earlier attempts' and the current attempt's."""
+    if run is None:
+        return [], turns
+    first = current_attempt(run).first_turn
+    return turns[:first], turns[first:]
+
+
+def phase_after_respond(fire: Fire) -> str:
+    return Fire.Phase.VERIFY if QualityRun.objects.filter(fire=fire).exists() else Fire.Phase.WRITES
+
+
+# --- post-flight ----------------------------------------------------------------------------------------------
+
+def postflight(fire: Fire) -> None:
+    """Judge the current attempt, once its verifier group has answered: move the fire on (phase main
+    for a retry, writes for the answer), or raise Parked while it waits."""
+    run = QualityRun.objects.get(fire=fire)
+    attempt = current_attempt(run)
+    if not attempt.contract:
+        _attempt_judge_start(fire, run, attempt)
+    if run.waiting_for or not attempt.verifier:
+        if not run.waiting_for:  # the verdict is missing but nothing is awaited: ask again
+            _verification_dispatch(fire, run, attempt)
+        raise Parked(run.waiting_for)
+    _decide(fire, run, attempt)
+
+
+def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
+    """Record the attempt's answer and its contract verdict (deterministic, no model call), and send
+    the verifier group to the quality worker, in one transaction (the chord goes after commit)."""
+    response = fire.response
+    returned = returned_ids(fire) | set(run.sources)
+    cards = response.get("cards") or []
+    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in cards)
+    cited = citations_of(response)
+    check = citations_check(workspace=fire.workspace, citations=cited, returned_ids=returned)
+    result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
+                                        output_text=response.get("body", ""), artifacts=counts, citations=check)
+    with transaction.atomic():
+        attempt.response = response
+        attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
+                            "citations": check.as_dict()}
+        attempt.save(update_fields=["response", "contract"])
+        emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
+        _verification_dispatch(fire, run, attempt)
+
+
+def _verification_dispatch(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
+    token = uuid.uuid4().hex
+    run.state, run.waiting_for, run.waiting_token, run.waiting_since = (
+        QualityRun.State.VERIFYING, "verifier", token, timezone.now())
+    run.save(update_fields=["state", "waiting_for", "waiting_token", "waiting_since"])
+    verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run))
+
+
+def verification_send(*, run_id, attempt: int, token: str, perspectives) -> None:
+    """The verifier group as a chord on the quality queue, after commit: one task per perspective, and
+    the join as its callback."""
+    header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token]) for p in perspectives)
+    callback = signature("quality.verification_join", args=[run_id, attempt, token])
+    transaction.on_commit(lambda: chord(header)(callback))
+
+
+def perspectives_for(run: QualityRun) -> tuple[str, ...]:
+    contrastive = (run.complexity.get("level") == "COMPLEX"
+                   and run.complexity.get("workflow_type") in CONTRASTIVE_WORKFLOWS)
+    return agents.PERSPECTIVES if contrastive else ("standard",)
+
+
+def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
+    workflow = run.complexity.get("workflow_type", "chat")
+    policy = retry_policy_get(workspace_id=fire.workspace_id)
+    limits = policy.for_workflow(workflow)
+    contract, verifier = attempt.contract, attempt.verifier
+    decision = policy.should_retry(workflow_type=workflow, attempt=attempt.number,
+                                   contract_passed=contract["passed"], verifier_score=verifier["score"])
+    with transaction.atomic():
+        attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
+        attempt.decision = {"retry": decision.retry, "reason": decision.reason}
+        attempt.save(update_fields=["combined", "decision"])
+        emit(fire, run, "harness_verifier", {
+            "passed": verifier["passed"], "score": verifier["score"], "issues": verifier["issues"],
+            "feedback": verifier["feedback"], "reasoning": decision.reason, "attempt": attempt.number,
+            "contrastive": verifier.get("contrastive"), "is_fallback": verifier.get("is_fallback", False)})
+        if decision.retry:
+            _retry(fire, run, attempt, limits, decision.reason)
+        else:
+            _accept(fire, run, attempt, limits, workflow, decision.reason)
+
+
+def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySettings, reason: str) -> None:
+    """A new attempt of the same fire: its prompt is the healing prompt, its turns follow the journal's."""
+    number = attempt.number + 1
+    healing = FailureAnalyzer.build_healing_prompt(
+        original_query=fire.question, attempt=number, max_attempts=limits.max_attempts,
+        contract_issues=attempt.contract["issues"], verifier_issues=attempt.verifier["issues"],
+        verifier_feedback=attempt.verifier["feedback"])
+    QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
+                                  first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
+    run.attempt, run.state = number, QualityRun.State.RUNNING
+    run.save(update_fields=["attempt", "state"])
+    emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
+    fire.phase, fire.response, fire.stop_reason = Fire.Phase.MAIN, {}, ""
+    fire.save(update_fields=["phase", "response", "stop_reason"])
+
+
+def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySettings, workflow: str,
+            reason: str) -> None:
+    """The best attempt becomes the answer (the latest among equals); degraded when the attempts ran
+    out, or the gap persisted, without reaching good enough."""
+    attempts = list(run.attempts.order_by("number"))
+    best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
+    if best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason):
+        run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
+                        "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
+        emit(fire, run, "harness_degraded", run.degraded)
+    run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
+    run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
+    run.save(update_fields=["degraded", "final_attempt", "verifier_score", "state", "finished_at"])
+    fire.response = best.response
+    if best.verifier.get("is_fallback"):
+        fire.response = {**best.response, "is_fallback": True}
+    fire.phase = Fire.Phase.WRITES
+    fire.save(update_fields=["phase", "response"])
+
+
+# --- the verifier group's tasks ------------------------------------------------------------------------------
+
+def verification_run(*, run_id, attempt: int, perspective: str) -> dict:
+    """One verifier of an attempt (a task of the group): its verdict, recorded once (a redelivered task
+    finds it and makes no second call)."""
+    row = QualityAttempt.objects.select_related("run__fire__workspace").get(run_id=run_id, number=attempt)
+    if perspective in row.perspectives:
+        return row.perspectives[perspective]
+    fire, response = row.run.fire, row.response
+    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
+    calibration = quality_settings_get(workspace_id=fire.workspace_id).calibration if perspective == "standard" else ""
+    verdict = agents.verify(workspace=fire.workspace, perspective=perspective, query=fire.question,
+                            output=response.get("body", ""), artifact_summary=counts.summary(), calibration=calibration)
+    with connection.cursor() as cursor:  # one statement: the group's tasks write the same row at once
+        cursor.execute("UPDATE harness_qualityattempt SET perspectives = perspectives || %s::jsonb WHERE id = %s",
+                       [_json({perspective: verdict}), row.pk])
+    return verdict
+
+
+def verification_join(*, run_id, attempt: int, token: str) -> bool:
+    """The chord's callback: combine the verdicts into the attempt's and tick the fire's session again.
+    False (nothing done) when the run no longer waits for this chord or a verdict is missing."""
+    with transaction.atomic():
+        run = QualityRun.objects.select_for_update().select_related("fire").get(pk=run_id)
+        if run.waiting_for != "verifier" or run.waiting_token != token:
+            return False
+        row = QualityAttempt.objects.get(run=run, number=attempt)
+        wanted = perspectives_for(run)
+        if any(p not in row.perspectives for p in wanted):
+            return False
+        row.verifier = row.perspectives["standard"] if wanted == ("standard",) else agents.contrastive_combine(
+            row.perspectives)
+        row.save(update_fields=["verifier"])
+        run.waiting_for, run.waiting_token, run.waiting_since = "", "", None
+        run.save(update_fields=["waiting_for", "waiting_token", "waiting_since"])
+        fire_resume(run.fire)
+    return True
+
+
+def fire_resume(fire: Fire) -> None:
+    """Tick the fire's session once the current transaction commits: its turn resumes the fire."""
+    session_id = fire.session_id
+    transaction.on_commit(lambda: signature("fires.session_tick").delay(str(session_id)))
+
+
+def runs_waiting_resend(*, older_than_seconds: float) -> list:
+    """Send again the chord of every run waiting longer than this (a worker died under it, the broker
+    lost it): its tasks that already answered return their recorded verdicts. Run by the sweep."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    resent = []
+    for run in QualityRun.objects.filter(waiting_for="verifier", waiting_since__lt=cutoff):
+        with transaction.atomic():
+            QualityRun.objects.filter(pk=run.pk, waiting_token=run.waiting_token).update(waiting_since=timezone.now())
+            verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
+                              perspectives=perspectives_for(run))
+        resent.append(run.pk)
+    return resent
+
+
+# --- events and reads -----------------------------------------------------------------------------------------
+
+def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = True) -> None:
+    """A harness event: kept on the run (GET /v1/fires/{id} shows them) and sent on the fire's session
+    stream as `event: <name>`. `runner`: the caller holds the fire's session (its heartbeat too)."""
+    data = {"fire_id": str(fire.pk), **data}
+    with transaction.atomic(savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE harness_qualityrun SET events = events || %s::jsonb WHERE id = %s",
+                           [_json([{"event": name, "at": timezone.now().isoformat(), "data": data}]), run.pk])
+        if fire.session_id:
+            event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=name, data=data,
+                       turn=fire.turn, runner=claims.runner_id() if runner else "")
+
+
+def current_attempt(run: QualityRun) -> QualityAttempt:
+    return QualityAttempt.objects.get(run=run, number=run.attempt)
+
+
+def contract_for(fire: Fire, run: QualityRun, *, source_count: int | None = None) -> WorkflowContract:
+    if source_count is None:
+        source_count = len(run.sources)
+    return WorkflowContract.for_workflow(run.complexity.get("workflow_type", "chat"), source_count=source_count,
+                                         expected=ExpectedOutput.from_dict(run.complexity.get("expected")),
+                                         quality_multiplier=run.profile.get("quality_multiplier", 1.0)
+                                         if run.profile else 1.0)
+
+
+def citations_of(response: dict) -> list[Citation]:
+    """The answer's citations: each card's {id, quote} and cited_ids, and the response's cited_ids."""
+    cited = []
+    for card in response.get("cards") or []:
+        for item in card.get("citations") or []:
+            if isinstance(item, dict) and item.get("id"):
+                cited.append(Citation(str(item["id"]), str(item.get("quote") or "")))
+        cited += [Citation(str(i)) for i in card.get("cited_ids") or []]
+    cited += [Citation(str(i)) for i in response.get("cited_ids") or []]
+    seen, unique = set(), []
+    for citation in cited:
+        if (citation.delta_id, citation.quote) not in seen:
+            seen.add((citation.delta_id, citation.quote))
+            unique.append(citation)
+    return unique
+
+
+def returned_ids(fire: Fire) -> set[str]:
+    """Every delta id that appears in a tool result of the fire (candidates: the lake says which exist)."""
+    found = set()
+    for result in FireToolCall.objects.filter(fire=fire, ok=True).exclude(name="respond").values_list("result",
+                                                                                                       flat=True):
+        found.update(DELTA_ID.findall(result))
+    return found
+
+
+def _existing(fire: Fire, ids: set[str]) -> set[str]:
+    if not ids:
+        return set()
+    return set(Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=ids).values_list("pk", flat=True))
+
+
+def _json(value) -> str:
+    return json.dumps(value, default=str)
+
+
+def is_parked(fire: Fire) -> bool:
+    return QualityRun.objects.filter(fire=fire).exclude(waiting_for="").exists()

@@ -1,0 +1,24 @@
+"""The quality harness's Celery tasks (queue `quality`, the thread-pool worker): thin, ids in, a
+service called. Each is idempotent (a verdict, a specialist's analysis is recorded once; a join
+checks the chord's token), so acks_late with reject_on_worker_lost is safe: a killed worker's task
+runs again."""
+
+from celery import shared_task
+
+from fathom.transient import retries
+from harness.quality import flow
+
+
+@shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=120, time_limit=180)
+def verify_perspective(run_id: int, attempt: int, perspective: str, token: str) -> dict:
+    """One verifier of the group (standard, or a contrastive perspective); never raises on a model
+    failure (the verdict is then the fallback)."""
+    return flow.verification_run(run_id=run_id, attempt=attempt, perspective=perspective)
+
+
+@shared_task(name="quality.verification_join", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=60, time_limit=90)
+def verification_join(_verdicts, run_id: int, attempt: int, token: str) -> bool:
+    """The verifier chord's callback: the attempt's verdict, and the fire's session ticked again."""
+    return flow.verification_join(run_id=run_id, attempt=attempt, token=token)
