@@ -9,8 +9,9 @@ the field it names as it is, unscaled, since it is this query's own bar.
 
 Going beyond the seed, citations are checked against the lake, not by regex (`citations_check`):
 every cited id exists in the workspace and was returned to this fire by a tool, and every quote is
-found in the cited delta's content (whitespace normalised). Each unfounded citation is an issue
-of its own, and "every citation is founded" is one more check of the score."""
+found in the cited delta's content (whitespace and typographic quotes normalised; an ellipsis may
+elide a stretch). Each unfounded citation is an issue of its own, and "every citation is founded"
+is one more check of the score."""
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -61,9 +62,13 @@ class ExpectedOutput:
 
     @classmethod
     def from_dict(cls, data: Mapping | None) -> "ExpectedOutput":
-        """From the classifier's JSON (already validated against its schema): unknown keys ignored."""
-        data = data or {}
-        return cls(**{name: data.get(name) for name in cls.__dataclass_fields__})
+        """From the classifier's JSON: unknown keys ignored, a value of the wrong type (a negative or
+        non-numeric count, a non-boolean flag) left out rather than trusted."""
+        data = data if isinstance(data, Mapping) else {}
+        counts = {name: _count(data.get(name))
+                  for name in ("min_insights", "min_recommendations", "min_documents", "min_output_chars")}
+        citations = data.get("require_citations")
+        return cls(**counts, require_citations=citations if isinstance(citations, bool) else None)
 
     def as_dict(self) -> dict:
         return {name: value for name, value in asdict(self).items() if value is not None}
@@ -259,7 +264,8 @@ def citations_check(*, workspace: Workspace, citations: Sequence[Citation],
                     returned_ids: Collection[str]) -> CitationCheck:
     """Each citation checked against the lake (one query): its id names exactly one delta of this
     workspace, that delta was returned to this fire by a tool (`returned_ids`: full ids), and its
-    quote, if any, is in the delta's content (whitespace normalised, case kept)."""
+    quote, if any, is in the delta's content (see `quote_found`; whitespace and typographic quotes
+    normalised, case kept)."""
     prefixes = sorted({cleaned for c in citations if (cleaned := _cleaned_id(c.delta_id)) is not None})
     contents = deltas_content_by_prefix(workspace=workspace, prefixes=prefixes) if prefixes else {}
     return citations_judge(citations, returned_ids=returned_ids, contents=contents)
@@ -277,12 +283,16 @@ def citations_judge(citations: Sequence[Citation], *, returned_ids: Collection[s
     return CitationCheck(citations=tuple(citations), unfounded=tuple(unfounded))
 
 
-def normalize_whitespace(text: str) -> str:
-    return " ".join(text.split())
+def normalize_quote(text: str) -> str:
+    """Whitespace collapsed to single spaces and typographic quotes and apostrophes made straight,
+    so a quote that differs from its source only in line breaks or typography is still found."""
+    return " ".join(str(text).translate(_TYPOGRAPHIC).split())
 
 
 _HEX = re.compile(r"^[0-9a-f]+$")
-_QUOTE_MARKS = "\"'“”‘’«»"
+_QUOTE_MARKS = "\"'«»"
+_TYPOGRAPHIC = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "’": "'", "‚": "'"})
+_ELLIPSIS = re.compile(r"\[(?:\.\.\.|…)\]|\.\.\.|…")
 
 
 def _unfounded_reason(citation: Citation, *, returned: set[str], contents: Mapping[str, str]) -> str:
@@ -296,11 +306,26 @@ def _unfounded_reason(citation: Citation, *, returned: set[str], contents: Mappi
         return "the prefix matches more than one delta"
     if matches[0] not in returned:
         return "not returned to this fire by a tool"
-    quote = normalize_whitespace(citation.quote).strip(_QUOTE_MARKS + " ")
-    if quote and quote not in normalize_whitespace(contents[matches[0]]):
+    quote = normalize_quote(citation.quote).strip(_QUOTE_MARKS + " ")
+    if quote and not quote_found(quote, normalize_quote(contents[matches[0]])):
         shown = quote if len(quote) <= QUOTE_SHOWN_CHARS else quote[:QUOTE_SHOWN_CHARS] + "..."
         return f'quote not found in the delta ("{shown}")'
     return ""
+
+
+def quote_found(quote: str, content: str) -> bool:
+    """The quote's parts between ellipses ("..." or "…", the marks of an elided quote) are all in
+    the content, in order."""
+    position = 0
+    for part in _ELLIPSIS.split(quote):
+        part = part.strip(_QUOTE_MARKS + " ")
+        if not part:
+            continue
+        found = content.find(part, position)
+        if found < 0:
+            return False
+        position = found + len(part)
+    return True
 
 
 def _cleaned_id(value: str) -> str | None:
@@ -308,6 +333,12 @@ def _cleaned_id(value: str) -> str | None:
     if not _HEX.match(cleaned) or not MIN_PREFIX_LENGTH <= len(cleaned) <= 2 * ID_LENGTH:
         return None
     return cleaned
+
+
+def _count(value) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def _round_half_up(value: float) -> int:

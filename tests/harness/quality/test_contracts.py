@@ -181,3 +181,33 @@ def test_citations_check_with_no_valid_id_reads_nothing(workspace, django_assert
         check = citations_check(workspace=workspace, citations=[Citation("nope")], returned_ids=())
     assert check.issues == ["Unfounded citation [nope]: not a delta id"]
     assert WorkflowType("full_pipeline") is WorkflowType.FULL_PIPELINE
+
+
+@pytest.mark.parametrize(("quote", "founded"), [
+    ("Revenue grew 12% in March", True),
+    ("“Revenue grew 12%\n in March”", True),  # typographic marks around it, a line break inside
+    ("the team’s plan", True),  # a typographic apostrophe for the source's straight one
+    ("Revenue grew ... the team's plan", True),  # an ellipsis elides a stretch
+    ("Revenue grew […] plan held", True),
+    ("the team's plan ... Revenue grew", False),  # the parts out of order
+    ("revenue grew 12%", False),  # case is kept
+    ("Revenue fell", False),
+    ("...", True),  # nothing quoted after all
+])
+def test_quotes_are_matched_with_normalised_whitespace_typography_and_ellipses(quote, founded):
+    contents = {"1234567890abcdef": "Revenue grew   12% in March;\nthe team's plan held."}
+    check = citations_judge([Citation("1234567890abcdef", quote)], returned_ids={"1234567890abcdef"},
+                            contents=contents)
+    assert (not check.unfounded) is founded
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    ({"min_insights": 3, "min_output_chars": 400.0, "require_citations": False},
+     ExpectedOutput(min_insights=3, min_output_chars=400, require_citations=False)),
+    ({"min_insights": "3", "min_documents": -1, "min_recommendations": 1.5, "require_citations": "yes"},
+     ExpectedOutput()),
+    ({"min_insights": True}, ExpectedOutput()),
+    ("not a mapping", ExpectedOutput()),
+])
+def test_expected_output_keeps_only_well_typed_values(data, expected):
+    assert ExpectedOutput.from_dict(data) == expected
