@@ -172,7 +172,8 @@ def _main_loop(fire: Fire, limits: HarnessSettings, run=None) -> None:
             return
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
-        turns.append(JournalTurn(_model_turn(fire, len(turns) + 1, MAIN, messages, specs[forced], forced=forced)))
+        turns.append(JournalTurn(_model_turn(fire, len(earlier) + len(turns) + 1, MAIN, messages, specs[forced],
+                                             forced=forced)))
         committed = True  # from here on, each commit of the journal has read the cancel request
 
 

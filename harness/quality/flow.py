@@ -28,6 +28,7 @@ from datetime import timedelta
 from celery import chord, group, signature
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from fathom.llm import Message
@@ -36,12 +37,16 @@ from harness.quality import agents
 from harness.quality.contracts import (
     ArtifactCounts,
     Citation,
+    CitationCheck,
     ContractEvaluator,
+    ContractResult,
     ExpectedOutput,
     WorkflowContract,
     citations_check,
 )
-from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.metrics import context_metrics
+from harness.quality.models import Feedback, QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.profile import milestone_crossed, profile_build, profile_cached, profile_invalidate
 from harness.quality.retry import (
     DEFAULT_RETRY_SETTINGS,
     FailureAnalyzer,
@@ -49,6 +54,9 @@ from harness.quality.retry import (
     RetrySettings,
     combined_score,
 )
+from harness.quality.scores import quality_scores
+from harness.quality.selectors import fire_tool_result_sizes
+from harness.quality.stream import StreamMonitor
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from lake.models import Delta
@@ -56,6 +64,7 @@ from lake.models import Delta
 logger = logging.getLogger(__name__)
 
 CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
+PROFILE_WINDOW = 500  # the most recent runs whose scores and issues the profile reads
 DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
 
 
@@ -111,8 +120,10 @@ def preflight(fire: Fire) -> QualityRun | None:
         if not applies(fire):
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question)
+        multiplier = workspace_profile(workspace_id=fire.workspace_id).quality_multiplier
         with transaction.atomic():
-            run = QualityRun.objects.create(workspace_id=fire.workspace_id, fire=fire, complexity=complexity)
+            run = QualityRun.objects.create(workspace_id=fire.workspace_id, fire=fire, complexity=complexity,
+                                            profile={"quality_multiplier": multiplier})
             QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
             emit(fire, run, "harness_complexity", {
                 "level": complexity["level"], "reason": complexity["reason"],
@@ -189,20 +200,31 @@ def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -
     """Record the attempt's answer and its contract verdict (deterministic, no model call), and send
     the verifier group to the quality worker, in one transaction (the chord goes after commit)."""
     response = fire.response
-    returned = returned_ids(fire) | set(run.sources)
-    cards = response.get("cards") or []
-    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in cards)
-    cited = citations_of(response)
-    check = citations_check(workspace=fire.workspace, citations=cited, returned_ids=returned)
-    result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
-                                        output_text=response.get("body", ""), artifacts=counts, citations=check)
+    result, check = contract_evaluate(fire, run, response)
+    workflow = run.complexity.get("workflow_type", "chat")
+    # Until the main model streams, the stream checks read the final text at the same checkpoints.
+    alerts = [alert.as_event() for alert in StreamMonitor(workflow).feed(response.get("body", ""))]
     with transaction.atomic():
-        attempt.response = response
+        attempt.response, attempt.stream_alerts = response, alerts
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
-        attempt.save(update_fields=["response", "contract"])
+        attempt.save(update_fields=["response", "contract", "stream_alerts"])
+        for alert in alerts:
+            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
         emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
         _verification_dispatch(fire, run, attempt)
+
+
+def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[ContractResult, CitationCheck]:
+    """The answer against its contract, its citations checked against the lake: cited ids must exist
+    and have been returned to this fire by a tool (or the pre-flight's retrieval), quotes must be in
+    the cited delta. The source count is the distinct existing deltas returned to the fire."""
+    returned = returned_ids(fire) | set(run.sources)
+    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
+    check = citations_check(workspace=fire.workspace, citations=citations_of(response), returned_ids=returned)
+    result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
+                                        output_text=response.get("body", ""), artifacts=counts, citations=check)
+    return result, check
 
 
 def _verification_dispatch(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
@@ -274,9 +296,19 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
         emit(fire, run, "harness_degraded", run.degraded)
+    result, check = contract_evaluate(fire, run, best.response)
+    scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
+    run.scores = {name: score.as_event() for name, score in scores.items()}
+    for name, score in run.scores.items():
+        emit(fire, run, name, score)
     run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
     run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
-    run.save(update_fields=["degraded", "final_attempt", "verifier_score", "state", "finished_at"])
+    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at"])
+    _profile_after_run(fire, run)
+    run.context_metrics = context_metrics(
+        (name, chars) for name, chars in fire_tool_result_sizes(fire_id=fire.pk) if name != "respond").as_event()
+    run.save(update_fields=["context_metrics", "profile"])
+    emit(fire, run, "context_metrics", run.context_metrics)
     fire.response = best.response
     if best.verifier.get("is_fallback"):
         fire.response = {**best.response, "is_fallback": True}
@@ -341,6 +373,42 @@ def runs_waiting_resend(*, older_than_seconds: float) -> list:
                               perspectives=perspectives_for(run))
         resent.append(run.pk)
     return resent
+
+
+# --- the workspace profile -------------------------------------------------------------------------------------
+
+def workspace_profile(*, workspace_id):
+    """The workspace's profile (seed 001's WorkspaceProfile) from its finished quality runs and their
+    feedback, cached 10 minutes."""
+    return profile_cached(workspace_id=workspace_id, build=lambda: _profile_build(workspace_id))
+
+
+def _profile_build(workspace_id):
+    runs = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE)
+    finals = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt"))
+                  .order_by("-created_at").values_list("combined", "contract", "verifier")[:PROFILE_WINDOW])
+    total = runs.count()
+    issues = [issue for _, contract, verifier in finals for issue in contract.get("issues", []) + verifier.get(
+        "issues", [])]
+    scores = [verifier.get("score", 0.0) for _, _, verifier in finals]
+    combined = [value for value, _, _ in finals if value is not None]
+    return profile_build(workspace_id=workspace_id, total_runs=total,
+                         avg_quality=sum(combined) / len(combined) if combined else None,
+                         avg_verifier_score=sum(scores) / len(scores) if scores else None,
+                         feedback_count=Feedback.objects.filter(workspace_id=workspace_id).values("fire").distinct()
+                         .count(), issues=issues)
+
+
+def _profile_after_run(fire: Fire, run: QualityRun) -> None:
+    """harness_workspace_profile after each run, and milestone_unlocked when this run crossed 9 -> 10
+    or 49 -> 50 runs."""
+    profile_invalidate(workspace_id=fire.workspace_id)
+    profile = workspace_profile(workspace_id=fire.workspace_id)
+    run.profile = profile.as_event()
+    emit(fire, run, "harness_workspace_profile", run.profile)
+    milestone = milestone_crossed(profile.total_runs - 1, profile.total_runs)
+    if milestone is not None:
+        emit(fire, run, "milestone_unlocked", milestone.as_event(profile))
 
 
 # --- events and reads -----------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from fathom.errors import ApplicationError
 from harness.fires.models import Fire
 from harness.quality.flow import quality_settings_get
 from harness.quality.models import Feedback, QualityRun, QualitySettings
+from harness.quality.profile import profile_invalidate
 
 CALIBRATION_EXAMPLES = 3
 MISMATCH_UP_BELOW = 0.6  # a thumbs up on an answer the verifier scored below this is a mismatch
@@ -22,8 +23,10 @@ def feedback_create(*, fire: Fire, rating: str, comment: str = "", author: str =
     if not fire.is_terminal or not fire.response:
         raise ApplicationError("feedback is for a fire that has answered")
     score = QualityRun.objects.filter(fire=fire).values_list("verifier_score", flat=True).first()
-    return Feedback.objects.create(workspace_id=fire.workspace_id, fire=fire, rating=rating, comment=comment,
-                                   author=author, verifier_score=score)
+    feedback = Feedback.objects.create(workspace_id=fire.workspace_id, fire=fire, rating=rating, comment=comment,
+                                       author=author, verifier_score=score)
+    profile_invalidate(workspace_id=fire.workspace_id)
+    return feedback
 
 
 def calibration_rebuild(*, workspace_id) -> str:

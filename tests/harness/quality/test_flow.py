@@ -8,6 +8,8 @@ from harness.quality import flow
 from harness.quality.models import QualityRun
 from harness.runtime.models import SessionEvent, Turn
 from harness.runtime.services import message_send
+from lake.models import Delta
+from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
 from tests.harness.support import fire_write_kinds, session_tick
 
@@ -64,8 +66,12 @@ def test_a_simple_chat_question_is_classified_answered_verified_and_written_once
     # the quality preamble reached the main loop's system message
     assert "Quality requirements" in roles.main.sent[0].messages[0].content
     # the events, on the session stream and on the run, in order
-    assert harness_events(session) == ["harness_complexity", "harness_contract", "harness_verifier"]
+    assert harness_events(session) == ["harness_complexity", "harness_contract", "harness_verifier",
+                                       "harness_workspace_profile", "context_metrics"]
     assert [e["event"] for e in run.events] == harness_events(session)
+    assert run.profile == {"maturity": "new", "total_runs": 1, "avg_quality": 0.95, "feedback_rate": 0.0,
+                           "common_issues": [], "quality_multiplier": 0.85}
+    assert run.context_metrics["total_tool_calls"] == 0 and run.scores == {}  # chat has no RQS / RecQS / DocQS
     contract = next(e for e in run.events if e["event"] == "harness_contract")["data"]
     assert contract["passed"] is True and contract["issues"] == []
     # the per-fire writes happened once
@@ -94,3 +100,95 @@ def test_a_fire_of_a_workspace_without_the_harness_runs_as_before(scripted_llm, 
     assert session_tick(session_id=session.pk) == "ended"
     assert not QualityRun.objects.exists()
     assert list(FireTurn.objects.values_list("phase", flat=True)) == ["main", "review"]
+
+
+def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_written_once(roles, session, workspace):
+    # given two moments in the lake, and a synthesis question about them
+    rover = delta_create(workspace=workspace, content="The zephyrine rover crossed the dunes in March.")
+    lake = delta_create(workspace=workspace, content="The zephyrine lake froze over in April.")
+    message_send(session=session, content="Synthesise what we know about the zephyrine rover and lake")
+    roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    # attempt 1: searches, then answers thinly, citing a quote that is not in the delta
+    roles.main.call_tool("semantic", {"query": "zephyrine"})
+    roles.main.reply(tool_calls=[respond("Both happened.", cards=[
+        {"kind": "insight", "body": "The rover flew.", "citations": [{"id": rover.pk, "quote": "the rover flew"}]}])])
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Claims lack attribution"], feedback="Quote the sources."))
+    # attempt 2: one insight per source, each quoting it
+    good = [{"kind": "insight", "body": "The rover crossed the dunes in March.",
+             "citations": [{"id": rover.pk, "quote": "crossed the dunes in March"}]},
+            {"kind": "insight", "body": "The lake froze in April, a month after the crossing.",
+             "citations": [{"id": lake.pk, "quote": "froze over in April"}]}]
+    body = (f"## Findings\n- The rover crossed the dunes in March [{rover.pk}].\n"
+            f"- The lake froze over in April [{lake.pk}].")
+    roles.main.reply(tool_calls=[respond(body, cards=good)])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks: attempt 1 parks, its verdict asks for a retry, attempt 2 parks, then it ends
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    first = run.attempts.get(number=1)
+    assert not first.contract["passed"]
+    assert f'Unfounded citation [{rover.pk}]: quote not found in the delta ("the rover flew")' in first.contract[
+        "issues"]
+    assert "Insufficient insights: 1 created (minimum 2)" in first.contract["issues"]
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    run.refresh_from_db()
+    assert run.attempt == 2 and run.attempts.get(number=1).decision == {
+        "retry": True, "reason": "Contract failed — retrying with healing prompt"}
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    fire = Fire.objects.get(session=session)
+    run.refresh_from_db()
+    # then the second attempt read the healing prompt after its first attempt's turns
+    healing = roles.main.sent[2].messages[-1].content
+    assert healing.startswith("Synthesise what we know about the zephyrine rover and lake\n"
+                              "[SELF-CORRECTION: Attempt 2 of 3]\n")
+    assert "MISSING REQUIREMENT: Insufficient insights: 1 created (minimum 2)" in healing
+    assert "QUALITY ISSUE: Claims lack attribution\nReviewer feedback: Quote the sources." in healing
+    assert any(m.role == "tool" and rover.pk in m.content for m in roles.main.sent[2].messages)
+    # the answer is the second attempt's, its artifacts written once, with what they cite
+    assert fire.response["body"] == body and run.final_attempt == 2 and not run.degraded
+    kinds = fire_write_kinds(fire)
+    assert (kinds["kind:card"], kinds["kind:insight"]) == (1, 2)
+    assert set(Delta.objects.filter(tags__contains=["kind:insight"]).values_list("content", flat=True)) == {
+        card["body"] for card in good}
+    assert Delta.objects.filter(tags__contains=["kind:insight", f"cites:{lake.pk}"]).count() == 1
+    # the calls: 1 classifier, 4 main (search, two answers, the review), 2 verifiers; the planner call is
+    # the lake search's own (its compositional plan), not the harness's: a MEDIUM question is not planned
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 2, "planner": 1}
+    assert roles.planner.sent[0].response_format["json_schema"]["name"] != "plans"
+    assert harness_events(session) == [
+        "harness_complexity", "harness_contract", "harness_verifier",
+        "harness_retry", "harness_contract", "harness_verifier", "harness_rqs", "harness_workspace_profile",
+        "context_metrics"]
+    assert run.scores["harness_rqs"]["grade"] in ("A", "B")
+    assert run.context_metrics["calls_per_tool"] == {"semantic": 1}
+
+
+def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, session):
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond("Hi.")])  # too short: chat asks 50 characters (x 0.85 for a new workspace, floored at 50)
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
+    roles.main.reply(tool_calls=[respond("Hi again.")])
+    roles.verifier.reply(verdict(0.35, passed=False, issues=["Still terse"]))
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    run.refresh_from_db()
+    fire = run.fire
+    fire.refresh_from_db()
+    assert fire.response["body"] == "Hi again." and run.final_attempt == 2
+    assert run.degraded == {"attempts_made": 2, "best_score": 0.175, "workflow_type": "chat",
+                            "issues": ["Output too short: 3 chars (minimum 50)",
+                                       "Output too short: 9 chars (minimum 50)", "Still terse", "Terse"]}
+    assert run.attempts.get(number=2).decision == {"retry": False, "reason": "Max attempts reached"}
+    events = harness_events(session)
+    assert events.index("harness_retry") < events.index("harness_degraded") < events.index("context_metrics")
+    assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 2}
+    assert fire_write_kinds(fire)["kind:card"] == 1
