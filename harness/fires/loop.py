@@ -305,11 +305,13 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
                             position=position, name=call["name"],
                             arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
                             plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    before = [dict(step) for step in fire.plan] if plan_step else []
     advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
     # Joins the tool's transaction when there is one; needs its own only for more than one write.
     with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
         if advanced:
             fire.save(update_fields=["plan"])
+            quality.subtasks_advanced(fire, before)
         fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
@@ -318,8 +320,10 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
 
 
 def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
+    before = [dict(step) for step in fire.plan]
     plan_tool.finish(fire.plan)
     fire.response = response
+    quality.subtasks_advanced(fire, before)
     fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
     fire.phase = quality.phase_after_respond(fire)
     fire.save(update_fields=["response", "stop_reason", "phase", "plan"])

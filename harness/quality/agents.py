@@ -186,23 +186,24 @@ def contrastive_combine(verdicts: dict[str, dict]) -> dict:
 
 # --- the swarm ----------------------------------------------------------------------------------------------
 
-def specialist_analyse(*, workspace, angle: str, question: str, sources: list[dict]) -> str:
-    """One specialist's analysis from `angle` (raises LLMError: the swarm tolerates a failed one)."""
+def specialist_analyse(*, workspace, angle: str, question: str, sources: list[dict]) -> tuple[str, float]:
+    """One specialist's analysis from `angle`, and its cost (raises LLMError: the swarm tolerates a
+    failed one)."""
     completion = complete(workspace=workspace, role="specialist",
                           offline_policy=OfflineQuality("specialist", angle=angle, sources=sources), messages=[
                               Message.system(prompt_get("specialist_system").replace("{angle}", angle)),
                               Message.user(f"Question: {question[:4000]}\n\nSources:\n{render_sources(sources)}")])
-    return completion.text
+    return completion.text, float(completion.cost)
 
 
-def aggregate(*, workspace, question: str, analyses: dict[str, str]) -> str:
-    """The specialists' analyses merged into one brief (raises LLMError: the main pass then runs
-    without the swarm)."""
+def aggregate(*, workspace, question: str, analyses: dict[str, str]) -> tuple[str, float]:
+    """The specialists' analyses merged into one brief, and its cost (raises LLMError: the main pass
+    then runs without the swarm)."""
     body = "\n\n".join(f"## {angle}\n{text}" for angle, text in analyses.items())
     completion = complete(workspace=workspace, role="aggregator", offline_policy=OfflineQuality("aggregator"),
                           messages=[Message.system(prompt_get("aggregator_system")),
                                     Message.user(f"Question: {question[:4000]}\n\n{body}")])
-    return completion.text
+    return completion.text, float(completion.cost)
 
 
 def render_sources(sources: list[dict]) -> str:

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from fathom.llm import Message
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.quality import agents
+from harness.quality import agents, swarm
 from harness.quality.contracts import (
     ArtifactCounts,
     Citation,
@@ -44,8 +44,10 @@ from harness.quality.contracts import (
     WorkflowContract,
     citations_check,
 )
+from harness.quality.events import emit, fire_resume
 from harness.quality.metrics import context_metrics
 from harness.quality.models import Feedback, QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.plans import PlanSelector
 from harness.quality.profile import milestone_crossed, profile_build, profile_cached, profile_invalidate
 from harness.quality.retry import (
     DEFAULT_RETRY_SETTINGS,
@@ -55,10 +57,8 @@ from harness.quality.retry import (
     combined_score,
 )
 from harness.quality.scores import quality_scores
-from harness.quality.selectors import fire_tool_result_sizes
+from harness.quality.selectors import fire_tool_result_sizes, workspace_stats
 from harness.quality.stream import StreamMonitor
-from harness.runtime import claims
-from harness.runtime.events import event_emit
 from lake.models import Delta
 
 logger = logging.getLogger(__name__)
@@ -120,18 +120,69 @@ def preflight(fire: Fire) -> QualityRun | None:
         if not applies(fire):
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question)
+        workflow = complexity["workflow_type"]
+        selection = None
+        if complexity["level"] == "COMPLEX":
+            candidates = agents.plans_generate(workspace=fire.workspace, question=fire.question, complexity=complexity)
+            selection = PlanSelector.select(candidates, query=fire.question, workflow_type=workflow,
+                                            workspace_stats=workspace_stats(workspace=fire.workspace))
+        quality = quality_settings_get(workspace_id=fire.workspace_id)
+        sources = swarm.sources_find(fire, quality) if swarm.may_activate(workflow, quality) else []
         multiplier = workspace_profile(workspace_id=fire.workspace_id).quality_multiplier
         with transaction.atomic():
-            run = QualityRun.objects.create(workspace_id=fire.workspace_id, fire=fire, complexity=complexity,
-                                            profile={"quality_multiplier": multiplier})
+            run = QualityRun.objects.create(
+                workspace_id=fire.workspace_id, fire=fire, complexity=complexity, sources=[s["id"] for s in sources],
+                plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
             QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
             emit(fire, run, "harness_complexity", {
                 "level": complexity["level"], "reason": complexity["reason"],
-                "subtask_count": complexity["subtask_count"], "workflow_type": complexity["workflow_type"],
+                "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
                 "is_fallback": complexity["is_fallback"]})
+            if selection is not None:
+                _plan_board(fire, selection.plan)
+                emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
+                                                          "candidates_count": selection.candidates_count})
+            if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
+                swarm.dispatch(fire, run, quality.specialists, sources)
     if run.waiting_for:
         raise Parked(run.waiting_for)
     return run
+
+
+def _plan_board(fire: Fire, plan) -> None:
+    """The selected plan's subtasks become the fire's plan board (the plan tool's checklist)."""
+    if plan.subtasks and not fire.plan:
+        fire.plan = [{"step": n, "text": s.title, "status": "pending", "parallel": s.parallel}
+                     for n, s in enumerate(plan.subtasks, 1)]
+        fire.save(update_fields=["plan"])
+
+
+def subtasks_advanced(fire: Fire, before: list[dict]) -> None:
+    """harness_subtask_start / harness_subtask_done for the plan steps whose status the fire's last
+    call moved (in its transaction). Only for fires the harness wraps."""
+    if not before or not fire.plan:
+        return
+    run = QualityRun.objects.filter(fire=fire).first()
+    if run is None:
+        return
+    was = {s["step"]: s["status"] for s in before}
+    total = len(fire.plan)
+    for step in fire.plan:
+        previous = was.get(step["step"], "pending")
+        if previous == step["status"]:
+            continue
+        if step["status"] == "in_flight":
+            emit(fire, run, "harness_subtask_start", {
+                "subtask_index": step["step"], "total_subtasks": total, "title": step["text"],
+                "workflow_type": run.complexity.get("workflow_type", "chat"), "parallel": bool(step.get("parallel"))})
+        elif step["status"] == "done":
+            emit(fire, run, "harness_subtask_done", {
+                "subtask_index": step["step"], "total_subtasks": total, "is_last": step["step"] == total,
+                "artifacts_created": _artifacts_so_far(fire)})
+
+
+def _artifacts_so_far(fire: Fire) -> int:
+    return len([c for c in (fire.response or {}).get("cards") or [] if c.get("kind")])
 
 
 def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -> list:
@@ -139,8 +190,16 @@ def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -
     message; for a retry, the earlier attempts' turns (`earlier`, rendered) and the healing prompt."""
     if run is None:
         return base
-    system = Message.system(f"{base[0].content}\n\n{get_quality_preamble(fire, run)}")
+    additions = [get_quality_preamble(fire, run)]
+    plan = run.plan.get("plan")
+    if plan:
+        additions.append(f"# Plan (selected before you started)\n{plan['description']}"
+                         + (f"\n{plan['prompt_modifier']}" if plan.get("prompt_modifier") else ""))
+    system = Message.system("\n\n".join([base[0].content, *additions]))
     messages = [system, *base[1:]]
+    if run.swarm.get("aggregate"):
+        messages.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
+                                     f"{run.swarm['aggregate']}"))
     attempt = current_attempt(run)
     if attempt.healing_prompt:
         messages = [*earlier, Message.user(attempt.healing_prompt)]
@@ -355,22 +414,19 @@ def verification_join(*, run_id, attempt: int, token: str) -> bool:
     return True
 
 
-def fire_resume(fire: Fire) -> None:
-    """Tick the fire's session once the current transaction commits: its turn resumes the fire."""
-    session_id = fire.session_id
-    transaction.on_commit(lambda: signature("fires.session_tick").delay(str(session_id)))
-
-
 def runs_waiting_resend(*, older_than_seconds: float) -> list:
     """Send again the chord of every run waiting longer than this (a worker died under it, the broker
-    lost it): its tasks that already answered return their recorded verdicts. Run by the sweep."""
+    lost it): its tasks that already answered return what they recorded. Run by the sweep."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     resent = []
-    for run in QualityRun.objects.filter(waiting_for="verifier", waiting_since__lt=cutoff):
+    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm"], waiting_since__lt=cutoff):
         with transaction.atomic():
             QualityRun.objects.filter(pk=run.pk, waiting_token=run.waiting_token).update(waiting_since=timezone.now())
-            verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
-                              perspectives=perspectives_for(run))
+            if run.waiting_for == "swarm":
+                swarm.send(run_id=run.pk, specialists=run.swarm.get("specialists", []), token=run.waiting_token)
+            else:
+                verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
+                                  perspectives=perspectives_for(run))
         resent.append(run.pk)
     return resent
 
@@ -412,19 +468,6 @@ def _profile_after_run(fire: Fire, run: QualityRun) -> None:
 
 
 # --- events and reads -----------------------------------------------------------------------------------------
-
-def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = True) -> None:
-    """A harness event: kept on the run (GET /v1/fires/{id} shows them) and sent on the fire's session
-    stream as `event: <name>`. `runner`: the caller holds the fire's session (its heartbeat too)."""
-    data = {"fire_id": str(fire.pk), **data}
-    with transaction.atomic(savepoint=False):
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE harness_qualityrun SET events = events || %s::jsonb WHERE id = %s",
-                           [_json([{"event": name, "at": timezone.now().isoformat(), "data": data}]), run.pk])
-        if fire.session_id:
-            event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=name, data=data,
-                       turn=fire.turn, runner=claims.runner_id() if runner else "")
-
 
 def current_attempt(run: QualityRun) -> QualityAttempt:
     return QualityAttempt.objects.get(run=run, number=run.attempt)

@@ -6,7 +6,7 @@ runs again."""
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.quality import flow
+from harness.quality import flow, swarm
 
 
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
@@ -22,3 +22,17 @@ def verify_perspective(run_id: int, attempt: int, perspective: str, token: str) 
 def verification_join(_verdicts, run_id: int, attempt: int, token: str) -> bool:
     """The verifier chord's callback: the attempt's verdict, and the fire's session ticked again."""
     return flow.verification_join(run_id=run_id, attempt=attempt, token=token)
+
+
+@shared_task(name="quality.swarm_specialist", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=180, time_limit=240)
+def swarm_specialist(run_id: int, angle: str, token: str) -> dict:
+    """One specialist of the swarm; a model failure is recorded, not raised (the chord goes on)."""
+    return swarm.specialist_run(run_id=run_id, angle=angle)
+
+
+@shared_task(name="quality.swarm_aggregate", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=180, time_limit=240)
+def swarm_aggregate(_results, run_id: int, token: str) -> bool:
+    """The swarm chord's callback: the aggregator, harness_swarm_complete, the fire's session ticked."""
+    return swarm.aggregate(run_id=run_id, token=token)
