@@ -4,11 +4,21 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def create_calibration_schedule(apps, schema_editor):
+    from harness.schedules import calibration_schedule_ensure
+
+    calibration_schedule_ensure(
+        periodic_task_model=apps.get_model("django_celery_beat", "PeriodicTask"),
+        interval_model=apps.get_model("django_celery_beat", "IntervalSchedule"),
+    )
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
         ('fathom', '0006_traces_prune_schedule'),
         ('harness', '0004_fire_stop_reason_budget_exceeded'),
+        ('django_celery_beat', '0019_alter_periodictasks_options'),
     ]
 
     operations = [
@@ -154,4 +164,5 @@ class Migration(migrations.Migration):
             model_name='qualitysettings',
             constraint=models.UniqueConstraint(fields=('workspace',), name='qualitysettings_one_per_workspace'),
         ),
+        migrations.RunPython(create_calibration_schedule, migrations.RunPython.noop),
     ]

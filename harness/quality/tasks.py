@@ -6,7 +6,7 @@ runs again."""
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.quality import flow, swarm
+from harness.quality import flow, services, swarm
 
 
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
@@ -36,3 +36,10 @@ def swarm_specialist(run_id: int, angle: str, token: str) -> dict:
 def swarm_aggregate(_results, run_id: int, token: str) -> bool:
     """The swarm chord's callback: the aggregator, harness_swarm_complete, the fire's session ticked."""
     return swarm.aggregate(run_id=run_id, token=token)
+
+
+@shared_task(name="maintenance.quality_calibration", acks_late=True, ignore_result=True, **retries(max_retries=2),
+             soft_time_limit=120, time_limit=180, expires=300)
+def quality_calibration() -> int:
+    """Run by beat every 5 minutes: rebuild each workspace's verifier calibration from its feedback."""
+    return services.calibrations_rebuild()
