@@ -158,7 +158,7 @@ def verify(*, workspace, perspective: str, query: str, output: str, artifact_sum
             f"Artifacts created: {artifact_summary or 'none'}")
     try:
         completion = complete(workspace=workspace, role="verifier", response_format=_format("verdict", VERDICT_SCHEMA),
-                              offline_policy=OfflineQuality("verifier", perspective=perspective),
+                              offline_policy=OfflineQuality("verifier", perspective=perspective), fresh_context=True,
                               messages=[Message.system(system), Message.user(user)])
         verdict = _validated(completion.text, VERDICT_SCHEMA)
     except (LLMError, ValueError, jsonschema.ValidationError) as exc:

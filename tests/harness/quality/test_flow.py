@@ -3,8 +3,12 @@ would run on the quality worker (here the group's services are called by the tes
 carries it on. The parallel runs on a real worker are in test_workers.py."""
 
 
+from fathom.llm import Message, complete
+from festinger import cache as festinger_cache
+from festinger.models import Concept
+from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
-from harness.quality import flow
+from harness.quality import agents, flow
 from harness.quality.models import QualityRun
 from harness.runtime.models import SessionEvent, Turn
 from harness.runtime.services import message_send
@@ -192,3 +196,23 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     assert events.index("harness_retry") < events.index("harness_degraded") < events.index("context_metrics")
     assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 2}
     assert fire_write_kinds(fire)["kind:card"] == 1
+
+
+def test_the_verifier_gets_no_recollection_of_the_workspace_where_the_main_model_does(roles, workspace):
+    # given a world model that would inject what it knows about "gnommoweb" into every call
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    Concept.objects.update_or_create(workspace=workspace, token="gnommoweb", defaults={"encounter_count": 50})
+    festinger_cache.world_reload(workspace.pk)
+    try:
+        roles.main.reply("fine")
+        roles.verifier.reply(verdict(0.9))
+        complete(workspace=workspace, role="main", messages=[Message.user("What is gnommoweb?")])
+        # when the verifier judges an answer about it
+        agents.verify(workspace=workspace, perspective="standard", query="What is gnommoweb?",
+                      output="gnommoweb is a repo", artifact_summary="no artifacts")
+    finally:
+        festinger_cache.forget(workspace.pk)
+    # then only the main model's prompt carried the recollection: the verifier's context is fresh
+    assert "<recollection>" in roles.main.sent[0].messages[0].content
+    assert all("<recollection>" not in m.content for m in roles.verifier.sent[0].messages)
