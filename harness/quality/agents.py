@@ -213,8 +213,22 @@ def render_sources(sources: list[dict]) -> str:
 def _validated(text: str, schema: dict) -> dict:
     match = re.search(r"\{.*\}", text or "", re.DOTALL)  # models wrap JSON in prose or fences now and then
     data = json.loads(match.group(0) if match else text)
-    jsonschema.validate(data, schema)
+    error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(data))
+    if error is not None:
+        raise error
     return data
+
+
+_VALIDATORS: dict[int, object] = {}
+
+
+def _validator(schema: dict):
+    # Built once per schema (the module's constants, so keyed by identity): jsonschema.validate checks
+    # the schema itself again on every call, which costs more than validating the answer.
+    validator = _VALIDATORS.get(id(schema))
+    if validator is None:
+        validator = _VALIDATORS[id(schema)] = jsonschema.validators.validator_for(schema)(schema)
+    return validator
 
 
 # --- offline ------------------------------------------------------------------------------------------------

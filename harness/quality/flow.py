@@ -106,8 +106,8 @@ def retry_policy_get(*, workspace_id) -> RetryPolicy:
                                                      row.low_quality_threshold) for name, row in rows.items()})
 
 
-def applies(fire: Fire) -> bool:
-    return fire.depth == 0 and bool(fire.session_id) and quality_settings_get(workspace_id=fire.workspace_id).enabled
+def applies(fire: Fire, quality: QualitySettings) -> bool:
+    return fire.depth == 0 and bool(fire.session_id) and quality.enabled
 
 
 # --- pre-flight -----------------------------------------------------------------------------------------------
@@ -117,7 +117,8 @@ def preflight(fire: Fire) -> QualityRun | None:
     harness does not wrap this fire. Raises Parked while the fire waits for its swarm."""
     run = QualityRun.objects.filter(fire=fire).first()
     if run is None:
-        if not applies(fire):
+        quality = quality_settings_get(workspace_id=fire.workspace_id)
+        if not applies(fire, quality):
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question)
         workflow = complexity["workflow_type"]
@@ -126,7 +127,6 @@ def preflight(fire: Fire) -> QualityRun | None:
             candidates = agents.plans_generate(workspace=fire.workspace, question=fire.question, complexity=complexity)
             selection = PlanSelector.select(candidates, query=fire.question, workflow_type=workflow,
                                             workspace_stats=workspace_stats(workspace=fire.workspace))
-        quality = quality_settings_get(workspace_id=fire.workspace_id)
         sources = swarm.sources_find(fire, quality) if swarm.may_activate(workflow, quality) else []
         multiplier = workspace_profile(workspace_id=fire.workspace_id).quality_multiplier
         with transaction.atomic():
@@ -470,7 +470,10 @@ def _profile_after_run(fire: Fire, run: QualityRun) -> None:
 # --- events and reads -----------------------------------------------------------------------------------------
 
 def current_attempt(run: QualityRun) -> QualityAttempt:
-    return QualityAttempt.objects.get(run=run, number=run.attempt)
+    attempt = getattr(run, "_current_attempt", None)  # read once per loaded run and attempt number
+    if attempt is None or attempt.number != run.attempt:
+        attempt = run._current_attempt = QualityAttempt.objects.get(run=run, number=run.attempt)
+    return attempt
 
 
 def contract_for(fire: Fire, run: QualityRun, *, source_count: int | None = None) -> WorkflowContract:
