@@ -3,6 +3,7 @@ record in GET /v1/fires/{id}."""
 
 import pytest
 
+from fathom.supervisor import stack_children
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
@@ -66,3 +67,12 @@ def test_get_fire_shows_its_quality_record_and_null_without_one(api, workspace, 
     assert quality["complexity"]["level"] == "SIMPLE" and quality["attempts"][0]["verifier"]["score"] == 0.4
     bare = fire_create(workspace=workspace, mode="introspective", question="q")
     assert api.get(f"/v1/fires/{bare.pk}").json()["quality"] is None
+
+
+def test_fathom_up_runs_the_quality_queue_on_a_thread_pool_worker_sized_by_the_setting(settings):
+    children = {child.name: child.argv for child in stack_children(host="127.0.0.1", port=8000)}
+    quality, worker = children["quality"], children["worker"]
+    assert quality[quality.index("-Q") + 1] == "quality" and quality[quality.index("-P") + 1] == "threads"
+    assert int(quality[quality.index("-c") + 1]) == settings.FATHOM_QUALITY_WORKER_THREADS >= 8
+    assert settings.FATHOM_QUALITY_WORKER_THREADS <= settings.FATHOM_DB_POOL_MAX_SIZE
+    assert "quality" not in worker[worker.index("-Q") + 1].split(",")
