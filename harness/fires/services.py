@@ -128,6 +128,8 @@ def _message(trigger: Trigger) -> dict:
     message = {"id": str(trigger.pk), "content": trigger.content, "author": trigger.author, "source": trigger.source}
     if trigger.payload.get("sit"):
         message["sit"] = trigger.payload["sit"]
+    if trigger.payload.get("iterations"):
+        message["iterations"] = trigger.payload["iterations"]  # the quality harness's deep-synthesis iteration
     return message
 
 

@@ -55,6 +55,7 @@ class Migration(migrations.Migration):
                 ('sources', models.JSONField(blank=True, default=list, help_text='delta ids the pre-flight retrieved')),
                 ('swarm', models.JSONField(blank=True, default=dict, help_text='specialists, their results, the aggregate')),
                 ('attempt', models.PositiveSmallIntegerField(default=1, help_text='the attempt that runs now')),
+                ('iterations', models.PositiveSmallIntegerField(default=1, help_text='deep-synthesis iteration: attempts made whatever their score, the best kept (1: off)')),
                 ('waiting_for', models.CharField(blank=True, help_text="'verifier' or 'swarm' while parked", max_length=16)),
                 ('waiting_token', models.CharField(blank=True, help_text='the chord the fire waits for', max_length=64)),
                 ('waiting_since', models.DateTimeField(blank=True, null=True)),

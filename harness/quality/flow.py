@@ -64,6 +64,7 @@ from lake.models import Delta
 logger = logging.getLogger(__name__)
 
 CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
+MAX_ITERATIONS = 5
 PROFILE_WINDOW = 500  # the most recent runs whose scores and issues the profile reads
 DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
 
@@ -132,6 +133,7 @@ def preflight(fire: Fire) -> QualityRun | None:
         with transaction.atomic():
             run = QualityRun.objects.create(
                 workspace_id=fire.workspace_id, fire=fire, complexity=complexity, sources=[s["id"] for s in sources],
+                iterations=iterations_asked(fire),
                 plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
             QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
             emit(fire, run, "harness_complexity", {
@@ -147,6 +149,12 @@ def preflight(fire: Fire) -> QualityRun | None:
     if run.waiting_for:
         raise Parked(run.waiting_for)
     return run
+
+
+def iterations_asked(fire: Fire) -> int:
+    """The deep-synthesis iterations a message of the fire asked for (at most MAX_ITERATIONS)."""
+    asked = [m.get("iterations") for m in fire.work_set.get("messages", []) if isinstance(m.get("iterations"), int)]
+    return max(1, min(MAX_ITERATIONS, max(asked, default=1)))
 
 
 def _plan_board(fire: Fire, plan) -> None:
@@ -315,6 +323,9 @@ def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     contract, verifier = attempt.contract, attempt.verifier
     decision = policy.should_retry(workflow_type=workflow, attempt=attempt.number,
                                    contract_passed=contract["passed"], verifier_score=verifier["score"])
+    if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
+        more = attempt.number < run.iterations
+        decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
     with transaction.atomic():
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
@@ -333,7 +344,8 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
     """A new attempt of the same fire: its prompt is the healing prompt, its turns follow the journal's."""
     number = attempt.number + 1
     healing = FailureAnalyzer.build_healing_prompt(
-        original_query=fire.question, attempt=number, max_attempts=limits.max_attempts,
+        original_query=fire.question, attempt=number,
+        max_attempts=run.iterations if run.iterations > 1 else limits.max_attempts,
         contract_issues=attempt.contract["issues"], verifier_issues=attempt.verifier["issues"],
         verifier_feedback=attempt.verifier["feedback"])
     QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
@@ -351,7 +363,14 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
     out, or the gap persisted, without reaching good enough."""
     attempts = list(run.attempts.order_by("number"))
     best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
-    if best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason):
+    if run.iterations > 1:
+        fire.refresh_from_db(fields=["cost"])
+        emit(fire, run, "harness_iteration_complete", {
+            "iterations": len(attempts), "best_score": best.combined, "best_iteration": best.number,
+            "accepted_count": sum(1 for a in attempts if (a.combined or 0) >= limits.good_enough_score),
+            "total_duration_ms": round((timezone.now() - run.created_at).total_seconds() * 1000, 1),
+            "estimated_cost_usd": float(fire.cost)})
+    elif best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason):
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
         emit(fire, run, "harness_degraded", run.degraded)

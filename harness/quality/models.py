@@ -89,6 +89,8 @@ class QualityRun(WorkspaceScoped):
     sources = models.JSONField(default=list, blank=True, help_text="delta ids the pre-flight retrieved")
     swarm = models.JSONField(default=dict, blank=True, help_text="specialists, their results, the aggregate")
     attempt = models.PositiveSmallIntegerField(default=1, help_text="the attempt that runs now")
+    iterations = models.PositiveSmallIntegerField(
+        default=1, help_text="deep-synthesis iteration: attempts made whatever their score, the best kept (1: off)")
     waiting_for = models.CharField(max_length=16, blank=True, help_text="'verifier' or 'swarm' while parked")
     waiting_token = models.CharField(max_length=64, blank=True, help_text="the chord the fire waits for")
     waiting_since = models.DateTimeField(null=True, blank=True)

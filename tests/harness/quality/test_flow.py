@@ -2,6 +2,7 @@
 would run on the quality worker (here the group's services are called by the test), and the next tick
 carries it on. The parallel runs on a real worker are in test_workers.py."""
 
+import pytest
 
 from fathom.llm import Message, complete
 from festinger import cache as festinger_cache
@@ -216,3 +217,36 @@ def test_the_verifier_gets_no_recollection_of_the_workspace_where_the_main_model
     # then only the main model's prompt carried the recollection: the verifier's context is fresh
     assert "<recollection>" in roles.main.sent[0].messages[0].content
     assert all("<recollection>" not in m.content for m in roles.verifier.sent[0].messages)
+
+
+def test_deep_synthesis_iteration_makes_every_pass_and_keeps_the_best(roles, session, api):
+    # given a message asking for three iterations, each pass good enough on its own
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "What is the capital of France?",
+                                                                 "iterations": 3}, format="json")
+    assert response.status_code == 202, response.content
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    for n, score in enumerate((0.8, 0.95, 0.7), 1):
+        roles.main.reply(tool_calls=[respond(f"{ANSWER} (pass {n})")])
+        roles.verifier.reply(verdict(score))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks through its three passes
+    for _ in range(3):
+        assert session_tick(session_id=session.pk) == "parked"
+        verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the second pass, the best, is the answer, and one event sums the iterations up
+    run = QualityRun.objects.get(fire__session=session)
+    assert run.iterations == 3 and run.final_attempt == 2 and not run.degraded
+    assert run.fire.response["body"].endswith("(pass 2)")
+    summary = next(e for e in run.events if e["event"] == "harness_iteration_complete")["data"]
+    assert (summary["iterations"], summary["best_score"], summary["best_iteration"], summary["accepted_count"]) == (
+        3, 0.975, 2, 3)
+    assert harness_events(session).count("harness_retry") == 2
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 3}
+
+
+@pytest.mark.parametrize("iterations", [0, 6, "x", 2.5, None])
+def test_iterations_outside_one_to_five_are_a_400(api, session, iterations):
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "q", "iterations": iterations},
+                        format="json")
+    assert response.status_code == 400 and "iterations" in response.json()["error"]["details"]
