@@ -1,7 +1,8 @@
 """The quality harness around a fire (seed 001), as the hooks harness.fires.loop calls:
 
     preflight            before the main loop: classify (and, for COMPLEX, plan) once per fire,
-                         recorded as its QualityRun; the plan's subtasks become the plan board
+                         recorded as its QualityRun; the plan's subtasks become the plan board;
+                         a synthesis over many sources may first park for its swarm (.swarm)
     preamble             what the main loop adds to its prompt: the contract's requirements
                          (get_quality_preamble), the plan's modifier, the swarm's brief, and for a
                          retry the earlier attempts' turns and the healing prompt
@@ -10,7 +11,8 @@
                          worker, as a Celery chord): the fire records what it waits for and raises
                          Parked, ending its task; the chord's callback ticks it again; resumed, it
                          decides: accept (the best attempt becomes the answer, phase writes) or retry
-                         (a new attempt of the same fire, phase main)
+                         (a new attempt of the same fire, phase main; every attempt when the message
+                         asked for deep-synthesis iterations)
 
 It wraps the top-level fires of sessions (reactive, Sit rounds) of workspaces whose QualitySettings
 are enabled; introspective fires (Fathom calling itself) and child fires run without it.
@@ -118,6 +120,8 @@ def preflight(fire: Fire) -> QualityRun | None:
     harness does not wrap this fire. Raises Parked while the fire waits for its swarm."""
     run = QualityRun.objects.filter(fire=fire).first()
     if run is None:
+        if fire.depth or not fire.session_id:
+            return None
         quality = quality_settings_get(workspace_id=fire.workspace_id)
         if not applies(fire, quality):
             return None
