@@ -250,3 +250,15 @@ def test_iterations_outside_one_to_five_are_a_400(api, session, iterations):
     response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "q", "iterations": iterations},
                         format="json")
     assert response.status_code == 400 and "iterations" in response.json()["error"]["details"]
+
+
+def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_attempt(roles, session):
+    message_send(session=session, content="Synthesise the themes of my notes")
+    roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    refusal = "Unfortunately I cannot see your notes. " + "Plain prose without any structure at all. " * 60
+    roles.main.reply(tool_calls=[respond(refusal)])
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    alerts = run.attempts.get(number=1).stream_alerts
+    assert [(a["checkpoint"], a["severity"]) for a in alerts] == [(500, "critical"), (2000, "warning")]
+    assert harness_events(session).count("harness_stream_alert") == 2
