@@ -9,6 +9,7 @@ from harness.fires import judge
 from harness.fires import services as fires
 from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
+from harness.runtime import background
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 
@@ -28,10 +29,20 @@ QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is s
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
     """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
-    again the unfinished fires outside sessions whose runner died, and send again the verifier groups
-    a dead quality worker left unanswered."""
-    return (len(runtime.sessions_sweep()) + len(fires.fires_sweep())
-            + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS)))
+    again the unfinished fires outside sessions whose runner died, sweep background tasks (timed
+    out, lost with their worker, waiting where capacity is free), and send again the verifier groups
+    and swarms a dead quality worker left unanswered."""
+    swept = background.tasks_sweep()
+    return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
+            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS)))
+
+
+@shared_task(name="fires.task_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries())
+def task_run(task_id: str) -> str:
+    """Run a background task (fs_read, ...) that took its capacity. Guarded by the task's claim and
+    state, so a redelivery after a dead worker runs it again as a counted attempt, never twice at
+    once; its time limit comes with the message (the task's own timeout)."""
+    return background.task_execute(task_id=task_id)
 
 
 @shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,

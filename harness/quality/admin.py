@@ -4,7 +4,7 @@ settings (swarm, calibration) and retry policy, and the prompt registry (superus
 from django import forms
 from django.contrib import admin
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from harness.quality.models import (
     Feedback,
     QualityAttempt,
