@@ -14,6 +14,7 @@ from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list
 from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
+from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
 from harness.runtime.background import task_label
 from harness.runtime.selectors import tasks_active, tasks_of_fires
 from harness.tools.plan import MARKERS
@@ -21,6 +22,28 @@ from proposals.models import ProposalStatus
 from proposals.selectors import proposals_list
 
 PANEL_ROWS = 10
+
+
+@card_section(name="quality", template="dashboard/sections/quality.html")
+def quality(workspace, fires: list[Fire]) -> dict:
+    """The quality harness's verdict on each answer (contract, verifier, grade, retries, degraded) and the
+    thumbs that calibrate the verifier (three queries for the page). A fire with neither a run nor an
+    answer shows nothing."""
+    ids = [fire.pk for fire in fires]
+    runs = quality_runs_of_fires(workspace=workspace, fire_ids=ids)
+    thumbs = feedback_counts_of_fires(workspace=workspace, fire_ids=ids)
+    shown = {}
+    for fire in fires:
+        run = runs.get(fire.pk)
+        answered = fire.is_terminal and bool(fire.response)
+        if run is None and not answered:
+            continue
+        attempts = list(run.attempts.all()) if run else []
+        final = next((a for a in attempts if a.number == run.final_attempt), attempts[-1] if attempts else None)
+        shown[fire.pk] = {"fire": fire, "run": run, "final": final, "retries": max(len(attempts) - 1, 0),
+                          "scores": sorted((run.scores or {}).items()) if run else [],
+                          "thumbs": thumbs.get(fire.pk, {"up": 0, "down": 0}), "may_rate": answered}
+    return shown
 
 
 @card_section(name="thinking", template="dashboard/sections/thinking.html")

@@ -16,6 +16,7 @@ urlpatterns = [
     path("ask", views.ask, name="ask"),
     path("feed/stream", views.feed_stream, name="feed-stream"),
     path("fires/<str:fire_id>/card", views.fire_card, name="fire-card"),
+    path("fires/<str:fire_id>/feedback", views.fire_feedback, name="fire-feedback"),
     path("fires/<str:fire_id>/why", views.why_view, name="why"),
     path("loop/<str:fire_id>", views.loop_view, name="loop"),
     path("proposals/<int:proposal_id>", views.proposal_view, name="proposal"),

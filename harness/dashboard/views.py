@@ -25,7 +25,8 @@ from harness.dashboard.feed import feed_page, fire_cards, proposal_row
 from harness.dashboard.panels import side_panels_render
 from harness.dashboard.sections import pretty, thinking_of
 from harness.dashboard.selectors import deltas_cited, onboarding_state, proposal_newest_id, proposals_newer
-from harness.fires.selectors import fire_trace, fire_with_journal_get, fires_progress
+from harness.fires.selectors import fire_get, fire_trace, fire_with_journal_get, fires_progress
+from harness.quality.services import feedback_create
 from harness.runtime import background
 from harness.runtime.background import task_label
 from harness.runtime.selectors import session_get, task_get
@@ -209,6 +210,28 @@ def proposal_view(request, proposal_id: int):
         "current": request.dashboard, "entry": proposal_row(proposal), "decisions": proposal.decisions_newest,
         "edit_form": forms.ProposalEditForm(initial={"payload": pretty(proposal.payload)}),
     })
+
+
+@require_POST
+@dashboard_view(operate=True)
+def fire_feedback(request, fire_id):
+    """Thumbs up or down on a fire's answer, through the quality harness's `feedback_create` (the
+    feedback the verifier calibrates on)."""
+    workspace = request.dashboard.workspace
+    fire = fire_get(workspace=workspace, fire_id=fire_id)
+    try:
+        feedback_create(fire=fire, rating=request.POST.get("rating", ""), comment=request.POST.get("comment", ""),
+                        author=request_actor(request))
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Thanks: the verifier calibrates on this.")
+    if request.headers.get("HX-Request"):
+        card = fire_cards(workspace, [fire_with_journal_get(workspace=workspace, fire_id=fire_id)])[0]
+        notes = list(messages.get_messages(request))
+        return render(request, "dashboard/partials/card.html", {"entry": card, "current": request.dashboard,
+                                                                "notes": notes})
+    return _back(request)
 
 
 # --- Background tasks ------------------------------------------------------------------------------

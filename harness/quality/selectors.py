@@ -7,11 +7,12 @@ from functools import reduce
 from operator import or_
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.db.models.functions import Length
 
 from fathom.models import Workspace
 from harness.fires.models import FireToolCall
+from harness.quality.models import Feedback, QualityRun
 from lake.models import KIND_PREFIX, LEVEL_PREFIX, PROVENANCE_TAG, Delta
 
 
@@ -69,3 +70,22 @@ def fire_tool_result_sizes(*, fire_id) -> list[tuple[str, int]]:
     query that never loads the results themselves: `metrics.context_metrics`'s input."""
     return list(FireToolCall.objects.filter(fire_id=fire_id).order_by("turn__number", "position")
                 .values_list("name", Length("result")))
+
+
+# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+
+def quality_runs_of_fires(*, workspace, fire_ids) -> dict:
+    """{fire id: its QualityRun with its attempts} for these fires (two queries; fires the harness did
+    not wrap are absent)."""
+    runs = QualityRun.objects.filter(workspace=workspace, fire_id__in=list(fire_ids)).prefetch_related("attempts")
+    return {run.fire_id: run for run in runs}
+
+
+def feedback_counts_of_fires(*, workspace, fire_ids) -> dict:
+    """{fire id: {"up": n, "down": n}} of the thumbs given on these fires, in one query."""
+    counts: dict = {}
+    rows = (Feedback.objects.filter(workspace=workspace, fire_id__in=list(fire_ids)).values("fire_id", "rating")
+            .annotate(count=Count("id")))
+    for row in rows:
+        counts.setdefault(row["fire_id"], {"up": 0, "down": 0})[row["rating"]] = row["count"]
+    return counts

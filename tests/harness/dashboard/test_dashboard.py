@@ -14,7 +14,9 @@ from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
 from festinger.models import ConflictStatus, Edge
 from harness.dashboard.feed import feed_page
+from harness.fires.models import Fire
 from harness.fires.services import fire_create
+from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from harness.runtime.models import Trigger
 from lake.models import Delta
 from proposals.models import Decision, ProposalStatus
@@ -28,10 +30,19 @@ from tests.harness.dashboard.support import (
 )
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
-# turns and their tool calls, the proposals and their decisions, the side panels (pending proposals and
+# turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
+# their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, active background tasks), the background tasks of the page's fires,
 # the user messages still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 15
+FEED_QUERIES = 18
+
+
+def judged(fire):
+    """The fire as the quality harness leaves it: a run with its attempt."""
+    run = QualityRun.objects.create(workspace_id=fire.workspace_id, fire=fire, state="done", final_attempt=1)
+    QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1,
+                                  contract={"passed": True, "issues": []}, verifier={"score": 0.9, "issues": []})
+    return fire
 
 
 @pytest.fixture
@@ -48,6 +59,7 @@ def dashboard_urls(*, fire, proposal, conflict_row, task) -> list[tuple[str, str
         ("get", f"/proposals/{proposal.pk}"), ("post", f"/proposals/{proposal.pk}/approve"),
         ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
         ("post", f"/conflicts/{conflict_row.pk}/override"), ("post", f"/tasks/{task.pk}/cancel"),
+        ("post", f"/fires/{fire.pk}/feedback"),
     ]
 
 
@@ -107,7 +119,8 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     task = background_task(other_workspace, fire)
     # then every URL naming them is the 404 page, and nothing was decided
     for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row, task=task):
-        response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}"})
+        response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}",
+                                                    "rating": "down"})
         assert response.status_code == 404, (method, path)
     assert operator.post("/workspace/switch", {"workspace": other_workspace.slug}).status_code == 404
     proposal.refresh_from_db()
@@ -155,12 +168,13 @@ def test_the_feed_is_newest_first_and_paginated(operator, workspace):
 
 def test_the_feed_page_costs_the_same_queries_for_two_entries_or_twenty(operator, scripted_llm, workspace,
                                                                        django_assert_num_queries):
-    fire_with_tools(scripted_llm, workspace)
+    judged(fire_with_tools(scripted_llm, workspace))
     provenance_proposal(workspace, level=3)
     with CaptureQueriesContext(connection) as small:
         assert operator.get("/").status_code == 200
     for n in range(8):
-        fire_with_tools(scripted_llm, workspace, question=f"again {n}")
+        judged(fire_with_tools(scripted_llm, workspace, question=f"again {n}"))
+        Feedback.objects.create(workspace=workspace, fire=Fire.objects.filter(workspace=workspace).first(), rating="up")
         provenance_proposal(workspace, level=1 + n % 3, title=f"era {n}")
     with django_assert_num_queries(len(small.captured_queries)):
         assert operator.get("/").status_code == 200
@@ -295,3 +309,31 @@ def test_a_fires_background_tasks_show_on_its_card_and_an_operator_cancels_one(o
     assert response.status_code == 302
     task.refresh_from_db()
     assert task.state == "canceled" and task.cancel_requested_by == "operator:user:operator@example.com"
+
+
+def test_a_cards_quality_shows_and_thumbs_post_the_feedback_the_verifier_calibrates_on(operator, scripted_llm,
+                                                                                        workspace):
+    fire = fire_with_tools(scripted_llm, workspace)
+    run = QualityRun.objects.create(workspace=workspace, fire=fire, state="done", final_attempt=2, verifier_score=0.82,
+                                    scores={"harness_rqs": {"score": 0.81, "grade": "B", "label": "good"}},
+                                    degraded={"attempts_made": 2})
+    QualityAttempt.objects.create(workspace=workspace, run=run, number=1, contract={"passed": False, "issues": []},
+                                  verifier={"passed": False, "score": 0.4, "issues": ["too thin"]})
+    QualityAttempt.objects.create(workspace=workspace, run=run, number=2,
+                                  contract={"passed": True, "issues": []},
+                                  verifier={"passed": True, "score": 0.82, "issues": ["one uncited claim"]})
+    page = operator.get("/").content.decode()
+    assert "harness_rqs B (0.81)" in page and "contract <span class=\"pass\">passed" in page
+    assert "verifier 0.82" in page and "one uncited claim" in page and "too thin" not in page  # the final attempt
+    assert "1 retry" in page and "degraded" in page
+
+    response = operator.post(f"/fires/{fire.pk}/feedback", {"rating": "down"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "👎 1" in response.content.decode()
+    feedback = Feedback.objects.get(fire=fire)
+    assert (feedback.rating, feedback.verifier_score, feedback.author) == (
+        "down", 0.82, "operator:user:operator@example.com")
+
+    waiting = fire_create(workspace=workspace, mode="reactive", question="not answered yet")
+    assert f"/fires/{waiting.pk}/feedback" not in operator.get("/").content.decode()
+    operator.post(f"/fires/{waiting.pk}/feedback", {"rating": "up"})
+    assert not Feedback.objects.filter(fire=waiting).exists()

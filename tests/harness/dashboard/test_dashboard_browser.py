@@ -12,6 +12,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from fathom.models import Membership
 from festinger.models import ConflictStatus
 from harness.fires.services import fire_create
+from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
 from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
@@ -66,6 +67,12 @@ def test_a_fires_accordion_expands_and_a_new_fire_arrives_live(live_server_url, 
     assert "find the notes" in arguments.text
     assert [e.text for e in card.find_elements(By.CSS_SELECTOR, "details.call .tool")] == ["plan", "state", "respond", "skip"]
     screenshot("accordion")
+
+    # a thumbs-down on the answer is the feedback the verifier calibrates on
+    card.find_element(By.CSS_SELECTOR, "button.thumb-down").click()
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, f"#fire-{fire.pk} button.thumb-down"), "1"))
+    assert Feedback.objects.get(fire=fire).rating == "down"
+    screenshot("thumbs-down")
 
     # a fire started elsewhere appears on the open page, without a reload
     wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))
