@@ -1,5 +1,6 @@
 """The harness's tables, defined in its parts and gathered here for Django."""
 
+from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample  # noqa: F401
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,

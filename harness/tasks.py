@@ -5,6 +5,7 @@ from celery import shared_task
 
 from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
+from harness.autonomy import tasks as autonomy_tasks  # noqa: F401 - registers autonomy's tasks
 from harness.fires import judge
 from harness.fires import services as fires
 from harness.runtime import services as runtime

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from harness.autonomy import api as autonomy
 from harness.fires import api as fires
 from harness.runtime import api as runtime
 
@@ -21,4 +22,10 @@ urlpatterns = [
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
     path("profiles/users", runtime.UserProfileListCreateView.as_view(), name="user-profiles"),
     path("profiles/users/<slug:slug>", runtime.UserProfileDetailView.as_view(), name="user-profile"),
+    path("autonomy/pressure", autonomy.PressureView.as_view(), name="autonomy-pressure"),
+    path("autonomy/settings", autonomy.SettingsView.as_view(), name="autonomy-settings"),
+    path("autonomy/decisions", autonomy.DecisionListView.as_view(), name="autonomy-decisions"),
+    path("autonomy/inbox", autonomy.InboxView.as_view(), name="autonomy-inbox"),
+    path("autonomy/inbox/<str:delta_id>", autonomy.InboxItemView.as_view(), name="autonomy-inbox-item"),
+    path("autonomy/directives", autonomy.DirectiveListView.as_view(), name="autonomy-directives"),
 ]

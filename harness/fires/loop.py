@@ -54,7 +54,7 @@ def run_threaded_fire(fire: Fire) -> Fire:
     limits = harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
-            mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
+            mode=fire.mode, depth=fire.depth, question=fire.question[:500], autonomous=fire.autonomous) as root:
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
             fire.save(update_fields=["status", "started_at", "trace_id"])

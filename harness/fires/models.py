@@ -86,6 +86,12 @@ class Fire(WorkspaceScoped, Claimable):
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
 
+    @property
+    def autonomous(self) -> str:
+        """The autonomy decision that started this fire's Sit ("" for a Sit an operator started, or no Sit)."""
+        return next((str(m["sit"].get("autonomous", "")) for m in self.work_set.get("messages", [])
+                     if isinstance(m.get("sit"), dict)), "")
+
 
 class FireTurn(WorkspaceScoped):
     """One model response of a fire, committed before its tools run."""

@@ -38,6 +38,7 @@ def lake_writes(fire: Fire) -> dict:
     background. Returns the ids written, by kind."""
     response = fire.response
     common = [f"fire:{fire.pk}", f"mode:{fire.mode}"] + ([fire.session.tag] if fire.session_id else [])
+    common += ["autonomous", f"autonomy-decision:{fire.autonomous}"] if fire.autonomous else []
     source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
     addressed = [f"addressed:{m['id']}" for m in fire.work_set.get("messages", []) if m.get("id")]
     card_tags = ["kind:card", *common, *addressed] + (["introspect-self"] if fire.mode == Fire.Mode.INTROSPECTIVE else [])
@@ -104,6 +105,6 @@ def _session_output(fire: Fire, written: dict) -> None:
     next_prompt = response.get("next_prompt", "")
     if sit and next_prompt and sit["round"] < sit["cap"]:
         message_send(session=fire.session, content=next_prompt, author="self", source="sit",
-                     payload={"sit": {"round": sit["round"] + 1, "cap": sit["cap"], "fire_id": str(fire.pk)}})
+                     payload={"sit": {**sit, "round": sit["round"] + 1, "fire_id": str(fire.pk)}})
 
 

@@ -33,16 +33,19 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/profiles/users"),
     ("patch", "/v1/profiles/agents/{agent}"),
     ("patch", "/v1/profiles/users/{user}"),
+    ("put", "/v1/autonomy/settings"),
+    ("post", "/v1/autonomy/inbox/{directive}"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
 LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/v1/festinger/conflicts",
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
-                  "/v1/profiles/users"]
+                  "/v1/profiles/users", "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
-                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from")]
+                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from"),
+                    ("/v1/autonomy/decisions", "reason"), ("/v1/autonomy/inbox", "state")]
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
@@ -61,7 +64,9 @@ def targets(owner, workspace):
     session = owner.post("/v1/sessions", {}, format="json").json()["id"]
     profiles.agent_profile_create(workspace=workspace, slug="scout", name="Scout")
     profiles.user_profile_create(workspace=workspace, slug="ada", name="Ada")
-    return {"session": session, "agent": "scout", "user": "ada"}
+    directive = owner.post("/v1/deltas", {"content": "look into it", "tags": ["kind:directive"]},
+                           format="json").json()["id"]
+    return {"session": session, "agent": "scout", "user": "ada", "directive": directive}
 
 
 def send(client, method, path, body: bytes, **extra):
