@@ -18,7 +18,7 @@ class AutonomySettings(WorkspaceScoped):
     """The switch and its limits for one workspace, editable in admin, REST and the CLI."""
 
     mode = models.CharField(max_length=8, choices=AutonomyMode.choices, default=AutonomyMode.OBSERVE)
-    threshold = models.FloatField(default=0.5, help_text="pressure (0-1) at or above which Fathom sits")
+    threshold = models.FloatField(default=0.35, help_text="pressure (0-1) at or above which Fathom sits")
     time_zone = models.CharField(max_length=64, default="UTC", help_text="IANA name; quiet hours are read in it")
     quiet_start = models.TimeField(null=True, blank=True, help_text="no autonomous Sit from this local time ...")
     quiet_end = models.TimeField(null=True, blank=True, help_text="... until this one (may wrap midnight)")

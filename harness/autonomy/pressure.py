@@ -39,7 +39,7 @@ class Signal:
 
 SIGNALS = (
     Signal("unprovenanced", "deltas written since the newest provenance of level 1 or more (the harness's own "
-           "writes not counted): material waiting to be named", 50, "deltas"),
+           "writes not counted): material waiting to be named", 30, "deltas"),
     Signal("directives", "kind:directive deltas the operator has neither acted on nor dismissed", 5, "directives"),
     Signal("since_sit", "hours since the last Sit (any self-directing fire); a workspace that never sat counts as "
            "full", 24, "hours"),

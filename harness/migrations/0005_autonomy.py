@@ -55,7 +55,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
                 ('mode', models.CharField(choices=[('off', 'Off'), ('observe', 'Observe'), ('on', 'On')], default='observe', max_length=8)),
-                ('threshold', models.FloatField(default=0.5, help_text='pressure (0-1) at or above which Fathom sits')),
+                ('threshold', models.FloatField(default=0.35, help_text='pressure (0-1) at or above which Fathom sits')),
                 ('time_zone', models.CharField(default='UTC', help_text='IANA name; quiet hours are read in it', max_length=64)),
                 ('quiet_start', models.TimeField(blank=True, help_text='no autonomous Sit from this local time ...', null=True)),
                 ('quiet_end', models.TimeField(blank=True, help_text='... until this one (may wrap midnight)', null=True)),

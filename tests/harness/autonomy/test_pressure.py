@@ -38,7 +38,7 @@ def test_unprovenanced_material_counts_since_the_last_provenance_and_saturates(w
     assert read(workspace).breakdown["unprovenanced"]["raw"] == 7
     deltas_create(workspace=workspace, items=[{"content": f"more {i}"} for i in range(80)])
     signal = read(workspace).breakdown["unprovenanced"]
-    assert signal["raw"] == 50 and signal["scaled"] == 1.0  # counted up to its saturation, no further
+    assert signal["raw"] == 30 and signal["scaled"] == 1.0  # counted up to its saturation, no further
 
 
 def test_directives_mood_markers_threads_and_conflicts_each_move_their_signal(workspace):

@@ -57,7 +57,7 @@ def test_a_failed_focus_call_falls_back_to_the_top_signal(workspace, autonomy, s
     decision = autonomous_sit_start(decision_id=decision.pk)
     assert len(scripted_llm.sent) == 1
     assert decision.focus_source == "fallback" and "no such model" in decision.focus_error
-    assert decision.focus.startswith("50 moments have accumulated") and "unnamed moment" in decision.focus
+    assert decision.focus.startswith("30 moments have accumulated") and "unnamed moment" in decision.focus
     assert decision.trigger.content == decision.focus
 
 

@@ -14,6 +14,7 @@ from harness.autonomy.services import autonomy_sweep, in_quiet_hours
 from harness.fires.models import Fire
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, session_create
+from lake.services import deltas_create
 
 NOON = datetime(2026, 11, 25, 12, 0, 30, tzinfo=UTC)
 
@@ -30,12 +31,17 @@ def test_off_records_nothing(workspace, autonomy):
     assert not PressureSample.objects.filter(workspace=workspace).exists()
 
 
-def test_observe_is_the_default_and_records_would_sit_without_firing(workspace):
-    autonomy_sweep(now=NOON)  # a new workspace: observe, threshold 0.5, never sat (since_sit full)
+def test_observe_is_the_default_and_an_empty_workspace_stays_below_the_threshold(workspace):
+    autonomy_sweep(now=NOON)  # a new workspace: observe; only "never sat" presses
     sample = PressureSample.objects.get(workspace=workspace)
-    assert sample.value > 0 and set(sample.breakdown) >= {"unprovenanced", "since_sit"}
-    [(action, reason)] = decisions(workspace)
-    assert (action, reason) in {("would_sit", "observe"), ("skip", "below_threshold")}
+    assert 0 < sample.value < 0.35 and set(sample.breakdown) >= {"unprovenanced", "since_sit"}
+    assert decisions(workspace) == [("skip", "below_threshold")]
+
+
+def test_a_few_dozen_new_deltas_cross_the_default_threshold(workspace):
+    deltas_create(workspace=workspace, items=[{"content": f"note {i}"} for i in range(36)])
+    autonomy_sweep(now=NOON)
+    assert decisions(workspace) == [("would_sit", "observe")]
 
 
 def test_observe_with_pressure_above_the_threshold_records_would_sit(workspace, autonomy):
