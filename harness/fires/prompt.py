@@ -48,7 +48,8 @@ attention; most fires omit it.
 MODE_NOTES = {
     Fire.Mode.REACTIVE: "Mode: reactive. Answer the user's message(s).",
     Fire.Mode.SELF_DIRECTING: "Mode: self-directing (a Sit). The prompt is your own previous utterance: respond "
-                              "to it. If a directive crystallizes, name it.",
+                              "to it. If a directive crystallizes (what you want to look into next), name it in "
+                              "respond's `directive`.",
     Fire.Mode.INTROSPECTIVE: "Mode: introspective. Answer the scoped question with a full fire; your answer "
                              "returns to the caller and is written as your card.",
 }

@@ -32,7 +32,8 @@ def fire_writes(fire: Fire) -> None:
 
 
 def lake_writes(fire: Fire) -> dict:
-    """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, one
+    """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, the kind:directive the
+    respond named (if any), one
     kind:engagement-attest per cited (affirms) and dropped (refutes) id that exists, the Q/A marker
     (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the
     background. Returns the ids written, by kind."""
@@ -53,6 +54,9 @@ def lake_writes(fire: Fire) -> dict:
                       "tags": ["kind:mood-shift", f"axis:{mood['axis']}", f"direction:{mood['direction']}", *common],
                       "source": source})
         kinds.append("mood_shift")
+    if response.get("directive"):
+        items.append({"content": response["directive"], "tags": ["kind:directive", *common], "source": source})
+        kinds.append("directive")
     wanted = set(response.get("cited_ids", [])) | set(response.get("dropped_ids", []))
     existing = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=wanted).in_bulk()
     for verb, key in (("affirms", "cited_ids"), ("refutes", "dropped_ids")):

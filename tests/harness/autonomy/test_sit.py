@@ -106,3 +106,20 @@ def test_the_cli_flips_the_switch(workspace, capsys):
 def test_the_cli_refuses_bad_settings(workspace, args):
     with pytest.raises(CommandError):
         call_command("fathom", "autonomy", "set", "--workspace", workspace.slug, *args)
+
+
+def test_a_sit_that_names_a_directive_writes_it_for_the_inbox(workspace, autonomy, scripted_llm, api):
+    decision = claimed(workspace, autonomy)
+    scripted_llm.call_tool("set_focus", {"focus": "what next?"})
+    decision = autonomous_sit_start(decision_id=decision.pk)
+    scripted_llm.reply(tool_calls=[respond("I keep circling the tides", directive="Map the tide notes by month")])
+    scripted_llm.call_tool("skip")
+    session_tick(session_id=decision.session.pk)
+    fire = Fire.objects.get(session=decision.session)
+    directive = Delta.objects.get(workspace=workspace, tags__contains=["kind:directive"])
+    assert directive.content == "Map the tide notes by month" and fire.writes["directive"] == directive.id
+    assert f"fire:{fire.pk}" in directive.tags and "autonomous" in directive.tags
+    assert [d["id"] for d in api.get("/v1/autonomy/directives").json()["results"]] == [directive.id]
+    kinds = {i["kind"] for i in api.get("/v1/autonomy/inbox").json()["results"]}
+    assert kinds == {"directive", "transcript"}
+    assert api.get("/v1/autonomy/pressure").json()["now"]["breakdown"]["directives"]["raw"] == 1
