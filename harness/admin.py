@@ -4,6 +4,7 @@ from fathom.admin import WorkspaceScopedAdmin
 from harness.autonomy import admin as autonomy_admin  # noqa: F401 - registers autonomy's admin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
+from harness.producers import admin as producers_admin  # noqa: F401 - registers the producers' admin
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,

@@ -8,6 +8,7 @@ from fathom.transient import retries
 from harness.autonomy import tasks as autonomy_tasks  # noqa: F401 - registers autonomy's tasks
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 

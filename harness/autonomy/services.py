@@ -33,6 +33,7 @@ from harness.autonomy.models import (
 )
 from harness.autonomy.pressure import SIGNAL_NAMES, Reading, pressure_read
 from harness.autonomy.selectors import inbox_item_get
+from harness.producers.services import producers_pressure_start
 from harness.runtime.models import Session, Trigger, Turn
 from harness.runtime.services import message_send, session_create
 
@@ -149,6 +150,10 @@ def autonomy_decide(*, settings: AutonomySettings, now: datetime | None = None,
                                 window_start=gates.window_start, scheduled=scheduled)
     if action == Action.SIT:
         decision = _claim(decision)
+    if (settings.mode == AutonomyMode.ON and not scheduled
+            and reading.breakdown["unprovenanced"]["scaled"] >= 1
+            and producers_pressure_start(workspace_id=settings.workspace_id, window_start=gates.window_start)):
+        decision.detail += "; un-provenanced material is full: a topical producer run was queued"
     return decision, sample
 
 

@@ -35,6 +35,7 @@ JSON_BODY_ENDPOINTS = [
     ("patch", "/v1/profiles/users/{user}"),
     ("put", "/v1/autonomy/settings"),
     ("post", "/v1/autonomy/inbox/{directive}"),
+    ("post", "/v1/producers/topical/run"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
@@ -49,7 +50,7 @@ QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
-                   "/v1/festinger/conflicts/{bad}"]
+                   "/v1/festinger/conflicts/{bad}", "/v1/producers/runs/{bad}"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
