@@ -4,6 +4,7 @@ from django.urls import path
 
 from harness.autonomy import api as autonomy
 from harness.fires import api as fires
+from harness.fires import why
 from harness.producers import api as producers
 from harness.runtime import api as runtime
 
@@ -29,6 +30,7 @@ urlpatterns = [
     path("autonomy/inbox", autonomy.InboxView.as_view(), name="autonomy-inbox"),
     path("autonomy/inbox/<str:delta_id>", autonomy.InboxItemView.as_view(), name="autonomy-inbox-item"),
     path("autonomy/directives", autonomy.DirectiveListView.as_view(), name="autonomy-directives"),
+    path("deltas/<str:delta_id>/why", why.DeltaWhyView.as_view(), name="delta-why"),
     path("producers/runs/<str:run_id>", producers.ProducerRunDetailView.as_view(), name="producer-run"),
     path("producers/<str:name>/run", producers.ProducerRunView.as_view(), name="producer-run-start"),
 ]

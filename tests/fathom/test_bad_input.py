@@ -50,7 +50,7 @@ QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
-                   "/v1/festinger/conflicts/{bad}", "/v1/producers/runs/{bad}"]
+                   "/v1/festinger/conflicts/{bad}", "/v1/producers/runs/{bad}", "/v1/deltas/{bad}/why"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
