@@ -41,7 +41,7 @@ class FireOutput(FireSummaryOutput):
 
     class Meta(FireSummaryOutput.Meta):
         fields = FireSummaryOutput.Meta.fields + [
-            "work_set", "disabled_tools", "plan", "response", "review", "writes", "error", "cancel_requested_at",
+            "work_set", "disabled_tools", "plan", "plan_events", "response", "review", "writes", "error", "cancel_requested_at",
             "children", "turns"]
 
 

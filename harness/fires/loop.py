@@ -287,15 +287,17 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
                             position=position, name=call["name"],
                             arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
                             plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    plan_event = plan_tool.call_event(fire, turn.number, call, plan_step, ok=ok)  # a drift, or the plan's revision
     advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
     # Joins the tool's transaction when there is one; needs its own only for more than one write.
-    with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
-        if advanced:
-            fire.save(update_fields=["plan"])
+    with transaction.atomic(savepoint=False) if advanced or plan_event or _in_session(fire) else nullcontext():
+        if advanced or plan_event:
+            fire.save(update_fields=["plan", "plan_events"])
         fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
-            "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
+            "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS],
+            **({"plan_event": plan_event} if plan_event else {})})
     return recorded
 
 

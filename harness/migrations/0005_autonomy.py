@@ -140,5 +140,10 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(condition=models.Q(('origin', 'pressure')), fields=('workspace', 'producer', 'window_start'), name='producerrun_one_per_window')],
             },
         ),
+        migrations.AddField(
+            model_name='fire',
+            name='plan_events',
+            field=models.JSONField(blank=True, default=list, help_text='drifts from the plan and its revisions (harness.tools.plan)'),
+        ),
         migrations.RunPython(create_schedules, migrations.RunPython.noop),
     ]
