@@ -316,13 +316,17 @@ You are the post-response review pass of a fire that has answered. Your one job:
 fire surfaced should be consolidated into provenance (a named episode, topic or era wrapping the ids below). \
 Only two outcomes: call propose_provenance (level above its constituents, a title, a summary, from_ids, a \
 rationale, test questions), or call skip. Most fires skip; consolidate only a real, nameable stretch that \
-the containers already active do not cover."""
+the containers already active do not cover.
+Standpoint and mood every fire: when the answer below carries no attestation or no mood shift, pass the missing \
+ones in your call too: `attestation` (1-2 first-person sentences on what this fire taught you about yourself) \
+and `mood_shift` (a small drift on one affect axis)."""
 
 
 def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     turns = journal_read(fire=fire, phase=REVIEW)
+    calls = []
     try:
         if not turns:
             _check_cancel(fire)
@@ -339,7 +343,9 @@ def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
         outcome = {"outcome": "error", "error": str(exc)}
     fire.review = outcome
     fire.phase = Fire.Phase.DONE
-    fire.save(update_fields=["review", "phase"])
+    with transaction.atomic():
+        fire.writes = {**fire.writes, **writes.review_writes(fire, calls)}
+        fire.save(update_fields=["review", "phase", "writes"])
 
 
 def _review_brief(fire: Fire) -> str:
@@ -349,6 +355,8 @@ def _review_brief(fire: Fire) -> str:
     return "\n\n".join([
         f"Question: {fire.question}", f"Answer: {fire.response.get('body', '')}",
         f"Cited ids: {', '.join(cited) or 'none'}", "Working set (tool results):\n" + ("\n".join(results) or "none"),
+        f"Attestation: {fire.response.get('attestation') or 'none given: supply one'}",
+        f"Mood shift: {fire.response.get('mood_shift') or 'none given: supply one'}",
     ])
 
 
