@@ -49,7 +49,7 @@ SIGNALS = (
            f"extended since (of the newest {DORMANT_CANDIDATES})", 10, "provenances"),
     Signal("pending_conflicts", "Festinger conflicts waiting for resolution", 10, "conflicts"),
     Signal("duplicate_markers", f"Q/A markers of the last {MARKER_DAYS} days that repeat an earlier marker's "
-           "question", 5, "markers"),
+           "question and no provenance wraps yet (the hourly dedup folds them)", 5, "markers"),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
 
@@ -126,8 +126,11 @@ def _aggregate(settings: AutonomySettings, *, now: datetime, day_start: datetime
           ORDER BY p.created_at DESC LIMIT {DORMANT_CANDIDATES}) AS p
         WHERE NOT EXISTS (SELECT 1 FROM {delta} r WHERE r.workspace_id = %(ws)s AND r.created_at >= %(dormant_since)s
                           AND r.tags && ARRAY['affirms:' || p.id, 'from:' || p.id]::varchar[])),
-      (SELECT count(*) - count(DISTINCT lower(split_part(content, E'\\n', 1))) FROM {delta}
-        WHERE workspace_id = %(ws)s AND tags @> ARRAY[%(marker)s]::varchar[] AND created_at >= %(marker_since)s),
+      (SELECT count(*) - count(DISTINCT lower(split_part(m.content, E'\\n', 1))) FROM {delta} m
+        WHERE m.workspace_id = %(ws)s AND m.tags @> ARRAY[%(marker)s]::varchar[] AND m.created_at >= %(marker_since)s
+          AND NOT EXISTS (SELECT 1 FROM {delta} p WHERE p.workspace_id = %(ws)s
+                          AND p.tags @> ARRAY[%(provenance)s, 'from:' || m.id]::varchar[]
+                          AND NOT p.tags @> ARRAY[%(marker)s]::varchar[])),
       (SELECT max(created_at) FROM {trigger}
         WHERE workspace_id = %(ws)s AND kind = 'user_message' AND source <> 'sit'),
       (SELECT count(*) FROM {decision} WHERE workspace_id = %(ws)s AND action = 'sit' AND created_at >= %(day)s),

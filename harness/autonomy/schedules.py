@@ -20,6 +20,13 @@ def sweep_schedule_ensure(**models):
                     "decides (sit, would sit, skip and why) and starts an autonomous Sit where the switch is on.")
 
 
+def dedup_schedule_ensure(**models):
+    return interval_task_ensure(
+        task="maintenance.qa_marker_dedup", every_seconds=3600, **models,
+        description="Every hour: folds Q/A markers that ask the same question into a level-1 provenance, "
+                    "through the proposals gate.")
+
+
 def scheduled_sit_name(workspace) -> str:
     return f"autonomy:{workspace.slug}"
 

@@ -4,7 +4,7 @@ discovers)."""
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.autonomy import services
+from harness.autonomy import dedup, services
 
 
 @shared_task(name="maintenance.autonomy_sweep", ignore_result=True, **retries(max_retries=2),
@@ -29,3 +29,11 @@ def autonomy_scheduled_sit(workspace_id: int):
     """A workspace's cron Sit (its beat entry): decided and claimed like a pressure Sit, threshold aside."""
     decision = services.scheduled_sit(workspace_id=workspace_id)
     return decision.action if decision else "off"
+
+
+@shared_task(name="maintenance.qa_marker_dedup", ignore_result=True, **retries(max_retries=2), soft_time_limit=300,
+             time_limit=360, expires=3600)
+def qa_marker_dedup() -> int:
+    """Run by beat (hourly): fold Q/A markers asking the same question into a level-1 provenance
+    through the gate. Harmless twice: a folded marker is wrapped, a pending fold is skipped."""
+    return dedup.markers_dedup_all()

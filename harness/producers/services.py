@@ -217,10 +217,21 @@ def _draft(run: ProducerRun, item: dict, offered: dict[str, Offered]) -> dict:
                                       "tags": [f"producer:{run.producer}", f"producer-run:{run.pk}"]})
     except ApplicationError as exc:
         return {"title": item["title"], "error": exc.message}
-    common = [f"proposal:{proposal.pk}", f"producer:{run.producer}", f"producer-run:{run.pk}"]
-    items = [{"content": f"{proposal.title}\n\nLevel {proposal.level} provenance over {len(from_ids)} deltas, "
-                         f"proposed by the {run.producer} producer. {proposal.rationale}".strip(),
-              "tags": ["kind:proposal", "tool:provenance", f"level:{proposal.level}", *common], "source": "producer"}]
+    mirrored = proposal_mirror(proposal=proposal, by=f"the {run.producer} producer",
+                               tags=[f"producer:{run.producer}", f"producer-run:{run.pk}"])
+    return {"id": proposal.pk, "level": proposal.level, "status": proposal.status, "result": proposal.result_ref,
+            **mirrored}
+
+
+def proposal_mirror(*, proposal, by: str, tags: list[str]) -> dict:
+    """A drafted provenance proposal in the lake (seed 000's flow, so the feed shows it): a
+    kind:proposal delta, and a kind:decision delta when the gate decided at once. Returns their ids."""
+    common = [f"proposal:{proposal.pk}", *tags]
+    count = len(proposal.payload.get("from_ids", []))
+    items = [{"content": f"{proposal.title}\n\nLevel {proposal.level} provenance over {count} deltas, proposed "
+                         f"by {by}. {proposal.rationale}".strip(),
+              "tags": ["kind:proposal", f"tool:{proposal.tool}", f"level:{proposal.level}", *common],
+              "source": "producer"}]
     if proposal.status != ProposalStatus.PENDING:
         decision = proposal.decisions.order_by("-created_at", "-id").first()
         items.append({"content": f"{proposal.status}: {proposal.title} ({decision.decided_by})"
@@ -228,9 +239,8 @@ def _draft(run: ProducerRun, item: dict, offered: dict[str, Offered]) -> dict:
                       "tags": ["kind:decision", f"decision:{proposal.status}", tag_safe(f"decided-by:{decision.decided_by}"),
                                *([f"result:{proposal.result_ref}"] if proposal.result_ref else []), *common],
                       "source": "producer"})
-    written = deltas_create(workspace=run.workspace, items=items).deltas
-    return {"id": proposal.pk, "level": proposal.level, "status": proposal.status, "result": proposal.result_ref,
-            "delta": written[0].id, "decision": written[1].id if len(written) > 1 else None}
+    written = deltas_create(workspace=proposal.workspace, items=items).deltas
+    return {"delta": written[0].id, "decision": written[1].id if len(written) > 1 else None}
 
 
 class _Offline:
