@@ -14,10 +14,12 @@ from lake.selectors import delta_get
 
 SELF_DIRECTING_TAG = "mode:self_directing"
 REFLECTION_TAG = "kind:reflection"
-INBOX_KINDS = {"directive": DIRECTIVE_TAG, "reflection": REFLECTION_TAG}
-# What the inbox holds: directives, reflections (the reflective producer's, and the attestations of
-# Sits), and Sit transcripts (the cards of self-directing fires).
+INBOX_KINDS = {"directive": DIRECTIVE_TAG}
+REFLECTIVE_TAG = "producer:reflective"
+# What the inbox holds: directives, reflections (the reflective producer's provenance, and the
+# attestations of Sits), and Sit transcripts (the cards of self-directing fires).
 _INBOX = (Q(tags__overlap=[DIRECTIVE_TAG, REFLECTION_TAG])
+          | Q(tags__contains=[REFLECTIVE_TAG, "kind:provenance"])
           | Q(tags__contains=[SELF_DIRECTING_TAG, "kind:card"])
           | Q(tags__contains=[SELF_DIRECTING_TAG, "kind:standpoint-attestation"]))
 
@@ -45,6 +47,8 @@ def inbox_items(*, workspace, state: str = "", kind: str = ""):
         inbox_state=Subquery(marks.values("state")[:1]), inbox_trigger=Subquery(marks.values("trigger_id")[:1]))
     if kind == "transcript":
         items = items.filter(tags__contains=[SELF_DIRECTING_TAG, "kind:card"])
+    elif kind == "reflection":
+        items = items.exclude(tags__overlap=[DIRECTIVE_TAG]).exclude(tags__contains=["kind:card"])
     elif kind:
         items = items.filter(tags__contains=[INBOX_KINDS[kind]])
     if state == "new":

@@ -132,3 +132,14 @@ def test_the_cli_runs_a_producer_inline(workspace, capsys):
 def test_with_nothing_to_read_a_run_makes_no_model_call(workspace, scripted_llm, producer):
     run = producer_run(run_id=producer_run_request(workspace=workspace, producer=producer, origin="api").pk)
     assert run.status == "done" and run.read == 0 and run.model_calls == 0 and scripted_llm.sent == []
+
+
+def test_the_reflective_producers_provenance_lands_in_the_inbox_as_a_reflection(workspace, scripted_llm, api):
+    deltas_create(workspace=workspace, items=[{"content": f"I noticed {i}", "tags": ["kind:standpoint-attestation"]}
+                                              for i in range(2)])
+    run = producer_run_request(workspace=workspace, producer="reflective", origin="api")
+    offered = list(Delta.objects.filter(workspace=workspace).values_list("id", flat=True))
+    scripted_llm.call_tool("propose", {"proposals": [{"level": 1, "title": "What I notice", "from_ids": offered}]})
+    producer_run(run_id=run.pk)
+    items = api.get("/v1/autonomy/inbox?kind=reflection").json()["results"]
+    assert [(i["kind"], i["content"].splitlines()[0]) for i in items] == [("reflection", "What I notice")]
