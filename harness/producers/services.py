@@ -21,7 +21,7 @@ from harness.producers.models import ProducerRun
 from lake.models import LEVEL_PREFIX, PROVENANCE_TAG, QA_MARKER_TAG, Delta
 from lake.services import deltas_create
 from proposals.lake_io import tag_safe
-from proposals.models import ProposalStatus
+from proposals.models import Proposal, ProposalStatus
 from proposals.services import proposal_draft
 
 logger = logging.getLogger(__name__)
@@ -241,6 +241,41 @@ def proposal_mirror(*, proposal, by: str, tags: list[str]) -> dict:
                       "source": "producer"})
     written = deltas_create(workspace=proposal.workspace, items=items).deltas
     return {"delta": written[0].id, "decision": written[1].id if len(written) > 1 else None}
+
+
+def decision_mirror(*, proposal, tags: list[str]) -> str:
+    """The kind:decision delta of a mirrored proposal an operator decided later (approved, denied,
+    or failed); returns its id."""
+    decision = proposal.decisions.order_by("-created_at", "-id").first()
+    text = f"{proposal.status}: {proposal.title} ({decision.decided_by})" + (
+        f": {decision.reason or proposal.failure_reason}" if (decision.reason or proposal.failure_reason) else "")
+    return deltas_create(workspace=proposal.workspace, items=[{
+        "content": text, "source": "producer",
+        "tags": ["kind:decision", f"decision:{proposal.status}", tag_safe(f"decided-by:{decision.decided_by}"),
+                 *([f"result:{proposal.result_ref}"] if proposal.result_ref else []), f"proposal:{proposal.pk}",
+                 *tags]}]).deltas[0].id
+
+
+def decisions_mirror(*, since: datetime) -> int:
+    """Mirror the decisions operators took since `since` on proposals that were mirrored into the lake
+    (a producer's, the marker dedup's) and have no decision delta yet: one query when there are none.
+    Run by the autonomy sweep, so the feed shows an L3's approval or denial within a minute."""
+    proposal_table, delta_table = Proposal._meta.db_table, Delta._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            SELECT pr.id FROM {proposal_table} pr
+            WHERE pr.decided_at >= %s AND pr.status <> 'pending'
+              AND (pr.producer LIKE 'producer:%%' OR pr.producer = 'autonomy:marker-dedup')
+              AND EXISTS (SELECT 1 FROM {delta_table} d WHERE d.workspace_id = pr.workspace_id
+                          AND d.tags @> ARRAY['kind:proposal', 'proposal:' || pr.id]::varchar[])
+              AND NOT EXISTS (SELECT 1 FROM {delta_table} d WHERE d.workspace_id = pr.workspace_id
+                              AND d.tags @> ARRAY['kind:decision', 'proposal:' || pr.id]::varchar[])
+            LIMIT 100""", [since])
+        ids = [row[0] for row in cursor.fetchall()]
+    for proposal in Proposal.objects.filter(pk__in=ids).select_related("workspace"):
+        producer = proposal.producer.split(":")
+        decision_mirror(proposal=proposal, tags=[f"producer:{producer[1]}"] if producer[0] == "producer" else [])
+    return len(ids)
 
 
 class _Offline:

@@ -13,6 +13,7 @@ from harness.producers.services import producer_run, producer_run_request
 from lake.models import Delta
 from lake.services import deltas_create, provenance_create
 from proposals.models import Proposal
+from proposals.services import proposal_deny
 
 NOON = datetime(2026, 11, 25, 12, 0, 30, tzinfo=UTC)
 
@@ -143,3 +144,21 @@ def test_the_reflective_producers_provenance_lands_in_the_inbox_as_a_reflection(
     producer_run(run_id=run.pk)
     items = api.get("/v1/autonomy/inbox?kind=reflection").json()["results"]
     assert [(i["kind"], i["content"].splitlines()[0]) for i in items] == [("reflection", "What I notice")]
+
+
+def test_an_operators_later_decision_is_mirrored_by_the_next_sweep(workspace, scripted_llm):
+    notes = moments(workspace, 2)
+    episode = provenance_create(workspace=workspace, title="episode", child_ids=[n.id for n in notes])
+    topic = provenance_create(workspace=workspace, title="topic", child_ids=[episode.id], level=2)
+    run = producer_run_request(workspace=workspace, producer="reflective", origin="api")
+    scripted_llm.call_tool("propose", {"proposals": [{"level": 3, "title": "An era", "from_ids": [topic.id]}]})
+    proposal = Proposal.objects.get(pk=producer_run(run_id=run.pk).proposals[0]["id"])
+    autonomy_sweep()
+    assert kinds(workspace, "kind:decision") == []  # still pending
+    proposal_deny(proposal=proposal, decided_by="operator:user:ada", reason="not an era yet")
+    autonomy_sweep()
+    autonomy_sweep()
+    [decision] = kinds(workspace, "kind:decision")
+    assert {"decision:denied", "decided-by:operator:user:ada", f"proposal:{proposal.pk}", "producer:reflective"} <= set(
+        decision.tags)
+    assert decision.content.endswith("not an era yet")
