@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from harness.autonomy.models import AutonomyDecision, PressureSample
-from harness.autonomy.services import autonomy_sweep, in_quiet_hours
+from harness.autonomy.services import autonomy_sweep, in_quiet_hours, scheduled_sit
 from harness.fires.models import Fire
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, session_create
@@ -132,3 +132,24 @@ def test_two_concurrent_sweeps_claim_one_sit(workspace, autonomy):
         thread.join()
     assert errors == []
     assert sorted(decisions(workspace)) == [("sit", "pressure"), ("skip", "window_taken")]
+
+
+def test_a_scheduled_sit_ignores_the_threshold_but_not_the_other_gates(workspace, autonomy):
+
+
+    autonomy(mode="on", threshold=1.0, cron="0 9 * * *")
+    decision = scheduled_sit(workspace_id=workspace.pk)
+    assert (decision.action, decision.reason, decision.scheduled) == ("sit", "scheduled", True)
+    assert scheduled_sit(workspace_id=workspace.pk).reason == "window_taken"
+    autonomy(mode="off")
+    assert scheduled_sit(workspace_id=workspace.pk) is None
+
+
+def test_no_new_sit_while_the_last_one_is_still_working(workspace, autonomy):
+    settings = autonomy(mode="on", threshold=0.0, window_minutes=1)
+    session = session_create(workspace=workspace, tag="autonomy")
+    settings.session = session
+    settings.save()
+    message_send(session=session, content="round 2", source="sit", author="self")
+    autonomy_sweep(now=timezone.now() + timedelta(minutes=30))
+    assert decisions(workspace) == [("skip", "sit_running")]
