@@ -6,8 +6,11 @@ from harness.producers.models import ProducerRun  # noqa: F401
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,
     HarnessSettings,
+    ProfileFieldVersion,
     Session,
     SessionEvent,
+    Task,
+    TaskSlots,
     Trigger,
     Turn,
     UserProfile,

@@ -4,7 +4,7 @@ and pressure samples to read."""
 from django import forms
 from django.contrib import admin
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from fathom.errors import ApplicationError
 from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample
 from harness.autonomy.pressure import SIGNALS

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from fathom.admin import ReadOnlyAdmin
+from fathom.admin_scoping import ReadOnlyAdmin
 from harness.producers.models import ProducerRun
 
 
