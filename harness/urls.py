@@ -37,6 +37,6 @@ urlpatterns = [
     path("autonomy/inbox/<str:delta_id>", autonomy.InboxItemView.as_view(), name="autonomy-inbox-item"),
     path("autonomy/directives", autonomy.DirectiveListView.as_view(), name="autonomy-directives"),
     path("deltas/<str:delta_id>/why", why.DeltaWhyView.as_view(), name="delta-why"),
-    path("producers/runs/<str:run_id>", producers.ProducerRunDetailView.as_view(), name="producer-run"),
+    path("producer-runs/<str:run_id>", producers.ProducerRunDetailView.as_view(), name="producer-run"),
     path("producers/<str:name>/run", producers.ProducerRunView.as_view(), name="producer-run-start"),
 ]

@@ -168,7 +168,7 @@ def autonomy_case(owner) -> IsolationCase:
         list_path="/v1/autonomy/inbox",
         ids=[directive],
         probes=[Probe("POST", f"/v1/autonomy/inbox/{directive}", {"action": "dismiss"}),
-                Probe("GET", f"/v1/producers/runs/{run}"), Probe("GET", f"/v1/deltas/{directive}/why")],
+                Probe("GET", f"/v1/producer-runs/{run}"), Probe("GET", f"/v1/deltas/{directive}/why")],
         intact=lambda: (not InboxMark.objects.filter(delta_id=directive).exists()
                         and AutonomySettings.objects.get(workspace=owner.workspace).mode == "on"),
         reads=[Probe("GET", "/v1/autonomy/directives"), Probe("GET", "/v1/autonomy/decisions")],

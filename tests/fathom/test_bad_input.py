@@ -56,7 +56,7 @@ PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/
                    "/v1/festinger/conflicts/{bad}",
                    "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
                    "/v1/profiles/users/{bad}/history",
-                   "/v1/producers/runs/{bad}", "/v1/deltas/{bad}/why"]
+                   "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 

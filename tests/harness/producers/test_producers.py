@@ -111,9 +111,9 @@ def test_rest_starts_a_run_and_reads_it_in_its_workspace(api, workspace, other_w
     assert response.status_code == 202, response.content
     body = response.json()
     assert (body["producer"], body["mode"], body["hours"], body["status"]) == ("topical", "l2", 48, "queued")
-    assert api.get(f"/v1/producers/runs/{body['id']}").json()["id"] == body["id"]
-    assert api_client_for(other_workspace).get(f"/v1/producers/runs/{body['id']}").status_code == 404
-    assert api.get("/v1/producers/runs/abc").status_code == 404
+    assert api.get(f"/v1/producer-runs/{body['id']}").json()["id"] == body["id"]
+    assert api_client_for(other_workspace).get(f"/v1/producer-runs/{body['id']}").status_code == 404
+    assert api.get("/v1/producer-runs/abc").status_code == 404
     assert api.post("/v1/producers/nonsense/run", {}, format="json").status_code == 404
     assert api.post("/v1/producers/reflective/run", {"mode": "l2"}, format="json").status_code == 400
     assert api.post("/v1/producers/topical/run", {"hours": 0}, format="json").status_code == 400
