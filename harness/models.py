@@ -3,6 +3,14 @@
 from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample  # noqa: F401
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
 from harness.producers.models import ProducerRun  # noqa: F401
+from harness.quality.models import (  # noqa: F401
+    Feedback,
+    QualityAttempt,
+    QualityPrompt,
+    QualityRetryPolicy,
+    QualityRun,
+    QualitySettings,
+)
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,
     HarnessSettings,

@@ -9,12 +9,13 @@ from django.test import RequestFactory, override_settings
 
 from fathom.api import errors
 from fathom.api.parsers import MAX_JSON_DEPTH
+from harness.fires.services import fire_create
 from harness.runtime import profiles
 from lake import api as lake_api
 
 pytestmark = pytest.mark.django_db
 
-# (method, path) of every endpoint that parses a JSON body; {session}, {agent}, {user} are filled in.
+# (method, path) of every endpoint that parses a JSON body; {session}, {agent}, {user}, {fire} are filled in.
 JSON_BODY_ENDPOINTS = [
     ("post", "/v1/apikeys"),
     ("post", "/v1/deltas"),
@@ -36,6 +37,7 @@ JSON_BODY_ENDPOINTS = [
     ("put", "/v1/autonomy/settings"),
     ("post", "/v1/autonomy/inbox/{directive}"),
     ("post", "/v1/producers/topical/run"),
+    ("post", "/v1/fires/{fire}/feedback"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
@@ -73,7 +75,8 @@ def targets(owner, workspace):
     profiles.user_profile_create(workspace=workspace, slug="ada", name="Ada")
     directive = owner.post("/v1/deltas", {"content": "look into it", "tags": ["kind:directive"]},
                            format="json").json()["id"]
-    return {"session": session, "agent": "scout", "user": "ada", "directive": directive}
+    fire = fire_create(workspace=workspace, mode="introspective", question="a finished fire")
+    return {"session": session, "agent": "scout", "user": "ada", "directive": directive, "fire": str(fire.pk)}
 
 
 def send(client, method, path, body: bytes, **extra):

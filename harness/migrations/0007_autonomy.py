@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('django_celery_beat', '0019_alter_periodictasks_options'),
         ('fathom', '0006_traces_prune_schedule'),
-        ('harness', '0005_tasks_and_managed_files'),
+        ('harness', '0006_quality'),
     ]
 
     operations = [
