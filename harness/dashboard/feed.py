@@ -29,6 +29,7 @@ class Bubble:
     sit_cap: int | None = None
     source: str = ""
     message_id: str = ""
+    autonomous: bool = False  # a Sit that autonomy started (pressure or schedule), not the operator
 
     @property
     def origin(self) -> str:
@@ -122,5 +123,6 @@ def bubbles_of(fire: Fire) -> list[Bubble]:
         bubbles.append(Bubble(content=message.get("content", ""), author=message.get("author") or "",
                               is_self=message.get("author") == "self" or message.get("source") == "sit",
                               sit_round=sit.get("round"), sit_cap=sit.get("cap"),
-                              source=message.get("source") or "", message_id=str(message.get("id") or "")))
+                              source=message.get("source") or "", message_id=str(message.get("id") or ""),
+                              autonomous=bool(sit.get("autonomous"))))
     return bubbles

@@ -9,9 +9,15 @@ the Current and returns its template's context, or None to say nothing; a card s
 import json
 import zlib
 
+from django.utils import timezone
+
 from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list
+from harness.autonomy.models import AutonomyMode
+from harness.autonomy.pressure import SIGNALS, pressure_read
+from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind, pressure_series
+from harness.autonomy.services import autonomy_settings_get, gates_read
 from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
@@ -87,10 +93,59 @@ def pending_conflicts(current) -> dict | None:
     return {"conflicts": [{"conflict": c, "decisions": allowed_decisions(c.collision_type)} for c in pending]}
 
 
+@side_panel(name="inbox", title="Inbox", template="dashboard/panels/inbox.html")
+def inbox(current) -> dict | None:
+    """What Fathom's reflections, Sit transcripts and directives left for the operator, not yet marked."""
+    items = list(inbox_items(workspace=current.workspace, state="new")[:PANEL_ROWS])
+    return {"items": [{"delta": d, "kind": inbox_kind(d)} for d in items]} if items else None
+
+
+@side_panel(name="pressure", title="Pressure", template="dashboard/panels/pressure.html")
+def pressure(current) -> dict:
+    """The autonomy switch, and unless it is off the pressure now (gauge and breakdown by signal) with
+    its series as an inline SVG plot."""
+    settings = autonomy_settings_get(workspace=current.workspace)
+    ctx = {"settings": settings, "modes": AutonomyMode.values}
+    if settings.mode == AutonomyMode.OFF:
+        return ctx
+    now = timezone.now()
+    reading = pressure_read(settings=settings, day_start=gates_read(settings=settings, now=now).day_start, now=now)
+    series = list(pressure_series(workspace=current.workspace, hours=settings.series_hours))
+    meanings = {signal.name: signal for signal in SIGNALS}
+    breakdown = sorted(({"name": name, "signal": meanings.get(name), **values}
+                        for name, values in reading.breakdown.items()), key=lambda row: -row["contribution"])
+    return {**ctx, "reading": reading, "breakdown": breakdown, "percent": round(reading.value * 100),
+            "plot": pressure_plot(series, threshold=settings.threshold, hours=settings.series_hours, now=now)}
+
+
+@side_panel(name="directives", title="Crystal of directives", template="dashboard/panels/directives.html")
+def directives(current) -> dict | None:
+    """Things Fathom has named for itself, newest first."""
+    found = list(directives_list(workspace=current.workspace)[:PANEL_ROWS])
+    return {"directives": found} if found else None
+
+
 @side_panel(name="tasks", title="Background tasks", template="dashboard/panels/tasks.html")
 def running_tasks(current) -> dict | None:
     active = tasks_active(workspace=current.workspace, limit=PANEL_ROWS)
     return {"tasks": [{"task": task, "label": task_label(task)} for task in active]} if active else None
+
+
+PLOT_WIDTH, PLOT_HEIGHT = 280, 70
+
+
+def pressure_plot(series, *, threshold: float, hours: int, now) -> dict:
+    """The series as an SVG polyline over the last `hours` (x: time, y: 0 at the bottom to 1 at the top)
+    with the threshold's line; values for a text summary beside it."""
+    span = hours * 3600 or 1
+    points = []
+    for at, value in series:
+        x = PLOT_WIDTH * (1 - min(span, max(0.0, (now - at).total_seconds())) / span)
+        points.append(f"{x:.1f},{PLOT_HEIGHT * (1 - min(1.0, max(0.0, value))):.1f}")
+    values = [value for _, value in series]
+    return {"width": PLOT_WIDTH, "height": PLOT_HEIGHT, "points": " ".join(points), "count": len(values),
+            "threshold_y": round(PLOT_HEIGHT * (1 - threshold), 1), "hours": hours,
+            "low": min(values) if values else None, "high": max(values) if values else None}
 
 
 def tool_hue(name: str) -> int:

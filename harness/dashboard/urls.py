@@ -21,6 +21,8 @@ urlpatterns = [
     path("loop/<str:fire_id>", views.loop_view, name="loop"),
     path("proposals/<int:proposal_id>", views.proposal_view, name="proposal"),
     path("proposals/<int:proposal_id>/<str:action>", views.proposal_decide, name="proposal-decide"),
+    path("autonomy/mode", views.autonomy_mode, name="autonomy-mode"),
+    path("inbox/<str:delta_id>/<str:action>", views.inbox_mark_view, name="inbox-mark"),
     path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),
 ]

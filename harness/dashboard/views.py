@@ -19,6 +19,7 @@ from fathom.llm.services import model_assign, model_create
 from fathom.services import apikey_create, workspace_create_owned
 from festinger.resolution import conflict_apply
 from festinger.selectors import conflict_get
+from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
 from harness.dashboard import forms, stream
 from harness.dashboard.access import current_set, current_switch, dashboard_view
 from harness.dashboard.feed import feed_page, fire_cards, proposal_row
@@ -231,6 +232,33 @@ def fire_feedback(request, fire_id):
         notes = list(messages.get_messages(request))
         return render(request, "dashboard/partials/card.html", {"entry": card, "current": request.dashboard,
                                                                 "notes": notes})
+    return _back(request)
+
+
+# --- Autonomy ----------------------------------------------------------------------------------------
+
+@require_POST
+@dashboard_view(operate=True)
+def autonomy_mode(request):
+    """The autonomy switch (off, observe, on), through autonomy's `autonomy_settings_update`."""
+    try:
+        settings = autonomy_settings_update(workspace=request.dashboard.workspace, mode=request.POST.get("mode", ""))
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Autonomy is {settings.mode}.")
+    return _back(request)
+
+
+@require_POST
+@dashboard_view(operate=True)
+def inbox_mark_view(request, delta_id: str, action: str):
+    """Acknowledge, dismiss or act on an inbox item, through autonomy's `inbox_mark`."""
+    if action not in INBOX_ACTIONS:
+        raise NotFoundError(f"no action {action!r} on inbox items")
+    mark = inbox_mark(workspace=request.dashboard.workspace, delta_id=delta_id, action=action,
+                      actor=request_actor(request))
+    messages.success(request, f"Inbox item {mark.delta_id}: {mark.get_state_display().lower()}.")
     return _back(request)
 
 

@@ -13,12 +13,14 @@ from django.test.utils import CaptureQueriesContext
 from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
 from festinger.models import ConflictStatus, Edge
+from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
 from harness.dashboard.feed import feed_page
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from harness.runtime.models import Trigger
 from lake.models import Delta
+from lake.services import delta_create
 from proposals.models import Decision, ProposalStatus
 from tests.harness.dashboard.support import (
     PASSWORD,
@@ -32,9 +34,10 @@ from tests.harness.dashboard.support import (
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
 # turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
-# their decisions, pending conflicts, active background tasks), the background tasks of the page's fires,
+# their decisions, pending conflicts, the inbox, the pressure panel's settings, reading (two) and series,
+# the directives, active background tasks), the background tasks of the page's fires,
 # the user messages still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 18
+FEED_QUERIES = 24
 
 
 def judged(fire):
@@ -52,14 +55,15 @@ def operator(client, workspace):
     return client
 
 
-def dashboard_urls(*, fire, proposal, conflict_row, task) -> list[tuple[str, str]]:
+def dashboard_urls(*, fire, proposal, conflict_row, task, directive) -> list[tuple[str, str]]:
     """Every dashboard URL that names a row, as (method, path)."""
     return [
         ("get", f"/fires/{fire.pk}/card"), ("get", f"/fires/{fire.pk}/why"), ("get", f"/loop/{fire.pk}"),
         ("get", f"/proposals/{proposal.pk}"), ("post", f"/proposals/{proposal.pk}/approve"),
         ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
         ("post", f"/conflicts/{conflict_row.pk}/override"), ("post", f"/tasks/{task.pk}/cancel"),
-        ("post", f"/fires/{fire.pk}/feedback"),
+        ("post", f"/fires/{fire.pk}/feedback"), ("post", f"/inbox/{directive.pk}/acknowledge"),
+        ("post", f"/inbox/{directive.pk}/act"),
     ]
 
 
@@ -117,8 +121,10 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     proposal = provenance_proposal(other_workspace, level=3)
     conflict_row = conflict(other_workspace)
     task = background_task(other_workspace, fire)
+    directive = delta_create(workspace=other_workspace, content="look into the rover", tags=["kind:directive"])
     # then every URL naming them is the 404 page, and nothing was decided
-    for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row, task=task):
+    for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row, task=task,
+                                       directive=directive):
         response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}",
                                                     "rating": "down"})
         assert response.status_code == 404, (method, path)
@@ -127,10 +133,11 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     conflict_row.refresh_from_db()
     task.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING and conflict_row.status == ConflictStatus.PENDING
-    assert task.state != "canceled"
+    assert task.state != "canceled" and not InboxMark.objects.exists()
     # and the feed shows none of them
     page = operator.get("/").content.decode()
     assert str(fire.pk) not in page and proposal.title not in page and "gnommoweb" not in page
+    assert "look into the rover" not in page
 
 
 def test_a_user_without_a_workspace_goes_to_onboarding(client, db):
@@ -170,6 +177,7 @@ def test_the_feed_page_costs_the_same_queries_for_two_entries_or_twenty(operator
                                                                        django_assert_num_queries):
     judged(fire_with_tools(scripted_llm, workspace))
     provenance_proposal(workspace, level=3)
+    operator.get("/")  # the first look makes the workspace's autonomy settings (their defaults)
     with CaptureQueriesContext(connection) as small:
         assert operator.get("/").status_code == 200
     for n in range(8):
@@ -337,3 +345,51 @@ def test_a_cards_quality_shows_and_thumbs_post_the_feedback_the_verifier_calibra
     assert f"/fires/{waiting.pk}/feedback" not in operator.get("/").content.decode()
     operator.post(f"/fires/{waiting.pk}/feedback", {"rating": "up"})
     assert not Feedback.objects.filter(fire=waiting).exists()
+
+
+
+# --- autonomy ----------------------------------------------------------------------------------------------
+
+def test_the_pressure_panel_shows_the_gauge_its_breakdown_and_the_series_plot(operator, workspace):
+    for value in (0.1, 0.3, 0.5):
+        PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+    page = operator.get("/").content.decode()
+    assert 'id="pressure-meter"' in page and "of threshold 0.35" in page
+    assert "unprovenanced" in page and "pending_conflicts" in page  # the breakdown by signal
+    assert "<polyline points=" in page and "3 samples from 0.10 to 0.50" in page
+    assert 'value="observe" checked' in page  # the default mode
+
+
+def test_an_operator_flips_the_autonomy_switch(operator, client, workspace):
+    operator.post("/autonomy/mode", {"mode": "on"})
+    assert AutonomySettings.objects.get(workspace=workspace).mode == "on"
+    operator.post("/autonomy/mode", {"mode": "sometimes"})  # refused by the service
+    assert AutonomySettings.objects.get(workspace=workspace).mode == "on"
+    operator.post("/autonomy/mode", {"mode": "off"})
+    page = operator.get("/").content.decode()
+    assert "Autonomy is off: nothing is sampled." in page and 'id="pressure-meter"' not in page
+
+    client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
+    assert client.post("/autonomy/mode", {"mode": "on"}).status_code == 403
+
+
+def test_the_inbox_and_the_crystal_of_directives(operator, workspace):
+    directive = delta_create(workspace=workspace, content="Look into the rover's logs", tags=["kind:directive"])
+    page = operator.get("/").content.decode()
+    assert f'id="inbox-{directive.pk}"' in page and page.count("Look into the rover&#x27;s logs") == 2
+    operator.post(f"/inbox/{directive.pk}/acknowledge")
+    assert InboxMark.objects.get(delta_id=directive.pk).state == "acknowledged"
+    assert f'id="inbox-{directive.pk}"' not in operator.get("/").content.decode()  # no longer new
+    operator.post(f"/inbox/{directive.pk}/act")
+    mark = InboxMark.objects.get(delta_id=directive.pk)
+    assert mark.state == "acted" and mark.actor == "operator:user:operator@example.com"
+    assert "Look into the rover's logs" in mark.trigger.content
+    assert operator.post(f"/inbox/{directive.pk}/shred").status_code == 404
+
+
+def test_an_autonomous_sit_is_marked(operator, workspace):
+    fire_create(workspace=workspace, mode="self_directing", messages=[
+        {"id": None, "content": "what presses most", "author": "self", "source": "sit",
+         "sit": {"round": 1, "cap": 3, "autonomous": "7"}}])
+    page = operator.get("/").content.decode()
+    assert 'Sit round 1/3 · <span class="autonomous">autonomous</span>' in page

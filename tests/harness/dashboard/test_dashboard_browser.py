@@ -11,6 +11,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from fathom.models import Membership
 from festinger.models import ConflictStatus
+from harness.autonomy.models import AutonomySettings, PressureSample
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
@@ -189,3 +190,18 @@ def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_w
     assert "model call" in summary and "stopped: responded" in summary
     screenshot("answered-live")
     wait_for_background_work(Trigger.objects.get(workspace=workspace).session)
+
+
+def test_an_operator_flips_the_autonomy_switch_beside_the_pressure_gauge(live_server_url, browser, screenshot,
+                                                                        workspace):
+    member(workspace)
+    for value in (0.2, 0.4, 0.3):
+        PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+    wait = log_in(browser, live_server_url)
+    assert browser.find_element(By.ID, "pressure-meter").is_displayed()
+    screenshot("pressure")
+    browser.find_element(By.CSS_SELECTOR, ".switch input[value=on]").click()
+    browser.find_element(By.CSS_SELECTOR, ".switch-button").click()
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "Autonomy is on."))
+    assert AutonomySettings.objects.get(workspace=workspace).mode == "on"
+    assert browser.find_element(By.CSS_SELECTOR, ".switch input[value=on]").is_selected()
