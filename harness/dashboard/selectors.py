@@ -32,9 +32,3 @@ def proposals_newer(*, workspace, after: int) -> list[int]:
     return list(proposals_list(workspace=workspace).filter(pk__gt=after).order_by("pk")
                 .values_list("pk", flat=True)[:LIVE_PROPOSALS])
 
-
-def deltas_cited(*, workspace, ids) -> list:
-    """The workspace's deltas among the ids a fire cited, in the order cited (unknown ones left out: the
-    page names them apart)."""
-    found = {delta.pk: delta for delta in deltas_list(workspace=workspace).filter(pk__in=[str(i) for i in ids])}
-    return [found[i] for i in ids if i in found]

@@ -25,8 +25,14 @@ from harness.dashboard.access import current_set, current_switch, dashboard_view
 from harness.dashboard.feed import feed_page, fire_cards, proposal_row
 from harness.dashboard.panels import side_panels_render
 from harness.dashboard.sections import pretty, thinking_of
-from harness.dashboard.selectors import deltas_cited, onboarding_state, proposal_newest_id, proposals_newer
-from harness.fires.selectors import fire_get, fire_trace, fire_with_journal_get, fires_progress
+from harness.dashboard.selectors import onboarding_state, proposal_newest_id, proposals_newer
+from harness.fires.selectors import (
+    fire_citations,
+    fire_get,
+    fire_trace,
+    fire_with_journal_get,
+    fires_progress,
+)
 from harness.quality.services import feedback_create
 from harness.runtime import background
 from harness.runtime.background import task_label
@@ -129,12 +135,9 @@ def why_view(request, fire_id):
     """Why a card surfaced: the fire behind it, what it was asked, its tool calls and the moments it cited."""
     workspace = request.dashboard.workspace
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
-    response = fire.response or {}
-    cited = deltas_cited(workspace=workspace, ids=response.get("cited_ids") or [])
     return render(request, "dashboard/why.html", {
-        "current": request.dashboard, "entry": fire_cards(workspace, [fire])[0], "cited": cited,
-        "missing": sorted(set(response.get("cited_ids") or []) - {d.pk for d in cited}),
-        "dropped": response.get("dropped_ids") or [], "thinking": thinking_of(fire),
+        "current": request.dashboard, "entry": fire_cards(workspace, [fire])[0], "thinking": thinking_of(fire),
+        "citations": fire_citations(fire=fire),
     })
 
 

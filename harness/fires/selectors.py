@@ -7,6 +7,7 @@ from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire
 from harness.runtime.models import Session
+from lake.models import Delta
 
 TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
                 "model", "provider", "input_tokens", "output_tokens", "cost", "error"]
@@ -59,3 +60,14 @@ def fires_progress(*, workspace, limit: int) -> list[tuple]:
 def fire_with_journal_get(*, workspace, fire_id) -> Fire:
     """One fire of the workspace with its turns, their tool calls and its children (NotFoundError otherwise)."""
     return fire_with_journal(fire=fire_get(workspace=workspace, fire_id=fire_id))
+
+
+def fire_citations(*, fire: Fire) -> list[dict]:
+    """What the fire's answer cited and dropped, in its order, each {id, verb, found, tags, content}
+    (found False: the id is not, or no longer, in the workspace's lake); one query."""
+    response = fire.response or {}
+    wanted = [("cited", str(i)) for i in response.get("cited_ids") or []] + [
+        ("dropped", str(i)) for i in response.get("dropped_ids") or []]
+    found = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=[i for _, i in wanted]).in_bulk()
+    return [{"id": i, "verb": verb, "found": i in found, "tags": found[i].tags if i in found else [],
+             "content": found[i].content if i in found else ""} for verb, i in wanted]

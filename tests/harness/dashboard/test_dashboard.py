@@ -200,12 +200,13 @@ def test_an_auto_approved_proposal_is_greyed_with_its_policy_tag(operator, works
 def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, scripted_llm, workspace):
     cited = Delta.objects.create(workspace=workspace, content="the rover's log", tags=["kind:note"])
     fire = fire_with_tools(scripted_llm, workspace)
-    fire.response = {**fire.response, "cited_ids": [cited.pk, "feedfacefeed"]}
+    fire.response = {**fire.response, "cited_ids": [cited.pk, "feedfacefeed"], "dropped_ids": ["0badc0de0bad"]}
     fire.save(update_fields=["response"])
     loop = operator.get(f"/loop/{fire.pk}").content.decode()
     assert "Loop view of fire" in loop and "find the notes" in loop and "Review pass" in loop
     why = operator.get(f"/fires/{fire.pk}/why").content.decode()
-    assert "the rover&#x27;s log" in why and "feedfacefeed" in why and "state" in why
+    assert "the rover&#x27;s log" in why and "state" in why
+    assert "[feedfacefeed]</code> cited, but no such delta" in why and "[0badc0de0bad]</code> dropped" in why
     assert operator.get("/loop/not-a-uuid").status_code == 404
 
 
