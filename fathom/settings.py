@@ -281,6 +281,17 @@ FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
 
+# --- The conductor (harness/conductor) -------------------------------------------------------------
+# Each workspace's files live under FATHOM_FS_ROOT/<workspace slug>: the terminal worker's working
+# directory (the same setting the harness's fs tools use).
+FATHOM_FS_ROOT = Path(env_str("FATHOM_FS_ROOT", str(DATA_DIR / "files"))).expanduser().resolve()
+# web_search's backend: "none" (the tool says no backend is configured), "searxng" (a SearXNG-style
+# JSON endpoint: GET <url>?q=...&format=json -> {"results": [{title, url, content}]}), or the dotted
+# path of a class with search(query, limit) -> [{title, url, snippet}]. Default: searxng when a URL is set.
+FATHOM_WEB_SEARCH_URL = env_url("FATHOM_WEB_SEARCH_URL", ("http", "https"))
+FATHOM_WEB_SEARCH_BACKEND = env_str("FATHOM_WEB_SEARCH_BACKEND", "searxng" if FATHOM_WEB_SEARCH_URL else "none")
+FATHOM_WEB_SEARCH_TIMEOUT_SECONDS = env_float("FATHOM_WEB_SEARCH_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs
 # a migration of the columns and `fathom lake reembed`. pgvector's HNSW indexes take up to 2,000.

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from fathom.admin import WorkspaceScopedAdmin
+from harness.conductor import admin as conductor_admin  # noqa: F401 - registers the conductor's admin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
 from harness.runtime.models import (

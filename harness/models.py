@@ -1,5 +1,13 @@
 """The harness's tables, defined in its parts and gathered here for Django."""
 
+from harness.conductor.models import (  # noqa: F401
+    AgendaItem,
+    CapabilityCall,
+    ConductorSettings,
+    Decision,
+    Run,
+    RunEvent,
+)
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,

@@ -5,6 +5,8 @@ from celery import shared_task
 
 from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
+from harness.conductor import services as conductor
+from harness.conductor.worker_port import WorkerBusy
 from harness.fires import judge
 from harness.fires import services as fires
 from harness.runtime import services as runtime
@@ -22,9 +24,9 @@ def session_tick(self, session_id: str) -> str:
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
-    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), and
-    enqueue again the unfinished fires outside sessions whose runner died."""
-    return len(runtime.sessions_sweep()) + len(fires.fires_sweep())
+    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
+    again the unfinished fires outside sessions whose runner died, and the conductor's lost calls and steps."""
+    return len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(conductor.runs_sweep())
 
 
 @shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
@@ -49,3 +51,21 @@ def orient_regenerate(fire_id: str, key: str, reason: str):
     """Regenerate the orient for the orient_shift call `key` of a fire: one kind:orient delta per key
     (guarded by its idempotent write, so a redelivery writes nothing twice)."""
     return orient_shift.orient_regenerate(fire_id=fire_id, key=key, reason=reason)
+
+
+# --- the conductor (harness.conductor) ----------------------------------------------------------------------
+
+@shared_task(name="fires.conductor_step", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries())
+def conductor_step(run_id: str) -> str:
+    """One conductor step of a run: dispatch every ready item, or make the one model call the state
+    asks for (guarded by the run's row lock and claim, and by unique rows, so a redelivery is harmless)."""
+    return conductor.run_step(run_id=run_id)
+
+
+@shared_task(name="fires.conductor_call", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries(WorkerBusy))
+def conductor_call(call_id: str) -> str:
+    """Carry out one capability call on its worker, then enqueue the run's next step (guarded by the
+    call's claim; a redelivered call resumes from its fire's or its own journal)."""
+    return conductor.capability_call_run(call_id=call_id)

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from harness.conductor import api as conductor
 from harness.fires import api as fires
 from harness.runtime import api as runtime
 
@@ -21,4 +22,9 @@ urlpatterns = [
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
     path("profiles/users", runtime.UserProfileListCreateView.as_view(), name="user-profiles"),
     path("profiles/users/<slug:slug>", runtime.UserProfileDetailView.as_view(), name="user-profile"),
+    path("runs", conductor.RunListCreateView.as_view(), name="runs"),
+    path("runs/<str:run_id>", conductor.RunDetailView.as_view(), name="run"),
+    path("runs/<str:run_id>/cancel", conductor.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/graph", conductor.RunGraphView.as_view(), name="run-graph"),
+    path("runs/<str:run_id>/events", conductor.RunEventsView.as_view(), name="run-events"),
 ]
