@@ -200,6 +200,11 @@ SPECTACULAR_SETTINGS = {
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
+        "RunStatusEnum": "harness.conductor.models.Run.Status",
+        "AgendaItemStateEnum": "harness.conductor.models.AgendaItem.State",
+        "CapabilityCallStatusEnum": "harness.conductor.models.CapabilityCall.Status",
+        "RunDecisionKindEnum": "harness.conductor.models.Decision.Kind",
+        "RunDecisionActionEnum": "harness.conductor.models.Decision.Action",
     },
 }
 

@@ -14,13 +14,13 @@ from harness.runtime.api import SSE_MAX_SECONDS, _int_param
 from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
 
 
-class AgendaItemOutput(serializers.ModelSerializer):
+class RunAgendaItemOutput(serializers.ModelSerializer):
     class Meta:
         model = AgendaItem
         fields = ["number", "capability", "input", "depends_on", "state", "source", "result", "merged"]
 
 
-class CapabilityCallOutput(serializers.ModelSerializer):
+class RunCapabilityCallOutput(serializers.ModelSerializer):
     item = serializers.IntegerField(source="item.number")
 
     class Meta:
@@ -29,46 +29,46 @@ class CapabilityCallOutput(serializers.ModelSerializer):
                   "finished_at"]
 
 
-class DecisionOutput(serializers.ModelSerializer):
+class RunDecisionOutput(serializers.ModelSerializer):
     class Meta:
         model = Decision
         fields = ["number", "kind", "action", "reason", "payload", "error", "llm_call_id", "created_at"]
 
 
-class RunSummaryOutput(serializers.ModelSerializer):
+class ConductorRunSummaryOutput(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", "objective", "status", "capabilities", "answer", "decisions_made", "trace_id", "created_at",
                   "bootstrapped_at", "finished_at"]
 
 
-class RunOutput(RunSummaryOutput):
-    agenda = AgendaItemOutput(many=True, read_only=True)
-    calls = CapabilityCallOutput(many=True, read_only=True)
-    decisions = DecisionOutput(many=True, read_only=True)
+class ConductorRunOutput(ConductorRunSummaryOutput):
+    agenda = RunAgendaItemOutput(many=True, read_only=True)
+    calls = RunCapabilityCallOutput(many=True, read_only=True)
+    decisions = RunDecisionOutput(many=True, read_only=True)
 
-    class Meta(RunSummaryOutput.Meta):
-        fields = RunSummaryOutput.Meta.fields + ["canon", "cancel_requested_at", "last_event_seq", "agenda", "calls",
+    class Meta(ConductorRunSummaryOutput.Meta):
+        fields = ConductorRunSummaryOutput.Meta.fields + ["canon", "cancel_requested_at", "last_event_seq", "agenda", "calls",
                                                  "decisions"]
 
 
-class GraphNodeOutput(serializers.Serializer):
+class RunGraphNodeOutput(serializers.Serializer):
     kind = serializers.CharField(help_text="prompt, conductor, worker or tool")
     children = serializers.ListField(child=serializers.DictField(), help_text="nodes one level down")
 
 
-class GraphOutput(serializers.Serializer):
+class RunGraphOutput(serializers.Serializer):
     run_id = serializers.CharField()
     trace_id = serializers.CharField()
     status = serializers.CharField()
     totals = serializers.DictField(help_text="model calls (all, conductor, bootstrap, decision), worker calls by "
                                              "kind, tool calls")
     actors = serializers.ListField(child=serializers.DictField(), help_text="[{actor_id, model_calls}]")
-    tree = GraphNodeOutput(help_text="prompt -> conductor -> worker branches -> tool nodes")
+    tree = RunGraphNodeOutput(help_text="prompt -> conductor -> worker branches -> tool nodes")
 
 
 class RunListCreateView(generics.ListAPIView):
-    serializer_class = RunSummaryOutput
+    serializer_class = ConductorRunSummaryOutput
 
     class Input(serializers.Serializer):
         objective = serializers.CharField(max_length=MAX_OBJECTIVE_CHARS)
@@ -76,32 +76,32 @@ class RunListCreateView(generics.ListAPIView):
     def get_queryset(self):
         return selectors.runs_list(workspace=self.request.workspace)
 
-    @extend_schema(request=Input, responses={202: RunSummaryOutput},
+    @extend_schema(request=Input, responses={202: ConductorRunSummaryOutput},
                    summary="Start a conductor run of an objective (it runs on workers)")
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         run = services.run_create(workspace=request.workspace, objective=data.validated_data["objective"])
-        return Response(RunSummaryOutput(run).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ConductorRunSummaryOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class RunDetailView(APIView):
-    @extend_schema(responses=RunOutput, summary="A run: agenda, capability calls, decisions, canon, answer")
+    @extend_schema(responses=ConductorRunOutput, summary="A run: agenda, capability calls, decisions, canon, answer")
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.workspace, run_id=run_id)
-        return Response(RunOutput(selectors.run_with_agenda(run=run)).data)
+        return Response(ConductorRunOutput(selectors.run_with_agenda(run=run)).data)
 
 
 class RunCancelView(APIView):
-    @extend_schema(request=None, responses={202: RunSummaryOutput},
+    @extend_schema(request=None, responses={202: ConductorRunSummaryOutput},
                    summary="Cancel a run (its workers stop before their next model call or command)")
     def post(self, request, run_id):
         run = services.run_cancel(run=selectors.run_get(workspace=request.workspace, run_id=run_id))
-        return Response(RunSummaryOutput(run).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ConductorRunSummaryOutput(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class RunGraphView(APIView):
-    @extend_schema(responses=GraphOutput,
+    @extend_schema(responses=RunGraphOutput,
                    summary="The run's call graph: prompt -> conductor -> workers -> tools, model calls per actor")
     def get(self, request, run_id):
         return Response(selectors.run_graph(run=selectors.run_get(workspace=request.workspace, run_id=run_id)))

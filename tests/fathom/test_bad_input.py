@@ -33,12 +33,13 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/profiles/users"),
     ("patch", "/v1/profiles/agents/{agent}"),
     ("patch", "/v1/profiles/users/{user}"),
+    ("post", "/v1/runs"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
 LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/v1/festinger/conflicts",
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
-                  "/v1/profiles/users"]
+                  "/v1/profiles/users", "/v1/runs"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
@@ -46,7 +47,8 @@ QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
-                   "/v1/festinger/conflicts/{bad}"]
+                   "/v1/festinger/conflicts/{bad}", "/v1/runs/{bad}", "/v1/runs/{bad}/graph",
+                   "/v1/runs/{bad}/events"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
@@ -115,7 +117,7 @@ def test_unstorable_text_in_a_body_is_a_400(owner, targets, method, path, kind):
     text = UNSTORABLE[kind]
     body = {"content": text, "query": text, "name": text, "fact": text, "title": text, "prompt": text,
             "question": text, "reason": text, "tool": text, "slug": text, "role": "viewer", "memory": text,
-            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}}
+            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}, "objective": text}
     error = assert_envelope(send(owner, method, path.format(**targets), json.dumps(body).encode()), 400)
     assert "NUL" in error["message"]
 
