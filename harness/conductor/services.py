@@ -20,7 +20,7 @@ import logging
 import secrets
 from datetime import timedelta
 
-from celery import signature
+from celery import current_task, signature
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -418,6 +418,8 @@ def _publish(run_id, seq: int) -> None:
 def _run_context(run: Run) -> SpanContext | None:
     if not run.trace_id:
         return None
+    # Each step and call continues the run's trace below its root, named by the task carrying it.
+    task_id = (current_task.request.id or "") if current_task else ""
     return SpanContext(trace_id=run.trace_id, span_id=run.root_span_id, workspace_id=run.workspace_id,
-                       run_id=str(run.pk), actor_id=run.actor_id)
+                       run_id=str(run.pk), task_id=task_id, actor_id=run.actor_id)
 
