@@ -156,8 +156,8 @@ def _advance(run_id) -> str | None:
         items = list(AgendaItem.objects.filter(run=run).order_by("number"))
         _settle(items)
         ready = [item for item in items if item.state == AgendaItem.State.READY]
-        for item in ready:
-            _dispatch(run, item)
+        if ready:
+            _dispatch(run, ready)
         if ready or any(item.state == AgendaItem.State.IN_FLIGHT for item in items):
             return None
         if run.decisions_made >= conductor_settings_get(workspace_id=run.workspace_id).max_decisions:
@@ -183,16 +183,22 @@ def _settle(items: list[AgendaItem]) -> None:
         states[item.number] = item.state
 
 
-def _dispatch(run: Run, item: AgendaItem) -> None:
-    call = CapabilityCall.objects.create(workspace_id=run.workspace_id, run=run, item=item, worker=item.capability,
-                                         call_id=f"call-{secrets.token_hex(8)}")
-    item.state = AgendaItem.State.IN_FLIGHT
-    item.save(update_fields=["state"])
+def _dispatch(run: Run, ready: list[AgendaItem]) -> None:
+    """Every ready item at once: a CapabilityCall each (one per item: the OneToOne makes a second
+    dispatch of an item fail rather than happen), in flight, its task published after commit."""
+    calls = CapabilityCall.objects.bulk_create(
+        CapabilityCall(workspace_id=run.workspace_id, run=run, item=item, worker=item.capability,
+                       call_id=f"call-{secrets.token_hex(8)}") for item in ready)
+    AgendaItem.objects.filter(pk__in=[item.pk for item in ready]).update(state=AgendaItem.State.IN_FLIGHT)
+    for item in ready:
+        item.state = AgendaItem.State.IN_FLIGHT
     if run.status == Run.Status.ACCEPTED:
         run.status = Run.Status.RUNNING
         run.save(update_fields=["status"])
-    _event(run, Event.CALL_DISPATCHED, {"item": item.number, "capability": item.capability, "call_id": call.call_id})
-    call_enqueue(call_id=call.pk)
+    _events(run, [(Event.CALL_DISPATCHED, {"item": call.item.number, "capability": call.worker,
+                                           "call_id": call.call_id}) for call in calls])
+    for call in calls:
+        call_enqueue(call_id=call.pk)
 
 
 # --- the semantic half: bootstrap and decision (the policy's model calls) ---------------------------------------
@@ -392,16 +398,24 @@ def _call_finish(call: CapabilityCall, *, ok: bool, result: str, model_calls: in
 # --- events and the trace ----------------------------------------------------------------------------------
 
 def _event(run: Run, kind: str, data: dict) -> RunEvent:
-    """Append a run event, numbered under the run row's lock (UPDATE ... RETURNING), published after commit."""
+    return _events(run, [(kind, data)])[0]
+
+
+def _events(run: Run, entries: list[tuple[str, dict]]) -> list[RunEvent]:
+    """Append run events, numbered under the run row's lock (one UPDATE ... RETURNING for all of
+    them), published after commit."""
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE harness_run SET last_event_seq = last_event_seq + 1 WHERE id = %s "
-                       "RETURNING last_event_seq", [run.pk])
-        (seq,) = cursor.fetchone()
-    run.last_event_seq = seq
-    event = RunEvent.objects.create(workspace_id=run.workspace_id, run_id=run.pk, seq=seq, kind=kind, data=data)
+        cursor.execute("UPDATE harness_run SET last_event_seq = last_event_seq + %s WHERE id = %s "
+                       "RETURNING last_event_seq", [len(entries), run.pk])
+        (last,) = cursor.fetchone()
+    run.last_event_seq = last
+    first = last - len(entries) + 1
+    events = RunEvent.objects.bulk_create(
+        RunEvent(workspace_id=run.workspace_id, run_id=run.pk, seq=first + n, kind=kind, data=data)
+        for n, (kind, data) in enumerate(entries))
     run_id = run.pk
-    transaction.on_commit(lambda: _publish(run_id, seq))
-    return event
+    transaction.on_commit(lambda: _publish(run_id, last))
+    return events
 
 
 def run_channel(run_id) -> str:
