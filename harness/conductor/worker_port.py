@@ -77,8 +77,10 @@ def _researcher(call: CapabilityCall) -> WorkerOutcome:
 
 
 def _research_question(call: CapabilityCall) -> str:
-    return (f"{call.item.input.get('task', '')}\n\n(Research for the objective: "
-            f"{call.run.objective[:2000]})")
+    task, objective = call.item.input.get("task", ""), call.run.objective
+    if objective.strip() in task:
+        return task
+    return f"{task}\n\n(Research for the objective: {objective[:2000]})"
 
 
 # --- terminal ---------------------------------------------------------------------------------------------
