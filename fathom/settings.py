@@ -90,6 +90,11 @@ if EMBEDDED_REDIS:
 
     REDIS_URL = EmbeddedRedis(DATA_DIR).url
 
+# Django's cache lives in the same Redis, so what one process caches (the quality harness's workspace
+# profiles) and invalidates is seen by every process.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                      "KEY_PREFIX": "fathom"}}
+
 # --- Django -----------------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "django.contrib.admin",
