@@ -1,6 +1,9 @@
 """The capabilities a run may put on its agenda (seed 004's workers), with the routing guidance every
-conductor prompt carries: researcher before terminal."""
+conductor prompt carries: researcher before terminal. The terminal is offered to a run only when the
+workspace enables it AND the objective asks in so many words for the local shell, so that terminal
+calls are 0 for every other objective whatever a model answers."""
 
+import re
 from dataclasses import dataclass
 
 RESEARCHER, TERMINAL = "researcher", "terminal"
@@ -25,9 +28,19 @@ ROUTING_GUIDANCE = (
     "web or news objectives. List researcher items before terminal items.")
 
 
-def capabilities_offered(*, terminal_enabled: bool) -> list[str]:
-    """The capability names a run of the workspace may use, researcher first."""
-    return [RESEARCHER, *([TERMINAL] if terminal_enabled else [])]
+def capabilities_offered(*, terminal_enabled: bool, objective: str) -> list[str]:
+    """The capability names a run of `objective` may use, researcher first."""
+    return [RESEARCHER, *([TERMINAL] if terminal_enabled and explicitly_local_shell(objective) else [])]
+
+
+_LOCAL_SHELL = re.compile(r"\b(local shell|in (the|my|a) (shell|terminal)|shell commands?|terminal commands?|"
+                          r"command[- ]line|bash|(run|execute) (the |this |these )?commands?)\b|"
+                          r"\b(run|execute)\s+`", re.IGNORECASE)
+
+
+def explicitly_local_shell(objective: str) -> bool:
+    """Whether the objective asks in so many words to run something in the local shell."""
+    return bool(_LOCAL_SHELL.search(objective))
 
 
 def capabilities_brief(names) -> str:

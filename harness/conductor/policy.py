@@ -18,7 +18,13 @@ import jsonschema
 
 from fathom.llm import LLMError, Message, ToolCall, ToolSpec, complete
 from fathom.llm.offline import OFFLINE_NOTICE, request_digest
-from harness.conductor.capabilities import RESEARCHER, ROUTING_GUIDANCE, TERMINAL, capabilities_brief
+from harness.conductor.capabilities import (
+    RESEARCHER,
+    ROUTING_GUIDANCE,
+    TERMINAL,
+    capabilities_brief,
+    explicitly_local_shell,
+)
 
 ROLE = "conductor"
 
@@ -287,14 +293,7 @@ def _action(tool_calls, capabilities):
 
 # --- the offline model's answers (deterministic; no key needed) ---------------------------------------------
 
-_LOCAL_SHELL = re.compile(r"\b(local shell|in (the|my) (shell|terminal)|shell commands?|terminal commands?|"
-                          r"run (the )?commands?|execute (the )?commands?)\b", re.IGNORECASE)
 _COMMAND = re.compile(r"`([^`]+)`")
-
-
-def explicitly_local_shell(objective: str) -> bool:
-    """Whether the objective asks in so many words to run something in the local shell."""
-    return bool(_LOCAL_SHELL.search(objective))
 
 
 class OfflineBootstrap:

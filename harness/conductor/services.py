@@ -70,7 +70,8 @@ def run_create(*, workspace, objective: str) -> Run:
     limits = conductor_settings_get(workspace_id=workspace.pk)
     with transaction.atomic():
         run = Run.objects.create(workspace=workspace, objective=objective,
-                                 capabilities=capabilities_offered(terminal_enabled=limits.terminal_enabled))
+                                 capabilities=capabilities_offered(terminal_enabled=limits.terminal_enabled,
+                                                                   objective=objective))
         with scope(), continue_trace(None):
             root = start_span("trace.prompt", workspace=workspace.pk, actor_id=run.actor_id, run_id=str(run.pk),
                               objective=objective[:500], capabilities=run.capabilities)

@@ -92,7 +92,7 @@ def test_ten_ready_items_at_one_second_each_run_in_parallel(workspace):
     try:
         wait_for_worker(name)
         started = time.perf_counter()
-        run = run_create(workspace=workspace, objective="wait ten times")
+        run = run_create(workspace=workspace, objective="in the local shell, run `sleep 1` ten times at once")
         run = wait_for(lambda: Run.objects.filter(pk=run.pk, status__in=Run.TERMINAL).first(), timeout=120,
                        every=0.01)
         total = time.perf_counter() - started

@@ -4,6 +4,7 @@ bootstrap once, every ready item dispatched before any decision, the decision on
 ready or in flight, routing (researcher before terminal), every call in the graph."""
 
 import random
+from datetime import timedelta
 
 import pytest
 
@@ -222,3 +223,43 @@ def test_a_cancelled_run_stops_and_its_dispatched_calls_do_not_run(workspace, dr
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED and not ran
     assert CapabilityCall.objects.get(run=run).status == "failed"
+
+
+def test_terminal_calls_are_zero_unless_the_objective_asks_for_the_shell_whatever_the_model_says(
+        workspace, driver, conductor_script, main_script):
+    limits = conductor_settings_get(workspace_id=workspace.pk)
+    limits.terminal_enabled = True
+    limits.save()
+    conductor_script.call_tool("set_agenda", {"items": [{"capability": "terminal", "task": "curl news",
+                                                         "command": "curl news.example"},
+                                                        {"capability": "researcher", "task": "news"}]})
+    conductor_script.call_tool("spawn_worker", {"capability": "terminal", "task": "curl", "command": "curl x"})
+    conductor_script.call_tool("complete", {"answer": "done"})
+    research_answers(main_script)
+    run = run_create(workspace=workspace, objective=TECH_NEWS)
+    driver.drain()
+    run.refresh_from_db()
+    assert run.capabilities == ["researcher"]
+    assert "terminal" not in conductor_script.sent[0].tools[0]["parameters"]["properties"]["items"]["items"][
+        "properties"]["capability"]["enum"]
+    assert list(run.calls.values_list("worker", flat=True)) == ["researcher"]
+    assert run.decisions.get(kind="bootstrap").payload["dropped"] == ["terminal"]
+    assert run.decisions.get(number=1).error.startswith("malformed")  # spawn_worker(terminal): not offered
+
+
+def test_the_sweep_enqueues_calls_and_steps_whose_worker_is_gone(workspace, driver):
+    run = run_create(workspace=workspace, objective=TECH_NEWS)
+    driver.pending.clear()  # the step's message was lost
+    assert services.runs_sweep(stale_after_seconds=3600) == []  # too young to be called lost
+    Run.objects.filter(pk=run.pk).update(created_at=run.created_at - timedelta(hours=2))
+    assert services.runs_sweep(stale_after_seconds=3600) == [run.pk]
+    kind, run_id = driver.pending.pop()
+    services.run_step(run_id=run_id)  # bootstrap, dispatch; the call's message is lost too
+    driver.pending.clear()
+    call = CapabilityCall.objects.get(run=run)
+    CapabilityCall.objects.filter(pk=call.pk).update(created_at=call.created_at - timedelta(hours=2),
+                                                     runner="otherhost:1:1", status="running")
+    assert services.runs_sweep(stale_after_seconds=3600) == [call.pk]  # its runner went silent
+    driver.drain()
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED
