@@ -55,7 +55,9 @@ def run_graph(*, run: Run) -> dict:
             "fire_id": str(call.fire_id) if call.fire_id else None, "model_calls": len(model_calls),
             "span_ids": [root["span_id"] for root in branches.get(call.call_id, [])],
             "model_call_ids": [node["call_id"] for node in model_calls],
-            "children": [{"kind": "tool", "name": node["attributes"].get("tool", ""), **_ids(node, str(run.pk))}
+            "model_calls_by_actor": _count_by(model_calls, "actor_id"),
+            "children": [{"kind": "tool", "name": node["attributes"].get("tool", ""), **_ids(node, str(run.pk)),
+                          "model_calls": sum(inner["name"] == LLM for inner, _ in _walk(node["children"]))}
                          for node in tools],
         })
     actors = trace_actors(spans)
