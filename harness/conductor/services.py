@@ -383,8 +383,10 @@ def capability_call_run(*, call_id) -> str:
 
 def _call_finish(call: CapabilityCall, *, ok: bool, result: str, model_calls: int) -> None:
     """CapabilityCallFinished: once (a conditional UPDATE), then the run's next step, always."""
+    # The run row is locked last, by the event's number, and only until commit: ten calls finishing at
+    # once queue on it for two statements each. (A step never writes an in-flight item or its call,
+    # so taking those first cannot deadlock with a step, which locks the run first.)
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=call.run_id).first()  # the step's lock order: run first
         status = CapabilityCall.Status.FINISHED if ok else CapabilityCall.Status.FAILED
         finished = CapabilityCall.objects.filter(pk=call.pk).exclude(status__in=CapabilityCall.TERMINAL).update(
             status=status, result=result, model_calls=model_calls, finished_at=timezone.now())
