@@ -7,12 +7,14 @@ import random
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from fathom.tracing.models import TraceEvent
 from harness.conductor import policy, services, worker_port
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.selectors import run_graph
 from harness.conductor.services import conductor_settings_get, run_cancel, run_create
+from harness.runtime import claims
 from lake.services import delta_create
 
 pytestmark = pytest.mark.django_db
@@ -263,3 +265,13 @@ def test_the_sweep_enqueues_calls_and_steps_whose_worker_is_gone(workspace, driv
     driver.drain()
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED
+
+
+def test_a_step_whose_runner_died_in_the_bootstrap_is_taken_over_and_bootstraps_once(workspace, driver):
+    run = run_create(workspace=workspace, objective=TECH_NEWS)
+    host = claims.runner_id().split(":")[0]
+    Run.objects.filter(pk=run.pk).update(runner=f"{host}:{2**22 + 7}:1", runner_heartbeat_at=timezone.now())
+    driver.drain()  # the redelivered step finds the claim held by a process that no longer exists
+    run.refresh_from_db()
+    assert run.status == Run.Status.COMPLETED and run.runner == ""
+    assert Decision.objects.filter(run=run, kind="bootstrap").count() == 1

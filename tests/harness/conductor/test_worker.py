@@ -32,6 +32,9 @@ def test_a_run_over_the_lake_streams_its_events_and_shows_its_graph(celery_worke
         with client.stream("GET", f"/v1/runs/{run_id}/events?timeout=60",
                            headers={"Accept": "text/event-stream"}) as stream:
             events = read_sse(stream, until="RunFinished")
+        with client.stream("GET", f"/v1/runs/{run_id}/events?timeout=5",
+                           headers={"Accept": "text/event-stream", "Last-Event-ID": "4"}) as stream:
+            resumed = read_sse(stream, until="RunFinished")
         graph = client.get(f"/v1/runs/{run_id}/graph").json()
 
     kinds = [event["event"] for event in events]
@@ -39,6 +42,7 @@ def test_a_run_over_the_lake_streams_its_events_and_shows_its_graph(celery_worke
                      "DecisionMade", "RunFinished"]
     assert [int(event["id"]) for event in events] == list(range(1, 7))
     assert json.loads(events[-1]["data"])["data"]["status"] == "completed"
+    assert [event["event"] for event in resumed] == kinds[4:]  # a reconnect resumes after its last id
     run = Run.objects.get(pk=run_id)
     assert "battery" in run.answer  # the researcher found the delta in the lake
     conductor = graph["tree"]["children"][0]
