@@ -25,8 +25,8 @@ class RunCapabilityCallOutput(serializers.ModelSerializer):
 
     class Meta:
         model = CapabilityCall
-        fields = ["call_id", "item", "worker", "status", "attempts", "fire", "result", "model_calls", "started_at",
-                  "finished_at"]
+        fields = ["call_id", "item", "worker", "status", "attempts", "task_id", "fire", "result", "model_calls",
+                  "started_at", "finished_at"]
 
 
 class RunDecisionOutput(serializers.ModelSerializer):

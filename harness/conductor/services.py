@@ -362,7 +362,8 @@ def capability_call_run(*, call_id) -> str:
     try:
         CapabilityCall.objects.filter(pk=call.pk).update(
             status=CapabilityCall.Status.RUNNING, attempts=F("attempts") + 1,
-            started_at=call.started_at or timezone.now())
+            started_at=call.started_at or timezone.now(),
+            task_id=(current_task.request.id or "") if current_task else "")
         limits = conductor_settings_get(workspace_id=call.workspace_id)
         with continue_trace(_run_context(run)), span(
                 "conductor.worker", actor_id=call.actor_id, run_id=str(run.pk), call_id=call.call_id,

@@ -80,6 +80,7 @@ def test_kill_9_mid_run_completes_without_a_call_dispatched_or_asked_twice(celer
     assert run.status == Run.Status.COMPLETED and "slept" in run.answer
     call = CapabilityCall.objects.get(run_id=run_id)
     assert CapabilityCall.objects.filter(run_id=run_id).count() == 1 and call.attempts == 2
+    assert call.task_id  # the Celery task that carried it (the redelivered one: the same message)
     assert call.model_calls == 2  # shell, then finish: the answer recorded before the kill was not asked again
     assert [entry["type"] for entry in call.journal] == ["model", "tool", "model"]
     assert Decision.objects.filter(run_id=run_id, kind="bootstrap").count() == 1
