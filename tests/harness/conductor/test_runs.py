@@ -275,3 +275,19 @@ def test_a_step_whose_runner_died_in_the_bootstrap_is_taken_over_and_bootstraps_
     run.refresh_from_db()
     assert run.status == Run.Status.COMPLETED and run.runner == ""
     assert Decision.objects.filter(run=run, kind="bootstrap").count() == 1
+
+
+def test_await_worker_with_nothing_running_and_merge_canon_are_recorded_and_the_run_goes_on(
+        workspace, driver, conductor_script, main_script):
+    conductor_script.call_tool("set_agenda", {"items": [{"capability": "researcher", "task": "news"}]})
+    conductor_script.call_tool("await_worker", {"reason": "maybe something runs"})
+    conductor_script.call_tool("merge_canon", {"reason": "keep it"})
+    conductor_script.call_tool("block", {"reason": "the news is paywalled"})
+    research_answers(main_script, body="Paywalled.")
+    run = run_create(workspace=workspace, objective=TECH_NEWS)
+    driver.drain()
+    run.refresh_from_db()
+    assert [d.action for d in run.decisions.filter(kind="decide")] == ["AwaitWorker", "MergeCanon", "Block"]
+    assert run.status == Run.Status.BLOCKED and run.answer == "the news is paywalled"
+    assert run.canon == [{"item": 1, "capability": "researcher", "ok": True, "result": "Paywalled."}]
+    assert AgendaItem.objects.get(run=run).merged
