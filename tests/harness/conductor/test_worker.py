@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from fathom.celery import app
+from fathom.llm.scripted import Script
 from fathom.services import apikey_create
 from fathom.tracing.models import TraceEvent
 from harness.conductor.models import CapabilityCall, Decision, Run
@@ -88,3 +89,24 @@ def test_kill_9_mid_run_completes_without_a_call_dispatched_or_asked_twice(celer
                                                 actor_id=f"conductor:{run_id}").count()
     assert conductor_calls == 2  # bootstrap and one decision
 
+
+
+def test_a_simple_research_prompt_on_a_real_worker_with_a_scripted_model(celery_worker, workspace, api):
+    conductor, research = Script.install(workspace, roles=("conductor",)), Script.install(workspace, roles=("main",))
+    try:
+        conductor.call_tool("set_agenda", {"items": [{"capability": "researcher", "task": "today's tech news"}]})
+        conductor.call_tool("complete", {"answer": "Chips got faster."})
+        research.call_tool("web_search", {"query": "tech news today"})
+        research.call_tool("respond", {"body": "Chips got faster."})
+        research.call_tool("skip", {})
+        run_id = api.post("/v1/runs", {"objective": "whats tech news today"}, format="json").json()["id"]
+        run = wait_for(lambda: Run.objects.filter(pk=run_id, status__in=Run.TERMINAL).first(), timeout=90)
+        graph = api.get(f"/v1/runs/{run_id}/graph").json()
+        conductor_calls = len(conductor.sent)
+    finally:
+        conductor.reset()
+        research.reset()
+    assert run.status == Run.Status.COMPLETED and run.answer == "Chips got faster."
+    assert graph["totals"]["bootstrap_calls"] == 1 and graph["totals"]["decision_calls"] <= 2
+    assert graph["totals"]["worker_calls"] == {"researcher": 1}  # terminal: 0
+    assert conductor_calls == graph["totals"]["conductor_model_calls"] == 2
