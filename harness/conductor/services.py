@@ -75,7 +75,7 @@ def run_create(*, workspace, objective: str) -> Run:
         with scope(), continue_trace(None):
             root = start_span("trace.prompt", workspace=workspace.pk, actor_id=run.actor_id, run_id=str(run.pk),
                               objective=objective[:500], capabilities=run.capabilities)
-            root.leave_open()  # ended when the run ends (run_finish)
+            root.leave_open()  # ended when the run ends (_finish)
         run.trace_id, run.root_span_id = root.trace_id, root.span_id
         run.save(update_fields=["trace_id", "root_span_id"])
         _event(run, Event.RUN_ACCEPTED, {"objective": objective[:500], "capabilities": run.capabilities})
@@ -125,10 +125,13 @@ def runs_sweep(*, stale_after_seconds: int | None = None) -> list:
     with no live runner, and steps of live runs that have nothing in flight. Run by beat."""
     swept = []
     for call in CapabilityCall.objects.filter(status__in=[CapabilityCall.Status.DISPATCHED,
-                                                          CapabilityCall.Status.RUNNING]).select_related("run"):
+                                                          CapabilityCall.Status.RUNNING]).select_related("fire"):
         stale = stale_after_seconds or harness_settings_get(workspace_id=call.workspace_id).stale_after_seconds
         if claims.is_live(call.runner, call.runner_heartbeat_at, stale_after=stale):
             continue
+        if call.fire is not None and claims.is_live(call.fire.runner, call.fire.runner_heartbeat_at,
+                                                    stale_after=stale):
+            continue  # a researcher's fire proves it is alive on its own row
         if call.created_at > timezone.now() - timedelta(seconds=stale):
             continue  # most likely still on its way to a worker
         call_enqueue(call_id=call.pk)

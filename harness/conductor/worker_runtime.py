@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db.models import F
+from django.utils import timezone
 
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.tracing import flush
@@ -106,10 +107,11 @@ def _messages(system: str, task: str, journal: list[dict]) -> list[Message]:
 
 
 def _append(call: CapabilityCall, journal: list[dict], entry: dict, *, model_call: bool = False) -> None:
-    """Commit the entry (the whole journal, small) and prove the claim is still this runner's."""
+    """Commit the entry (the whole journal, small): the call's heartbeat too, failing (ClaimLost) when
+    the claim is no longer this runner's."""
     journal.append(entry)
     updated = CapabilityCall.objects.filter(pk=call.pk, runner=claims.runner_id()).update(
-        journal=json.loads(json.dumps(journal, default=str)),
+        journal=json.loads(json.dumps(journal, default=str)), runner_heartbeat_at=timezone.now(),
         model_calls=F("model_calls") + (1 if model_call else 0))
     if not updated:
         raise claims.ClaimLost(f"capability call {call.pk} is no longer claimed by {claims.runner_id()}")

@@ -14,6 +14,8 @@ from harness.conductor import policy, services, worker_port
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.selectors import run_graph
 from harness.conductor.services import conductor_settings_get, run_cancel, run_create
+from harness.fires.models import Fire
+from harness.fires.services import fire_create
 from harness.runtime import claims
 from lake.services import delta_create
 
@@ -291,3 +293,17 @@ def test_await_worker_with_nothing_running_and_merge_canon_are_recorded_and_the_
     assert run.status == Run.Status.BLOCKED and run.answer == "the news is paywalled"
     assert run.canon == [{"item": 1, "capability": "researcher", "ok": True, "result": "Paywalled."}]
     assert AgendaItem.objects.get(run=run).merged
+
+
+def test_the_sweep_leaves_a_researcher_whose_fire_is_alive(workspace, driver):
+    run = run_create(workspace=workspace, objective=TECH_NEWS)
+    services.run_step(run_id=driver.pending.pop()[1])
+    driver.pending.clear()
+    call = CapabilityCall.objects.get(run=run)
+    fire = fire_create(workspace=workspace, mode="reactive", question="news", spawned_by=f"conductor:{call.call_id}")
+    Fire.objects.filter(pk=fire.pk).update(runner=claims.runner_id(), runner_heartbeat_at=timezone.now())
+    CapabilityCall.objects.filter(pk=call.pk).update(created_at=call.created_at - timedelta(hours=2), fire=fire,
+                                                     runner="otherhost:1:1", status="running")
+    assert services.runs_sweep(stale_after_seconds=3600) == []
+    Fire.objects.filter(pk=fire.pk).update(runner="")
+    assert services.runs_sweep(stale_after_seconds=3600) == [call.pk]
