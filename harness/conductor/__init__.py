@@ -12,6 +12,7 @@
     worker_runtime  the worker harness: one while loop over typed actions, bounded by max_steps
     terminal      the sandbox one shell command runs in
     capabilities  what a run may use, and the routing guidance (researcher before terminal)
+    events        the run's numbered event stream (served over SSE like a session's)
     selectors     reads: a run, its events, its graph (prompt -> conductor -> workers -> tools)
     api, admin    thin: REST under /v1/runs, the operator's pages
 

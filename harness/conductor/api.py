@@ -8,8 +8,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from harness.conductor import selectors, services
+from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
-from harness.conductor.services import MAX_OBJECTIVE_CHARS, run_channel
+from harness.conductor.services import MAX_OBJECTIVE_CHARS
 from harness.runtime.api import SSE_MAX_SECONDS, _int_param
 from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
 

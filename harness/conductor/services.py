@@ -12,7 +12,8 @@
 Redelivery is harmless everywhere: a dispatch is a CapabilityCall row, one per agenda item (unique),
 created under the run's lock; the bootstrap's agenda is applied only while `bootstrapped_at` is
 null, a decision only under its number (unique per run); a call's finish is a conditional UPDATE.
-The model calls are made outside any transaction, under the run's claim."""
+The model calls are made outside any transaction, under the run's claim. Every state change writes
+a run event (harness.conductor.events)."""
 
 from __future__ import annotations
 
@@ -21,17 +22,17 @@ import secrets
 from datetime import timedelta
 
 from celery import current_task, signature
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from fathom.errors import ApplicationError
-from fathom.redis_client import get_redis
 from fathom.tracing import SpanContext, continue_trace, scope, span, start_span
 from fathom.tracing.services import spans_end
 from fathom.transient import TRANSIENT_ERRORS
 from harness.conductor import policy, worker_port
 from harness.conductor.capabilities import capabilities_offered
+from harness.conductor.events import run_event_emit, run_events_emit
 from harness.conductor.models import AgendaItem, CapabilityCall, ConductorSettings, Decision, Run, RunEvent
 from harness.fires.services import fire_cancel
 from harness.runtime import claims
@@ -78,7 +79,7 @@ def run_create(*, workspace, objective: str) -> Run:
             root.leave_open()  # ended when the run ends (_finish)
         run.trace_id, run.root_span_id = root.trace_id, root.span_id
         run.save(update_fields=["trace_id", "root_span_id"])
-        _event(run, Event.RUN_ACCEPTED, {"objective": objective[:500], "capabilities": run.capabilities})
+        run_event_emit(run, Event.RUN_ACCEPTED, {"objective": objective[:500], "capabilities": run.capabilities})
         step_enqueue(run_id=run.pk)
     return run
 
@@ -199,8 +200,8 @@ def _dispatch(run: Run, ready: list[AgendaItem]) -> None:
     if run.status == Run.Status.ACCEPTED:
         run.status = Run.Status.RUNNING
         run.save(update_fields=["status"])
-    _events(run, [(Event.CALL_DISPATCHED, {"item": call.item.number, "capability": call.worker,
-                                           "call_id": call.call_id}) for call in calls])
+    run_events_emit(run, [(Event.CALL_DISPATCHED, {"item": call.item.number, "capability": call.worker,
+                                                   "call_id": call.call_id}) for call in calls])
     for call in calls:
         call_enqueue(call_id=call.pk)
 
@@ -249,7 +250,7 @@ def _bootstrap(run: Run) -> bool:
         locked.bootstrapped_at = timezone.now()
         locked.status = Run.Status.RUNNING
         locked.save(update_fields=["bootstrapped_at", "status"])
-        _event(locked, Event.AGENDA_SET, {"items": len(agenda), "error": str(result.error or "")})
+        run_event_emit(locked, Event.AGENDA_SET, {"items": len(agenda), "error": str(result.error or "")})
     return True
 
 
@@ -272,7 +273,7 @@ def _decide(run: Run) -> bool:
             error=str(result.error or ""), state_summary=result.prompt_state, llm_call_id=result.llm_call_id)
         locked.decisions_made = number
         locked.save(update_fields=["decisions_made"])
-        _event(locked, Event.DECISION_MADE, {"number": number, "action": getattr(action, "name", ""),
+        run_event_emit(locked, Event.DECISION_MADE, {"number": number, "action": getattr(action, "name", ""),
                                              "error": str(result.error or "")})
         _apply(locked, action, number)
     return True
@@ -310,7 +311,7 @@ def _finish(run: Run, status: str, answer: str) -> None:
     """End the run (inside the caller's transaction, the run row locked) and its trace's root span."""
     run.status, run.answer, run.finished_at = status, answer[:20000], timezone.now()
     run.save(update_fields=["status", "answer", "finished_at"])
-    _event(run, Event.RUN_FINISHED, {"status": status, "answer": answer[:2000]})
+    run_event_emit(run, Event.RUN_FINISHED, {"status": status, "answer": answer[:2000]})
     workspace_id, trace_id, root = run.workspace_id, run.trace_id, run.root_span_id
     error = "" if status == Run.Status.COMPLETED else f"run {status}: {answer[:500]}"
     transaction.on_commit(lambda: spans_end(workspace_id=workspace_id, trace_id=trace_id,
@@ -397,44 +398,13 @@ def _call_finish(call: CapabilityCall, *, ok: bool, result: str, model_calls: in
         if finished:
             AgendaItem.objects.filter(pk=call.item_id).update(
                 state=AgendaItem.State.DONE if ok else AgendaItem.State.FAILED, result=result)
-            _event(call.run, Event.CALL_FINISHED, {"item": call.item.number, "call_id": call.call_id, "ok": ok,
-                                                   "model_calls": model_calls, "result": result[:500]})
+            run_event_emit(call.run, Event.CALL_FINISHED, {
+                "item": call.item.number, "call_id": call.call_id, "ok": ok, "model_calls": model_calls,
+                "result": result[:500]})
         step_enqueue(run_id=call.run_id)
 
 
-# --- events and the trace ----------------------------------------------------------------------------------
-
-def _event(run: Run, kind: str, data: dict) -> RunEvent:
-    return _events(run, [(kind, data)])[0]
-
-
-def _events(run: Run, entries: list[tuple[str, dict]]) -> list[RunEvent]:
-    """Append run events, numbered under the run row's lock (one UPDATE ... RETURNING for all of
-    them), published after commit."""
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE harness_run SET last_event_seq = last_event_seq + %s WHERE id = %s "
-                       "RETURNING last_event_seq", [len(entries), run.pk])
-        (last,) = cursor.fetchone()
-    run.last_event_seq = last
-    first = last - len(entries) + 1
-    events = RunEvent.objects.bulk_create(
-        RunEvent(workspace_id=run.workspace_id, run_id=run.pk, seq=first + n, kind=kind, data=data)
-        for n, (kind, data) in enumerate(entries))
-    run_id = run.pk
-    transaction.on_commit(lambda: _publish(run_id, last))
-    return events
-
-
-def run_channel(run_id) -> str:
-    return f"fathom:harness:run:{run_id}:events"
-
-
-def _publish(run_id, seq: int) -> None:
-    try:
-        get_redis().publish(run_channel(run_id), seq)
-    except Exception:  # noqa: BLE001 - readers poll too; Redis down must not undo a committed event
-        logger.warning("could not publish event %s of run %s", seq, run_id, exc_info=True)
-
+# --- the trace ----------------------------------------------------------------------------------------------
 
 def _run_context(run: Run) -> SpanContext | None:
     if not run.trace_id:
