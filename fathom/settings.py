@@ -291,10 +291,19 @@ FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
 
+# --- The runtime's background tasks and file tools (harness.runtime) ----------------------------------------
+# Where fs:// paths live: each workspace has its own folder <root>/<workspace slug>, never left.
+FATHOM_FS_ROOT = Path(env_str("FATHOM_FS_ROOT") or str(DATA_DIR / "fs")).expanduser().resolve()
+# The largest file fs_read reads and the largest content fs_write / fs_replace writes.
+FATHOM_FS_MAX_READ_BYTES = env_int("FATHOM_FS_MAX_READ_BYTES", 1024 * 1024, minimum=1)
+FATHOM_FS_MAX_WRITE_BYTES = env_int("FATHOM_FS_MAX_WRITE_BYTES", 1024 * 1024, minimum=1)
+# The defaults of a workspace's harness settings (editable in admin): how many background tasks may run
+# at once in the workspace and in one session; the rest wait, Pending.
+FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, minimum=1)
+FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
+
 # --- The conductor (harness/conductor) -------------------------------------------------------------
-# Each workspace's files live under FATHOM_FS_ROOT/<workspace slug>: the terminal worker's working
-# directory (the same setting the harness's fs tools use).
-FATHOM_FS_ROOT = Path(env_str("FATHOM_FS_ROOT", str(DATA_DIR / "files"))).expanduser().resolve()
+# The terminal worker runs in the workspace's folder under FATHOM_FS_ROOT (above).
 # web_search's backend: "none" (the tool says no backend is configured), "searxng" (a SearXNG-style
 # JSON endpoint: GET <url>?q=...&format=json -> {"results": [{title, url, content}]}), or the dotted
 # path of a class with search(query, limit) -> [{title, url, snippet}]. Default: searxng when a URL is set.

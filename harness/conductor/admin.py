@@ -5,7 +5,7 @@ an operator turns it on here)."""
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin_scoping import WorkspaceScopedAdmin
 from harness.conductor.models import AgendaItem, CapabilityCall, ConductorSettings, Decision, Run, RunEvent
 from harness.conductor.selectors import run_graph
 from harness.conductor.services import run_cancel

@@ -1,8 +1,8 @@
 """The terminal sandbox: one shell command of a workspace, or a refusal.
 
 A command runs only when the workspace enables the terminal (ConductorSettings.terminal_enabled, off
-by default), with `/bin/sh -c`, its working directory the workspace's file root
-(FATHOM_FS_ROOT/<workspace slug>), an environment holding nothing of the server's (no keys, no
+by default), with `/bin/sh -c`, its working directory the workspace's file root (FATHOM_FS_ROOT/<slug>,
+the folder of the harness's fs tools), an environment holding nothing of the server's (no keys, no
 DATABASE_URL: PATH, HOME, LANG, TMPDIR only), resource limits set in the child before it starts
 (CPU time, address space, file size, open files, no core dumps), and a wall-clock timeout after
 which its whole process group is killed. This bounds what a command can consume; it is not a jail:
@@ -15,9 +15,8 @@ import resource
 import signal
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
-from django.conf import settings
+from harness.runtime.files.sandbox import workspace_root
 
 MAX_COMMAND_CHARS = 4000
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -38,13 +37,6 @@ class CommandResult:
         return f"[{status}]\n{self.output}"
 
 
-def file_root(workspace) -> Path:
-    """The workspace's file root, created on first use."""
-    root = Path(settings.FATHOM_FS_ROOT) / workspace.slug
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
 def command_run(*, workspace, limits, command: str) -> CommandResult:
     """Run `command` in the workspace's sandbox (see the module docstring), or refuse it. `limits` is
     the workspace's ConductorSettings."""
@@ -54,7 +46,7 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
         return CommandResult(False, "", refused="an empty command")
     if len(command) > MAX_COMMAND_CHARS or "\x00" in command:
         return CommandResult(False, "", refused=f"a command must be text of at most {MAX_COMMAND_CHARS} characters")
-    root = file_root(workspace)
+    root = workspace_root(workspace)  # the fs tools' folder of the workspace
     env = {"PATH": SAFE_PATH, "HOME": str(root), "LANG": "C.UTF-8", "TMPDIR": str(root)}
     process = subprocess.Popen(
         ["/bin/sh", "-c", command], cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -11,9 +11,10 @@ from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
 from harness.conductor.models import AgendaItem, CapabilityCall, Run
 from harness.conductor.services import conductor_settings_get
-from harness.conductor.terminal import command_run, file_root
+from harness.conductor.terminal import command_run
 from harness.conductor.worker_port import execute
 from harness.runtime import claims
+from harness.runtime.files.sandbox import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +46,7 @@ def test_a_command_runs_in_the_workspaces_file_root(workspace, limits, tmp_path)
     root = tmp_path / "files" / workspace.slug
     assert result.ok and result.exit_code == 0
     assert result.output.splitlines() == [str(root), "note.txt"]
-    assert (root / "note.txt").read_text() == "hi\n" and file_root(workspace) == root
+    assert (root / "note.txt").read_text() == "hi\n" and workspace_root(workspace) == root
 
 
 def test_the_environment_is_scrubbed(workspace, limits, monkeypatch):

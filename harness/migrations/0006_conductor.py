@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fathom', '0006_traces_prune_schedule'),
-        ('harness', '0004_fire_stop_reason_budget_exceeded'),
+        ('harness', '0005_tasks_and_managed_files'),
     ]
 
     operations = [
