@@ -1,5 +1,6 @@
 """The harness's tables, defined in its parts and gathered here for Django."""
 
+from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample  # noqa: F401
 from harness.conductor.models import (  # noqa: F401
     AgendaItem,
     CapabilityCall,
@@ -9,6 +10,15 @@ from harness.conductor.models import (  # noqa: F401
     RunEvent,
 )
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
+from harness.producers.models import ProducerRun  # noqa: F401
+from harness.quality.models import (  # noqa: F401
+    Feedback,
+    QualityAttempt,
+    QualityPrompt,
+    QualityRetryPolicy,
+    QualityRun,
+    QualitySettings,
+)
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,
     HarnessSettings,

@@ -5,10 +5,14 @@ from celery import shared_task
 
 from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
+from harness.autonomy import tasks as autonomy_tasks  # noqa: F401 - registers autonomy's tasks
 from harness.conductor import services as conductor
 from harness.conductor.worker_port import WorkerBusy
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
+from harness.quality import flow as quality_flow
+from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import background
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
@@ -22,16 +26,21 @@ def session_tick(self, session_id: str) -> str:
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
 
 
+QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent again
+
+
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
     """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
-    again the unfinished fires outside sessions whose runner died, sweep background tasks
-    (timed out, lost with their worker, waiting where capacity is free), and enqueue again the
-    conductor's lost calls and steps."""
+    again the unfinished fires outside sessions whose runner died, sweep background tasks (timed
+    out, lost with their worker, waiting where capacity is free), send again the verifier groups
+    and swarms a dead quality worker left unanswered, and enqueue again the conductor's lost calls
+    and steps."""
     swept = background.tasks_sweep()
     return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
-            + swept["started"] + len(conductor.runs_sweep()))
+            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS))
+            + len(conductor.runs_sweep()))
 
 
 @shared_task(name="fires.task_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries())

@@ -2,8 +2,12 @@
 
 from django.urls import path
 
+from harness.autonomy import api as autonomy
 from harness.conductor import api as conductor
 from harness.fires import api as fires
+from harness.fires import why
+from harness.producers import api as producers
+from harness.quality import api as quality
 from harness.runtime import api as runtime
 from harness.runtime import api_tasks as tasks
 
@@ -18,6 +22,7 @@ urlpatterns = [
     path("fires", fires.FireListView.as_view(), name="fires"),
     path("fires/<str:fire_id>", fires.FireDetailView.as_view(), name="fire"),
     path("fires/<str:fire_id>/cancel", fires.FireCancelView.as_view(), name="fire-cancel"),
+    path("fires/<str:fire_id>/feedback", quality.FireFeedbackView.as_view(), name="fire-feedback"),
     path("introspect", fires.IntrospectView.as_view(), name="introspect"),
     path("profiles/agents", runtime.AgentProfileListCreateView.as_view(), name="agent-profiles"),
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
@@ -33,4 +38,13 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel", conductor.RunCancelView.as_view(), name="run-cancel"),
     path("runs/<str:run_id>/graph", conductor.RunGraphView.as_view(), name="run-graph"),
     path("runs/<str:run_id>/events", conductor.RunEventsView.as_view(), name="run-events"),
+    path("autonomy/pressure", autonomy.PressureView.as_view(), name="autonomy-pressure"),
+    path("autonomy/settings", autonomy.SettingsView.as_view(), name="autonomy-settings"),
+    path("autonomy/decisions", autonomy.DecisionListView.as_view(), name="autonomy-decisions"),
+    path("autonomy/inbox", autonomy.InboxView.as_view(), name="autonomy-inbox"),
+    path("autonomy/inbox/<str:delta_id>", autonomy.InboxItemView.as_view(), name="autonomy-inbox-item"),
+    path("autonomy/directives", autonomy.DirectiveListView.as_view(), name="autonomy-directives"),
+    path("deltas/<str:delta_id>/why", why.DeltaWhyView.as_view(), name="delta-why"),
+    path("producer-runs/<str:run_id>", producers.ProducerRunDetailView.as_view(), name="producer-run"),
+    path("producers/<str:name>/run", producers.ProducerRunView.as_view(), name="producer-run-start"),
 ]

@@ -16,6 +16,11 @@ CARD = {
     "type": "object", "required": ["body"], "properties": {
         "kicker": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string", "minLength": 1},
         "route": {"type": "string"},
+        # An artifact (seed 001): written to the lake as kind:<kind> with what it cites.
+        "kind": {"type": "string", "enum": ["insight", "recommendation", "document"]},
+        "citations": {"type": "array", "items": {
+            "type": "object", "required": ["id"], "additionalProperties": False,
+            "properties": {"id": {"type": "string"}, "quote": {"type": "string"}}}},
     },
 }
 
@@ -38,6 +43,7 @@ def validate(args: dict) -> dict:
         "mood_shift": args.get("mood_shift") or None,
         "cited_ids": _ids(args.get("cited_ids")), "dropped_ids": _ids(args.get("dropped_ids")),
         "next_prompt": (args.get("next_prompt") or "").strip(),
+        "directive": (args.get("directive") or "").strip(),
     }
 
 
@@ -66,5 +72,7 @@ TOOL = register(Tool(
         "cited_ids": {"type": "array", "items": {"type": "string"}},
         "dropped_ids": {"type": "array", "items": {"type": "string"}},
         "next_prompt": {"type": "string"},
+        "directive": {"type": "string", "description": "what you want to look into next, if this fire named it: "
+                                                       "written as a kind:directive delta for the operator's inbox"},
     }},
 ))

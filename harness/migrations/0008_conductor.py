@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fathom', '0006_traces_prune_schedule'),
-        ('harness', '0005_tasks_and_managed_files'),
+        ('harness', '0007_autonomy'),
     ]
 
     operations = [
