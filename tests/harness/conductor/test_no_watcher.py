@@ -1,4 +1,4 @@
-"""Seed 004, section 6: no watcher runtime starts anywhere. `fathom up` starts web, a worker and beat,
+"""Seed 004, section 6: no watcher runtime starts anywhere. `fathom up` starts web, its workers and beat,
 nothing else; no task or beat entry is a watcher; a run's actors are the conductor and its workers.
 (The started worker's registered tasks are checked in test_worker.py.)"""
 
@@ -13,8 +13,8 @@ from harness.conductor.services import run_create
 pytestmark = pytest.mark.django_db
 
 
-def test_fathom_up_starts_web_a_worker_and_beat_and_no_watcher():
-    assert [child.name for child in stack_children(host="127.0.0.1", port=8000)] == ["web", "worker", "beat"]
+def test_fathom_up_starts_web_the_workers_and_beat_and_no_watcher():
+    assert [child.name for child in stack_children(host="127.0.0.1", port=8000)] == ["web", "worker", "quality", "beat"]
 
 
 def test_no_task_and_no_beat_entry_is_a_watcher():
