@@ -157,6 +157,20 @@ def festinger_case(owner) -> IsolationCase:
     )
 
 
+def conductor_runs_case(owner) -> IsolationCase:
+    from harness.conductor.models import Run
+
+    rid = owner.post("/v1/runs", {"objective": "a's objective"}, format="json").json()["id"]
+    return IsolationCase(
+        list_path="/v1/runs",
+        ids=[rid],
+        probes=[Probe("GET", f"/v1/runs/{rid}"), Probe("GET", f"/v1/runs/{rid}/graph"),
+                Probe("GET", f"/v1/runs/{rid}/events"), Probe("POST", f"/v1/runs/{rid}/cancel")],
+        intact=lambda: Run.objects.get(pk=rid).status == Run.Status.ACCEPTED,
+        secrets=["a's objective"],
+    )
+
+
 def autonomy_case(owner) -> IsolationCase:
     from harness.autonomy.models import AutonomySettings, InboxMark
 
@@ -177,7 +191,7 @@ def autonomy_case(owner) -> IsolationCase:
 
 
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, harness_tasks_case, autonomy_case]
+         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)
