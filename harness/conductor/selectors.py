@@ -111,3 +111,10 @@ def _count_by(rows: list[dict], key: str) -> dict[str, int]:
     for row in rows:
         counts[row[key]] += 1
     return dict(counts)
+
+
+# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+
+def runs_recent(*, workspace, limit: int) -> list[Run]:
+    """The workspace's newest runs with their agenda items (two queries)."""
+    return list(runs_list(workspace=workspace).prefetch_related("agenda")[:limit])

@@ -18,6 +18,8 @@ from harness.autonomy.models import AutonomyMode
 from harness.autonomy.pressure import SIGNALS, pressure_read
 from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind, pressure_series
 from harness.autonomy.services import autonomy_settings_get, gates_read
+from harness.conductor.models import AgendaItem
+from harness.conductor.selectors import runs_recent
 from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
@@ -146,6 +148,20 @@ def pressure_plot(series, *, threshold: float, hours: int, now) -> dict:
     return {"width": PLOT_WIDTH, "height": PLOT_HEIGHT, "points": " ".join(points), "count": len(values),
             "threshold_y": round(PLOT_HEIGHT * (1 - threshold), 1), "hours": hours,
             "low": min(values) if values else None, "high": max(values) if values else None}
+
+
+@side_panel(name="conductor", title="Conductor runs", template="dashboard/panels/conductor.html")
+def conductor_runs(current) -> dict | None:
+    """The newest multi-worker runs: objective, status, how much of the agenda is done."""
+    runs = runs_recent(workspace=current.workspace, limit=5)
+    if not runs:
+        return None
+    rows = []
+    for run in runs:
+        agenda = list(run.agenda.all())
+        rows.append({"run": run, "items": len(agenda),
+                     "done": sum(item.state == AgendaItem.State.DONE for item in agenda)})
+    return {"runs": rows}
 
 
 def tool_hue(name: str) -> int:

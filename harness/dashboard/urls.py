@@ -23,6 +23,7 @@ urlpatterns = [
     path("proposals/<int:proposal_id>/<str:action>", views.proposal_decide, name="proposal-decide"),
     path("autonomy/mode", views.autonomy_mode, name="autonomy-mode"),
     path("inbox/<str:delta_id>/<str:action>", views.inbox_mark_view, name="inbox-mark"),
+    path("runs/<str:run_id>/cancel", views.conductor_run_cancel, name="run-cancel"),
     path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),
 ]

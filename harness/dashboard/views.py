@@ -20,6 +20,8 @@ from fathom.services import apikey_create, workspace_create_owned
 from festinger.resolution import conflict_apply
 from festinger.selectors import conflict_get
 from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
+from harness.conductor.selectors import run_get
+from harness.conductor.services import run_cancel
 from harness.dashboard import forms, stream
 from harness.dashboard.access import current_set, current_switch, dashboard_view
 from harness.dashboard.feed import feed_page, fire_cards, proposal_row
@@ -262,6 +264,15 @@ def inbox_mark_view(request, delta_id: str, action: str):
     mark = inbox_mark(workspace=request.dashboard.workspace, delta_id=delta_id, action=action,
                       actor=request_actor(request))
     messages.success(request, f"Inbox item {mark.delta_id}: {mark.get_state_display().lower()}.")
+    return _back(request)
+
+
+@require_POST
+@dashboard_view(operate=True)
+def conductor_run_cancel(request, run_id):
+    """Stop a conductor run through the conductor's `run_cancel`."""
+    run = run_cancel(run=run_get(workspace=request.dashboard.workspace, run_id=run_id))
+    messages.success(request, f"Run {str(run.pk)[:8]} is {run.status}.")
     return _back(request)
 
 

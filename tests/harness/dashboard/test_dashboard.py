@@ -14,6 +14,7 @@ from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
 from festinger.models import ConflictStatus, Edge
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
+from harness.conductor.services import run_create
 from harness.dashboard.feed import feed_page
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
@@ -35,9 +36,9 @@ from tests.harness.dashboard.support import (
 # turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, the inbox, the pressure panel's settings, reading (two) and series,
-# the directives, active background tasks), the background tasks of the page's fires,
+# the directives, the conductor's runs, active background tasks), the background tasks of the page's fires,
 # the user messages still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 24
+FEED_QUERIES = 25
 
 
 def judged(fire):
@@ -55,7 +56,7 @@ def operator(client, workspace):
     return client
 
 
-def dashboard_urls(*, fire, proposal, conflict_row, task, directive) -> list[tuple[str, str]]:
+def dashboard_urls(*, fire, proposal, conflict_row, task, directive, run) -> list[tuple[str, str]]:
     """Every dashboard URL that names a row, as (method, path)."""
     return [
         ("get", f"/fires/{fire.pk}/card"), ("get", f"/fires/{fire.pk}/why"), ("get", f"/loop/{fire.pk}"),
@@ -63,7 +64,7 @@ def dashboard_urls(*, fire, proposal, conflict_row, task, directive) -> list[tup
         ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
         ("post", f"/conflicts/{conflict_row.pk}/override"), ("post", f"/tasks/{task.pk}/cancel"),
         ("post", f"/fires/{fire.pk}/feedback"), ("post", f"/inbox/{directive.pk}/acknowledge"),
-        ("post", f"/inbox/{directive.pk}/act"),
+        ("post", f"/inbox/{directive.pk}/act"), ("post", f"/runs/{run.pk}/cancel"),
     ]
 
 
@@ -123,8 +124,9 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     task = background_task(other_workspace, fire)
     directive = delta_create(workspace=other_workspace, content="look into the rover", tags=["kind:directive"])
     # then every URL naming them is the 404 page, and nothing was decided
+    run = run_create(workspace=other_workspace, objective="map the rover's route")
     for method, path in dashboard_urls(fire=fire, proposal=proposal, conflict_row=conflict_row, task=task,
-                                       directive=directive):
+                                       directive=directive, run=run):
         response = getattr(operator, method)(path, {"reason": "no", "decision": "dismiss", "payload": "{}",
                                                     "rating": "down"})
         assert response.status_code == 404, (method, path)
@@ -134,6 +136,8 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     task.refresh_from_db()
     assert proposal.status == ProposalStatus.PENDING and conflict_row.status == ConflictStatus.PENDING
     assert task.state != "canceled" and not InboxMark.objects.exists()
+    run.refresh_from_db()
+    assert run.status == "accepted"
     # and the feed shows none of them
     page = operator.get("/").content.decode()
     assert str(fire.pk) not in page and proposal.title not in page and "gnommoweb" not in page
@@ -394,3 +398,14 @@ def test_an_autonomous_sit_is_marked(operator, workspace):
          "sit": {"round": 1, "cap": 3, "autonomous": "7"}}])
     page = operator.get("/").content.decode()
     assert 'Sit round 1/3 · <span class="autonomous">autonomous</span>' in page
+
+
+
+def test_conductor_runs_show_beside_the_feed_and_an_operator_cancels_one(operator, workspace):
+    run = run_create(workspace=workspace, objective="Map the rover's route across the dunes")
+    page = operator.get("/").content.decode()
+    assert f'id="run-{run.pk}"' in page and "Map the rover&#x27;s route" in page and "0/0 done" in page
+    operator.post(f"/runs/{run.pk}/cancel")
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert f'action="/runs/{run.pk}/cancel"' not in operator.get("/").content.decode()
