@@ -5,14 +5,18 @@ and tool calls there) and also every few seconds (fires outside a session, a los
 compares the newest fires' progress with what it saw last, and sends the card of each fire that is
 new (`fire-new`) or moved on (`fire-<id>`), rendered by the same template as the page, for htmx's SSE
 extension to swap in. New proposals arrive as `proposal-new`. It ends after `max_seconds`; the
-browser reconnects, and a page without JavaScript is simply reloaded."""
+browser reconnects with the last event's id, a `Cursor` (the newest fire it was sent and the newest
+proposal), so nothing is inserted twice; a page without JavaScript is simply reloaded."""
 
 import asyncio
+from dataclasses import dataclass
+from datetime import datetime
 
 import redis.asyncio as aioredis
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils.dateparse import parse_datetime
 
 from harness.runtime.events import channel_for
 
@@ -21,15 +25,35 @@ WATCHED_FIRES = 40
 KEEPALIVE = ": keep-alive\n\n"
 
 
-def sse_event(name: str, html: str) -> str:
+@dataclass
+class Cursor:
+    """What the browser holds: every fire created up to `fires_until`, every proposal up to `proposal_id`."""
+
+    fires_until: datetime | None
+    proposal_id: int
+
+    def __str__(self):
+        return f"{self.fires_until.isoformat() if self.fires_until else ''}|{self.proposal_id}"
+
+    @classmethod
+    def parse(cls, raw: str) -> "Cursor | None":
+        """The cursor of a Last-Event-ID, or None when it is not one of ours."""
+        at, _, proposal = (raw or "").partition("|")
+        try:
+            return cls(fires_until=parse_datetime(at) if at else None, proposal_id=int(proposal))
+        except ValueError:
+            return None
+
+
+def sse_event(name: str, html: str, cursor: Cursor) -> str:
     data = "\n".join(f"data: {line}" for line in html.splitlines() or [""])
-    return f"event: {name}\n{data}\n\n"
+    return f"id: {cursor}\nevent: {name}\n{data}\n\n"
 
 
-async def feed_stream(*, progress, render_fire, render_proposal, known: dict, proposals_after: int,
-                      max_seconds: float):
-    """`progress()` -> ({fire id: state}, [proposal ids newer than the last seen]); `known` is the
-    fires' states the page was rendered with. Blocking reads run on executor threads."""
+async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cursor: Cursor, max_seconds: float):
+    """`progress(proposal_id)` -> ({fire id: (created at, state...)}, [proposal ids after it]); `known`
+    maps the fires the browser shows to the state it shows (None: send the card again). Blocking reads
+    run on executor threads."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
@@ -41,16 +65,17 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, pr
         await pubsub.psubscribe(channel_for("*"))
         yield "retry: 2000\n\n"
         while True:
-            states, new_proposals = await read(proposals_after)
+            states, new_proposals = await read(cursor.proposal_id)
             for fire_id, state in reversed(list(states.items())):  # oldest first, so the newest ends on top
                 if fire_id not in known:
-                    yield sse_event("fire-new", await fire_html(fire_id))
+                    cursor.fires_until = max(filter(None, (cursor.fires_until, state[0])))
+                    yield sse_event("fire-new", await fire_html(fire_id), cursor)
                 elif known[fire_id] != state:
-                    yield sse_event(f"fire-{fire_id}", await fire_html(fire_id))
+                    yield sse_event(f"fire-{fire_id}", await fire_html(fire_id), cursor)
             known = states
             for proposal_id in new_proposals:
-                yield sse_event("proposal-new", await proposal_html(proposal_id))
-                proposals_after = max(proposals_after, proposal_id)
+                cursor.proposal_id = max(cursor.proposal_id, proposal_id)
+                yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
@@ -65,6 +90,18 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, pr
     finally:
         await pubsub.aclose()
         await client.aclose()
+
+
+def known_fires(states: dict, *, shown: set[str], cursor: Cursor | None) -> dict:
+    """The fires the browser holds, by what it told: a reconnect's cursor (it holds every fire up to
+    it; their cards are sent again, since they may have moved on meanwhile), else the fires its page
+    showed, else every fire there is."""
+    if cursor is not None:
+        return {fire_id: None for fire_id, state in states.items()
+                if cursor.fires_until is not None and state[0] <= cursor.fires_until}
+    if shown:
+        return {fire_id: state for fire_id, state in states.items() if fire_id in shown}
+    return dict(states)
 
 
 def _closing(function):

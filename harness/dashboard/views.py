@@ -78,14 +78,16 @@ def feed_stream(request):
     current = request.dashboard
     workspace = current.workspace
     csrf_token = get_token(request)
-    known = {str(row[0]): row[1:] for row in fires_progress(workspace=workspace, limit=stream.WATCHED_FIRES)}
-    shown = set(request.GET.getlist("shown"))
-    if shown:  # fires that are not on the page the browser holds are new to it
-        known = {fire_id: state for fire_id, state in known.items() if fire_id in shown}
+    states = _fire_states(workspace)
+    cursor = stream.Cursor.parse(request.headers.get("Last-Event-ID", ""))
+    known = stream.known_fires(states, shown=set(request.GET.getlist("shown")), cursor=cursor)
+    if cursor is None:
+        shown_at = [states[fire_id][0] for fire_id in known]
+        cursor = stream.Cursor(fires_until=max(shown_at) if shown_at else None,
+                               proposal_id=_int(request.GET.get("proposals_after"), 0))
 
-    def progress(proposals_after: int):
-        states = {str(row[0]): row[1:] for row in fires_progress(workspace=workspace, limit=stream.WATCHED_FIRES)}
-        return states, proposals_newer(workspace=workspace, after=proposals_after)
+    def progress(proposal_id: int):
+        return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
 
     def render_fire(fire_id: str) -> str:
         card = fire_cards(workspace, [fire_with_journal_get(workspace=workspace, fire_id=fire_id)])[0]
@@ -99,10 +101,9 @@ def feed_stream(request):
         return render_to_string("dashboard/partials/proposal.html", {"entry": row, "current": current,
                                                                       "csrf_token": csrf_token, "live": True})
 
-    after = _int(request.GET.get("proposals_after"), 0)
     response = StreamingHttpResponse(
         stream.feed_stream(progress=progress, render_fire=render_fire, render_proposal=render_proposal, known=known,
-                           proposals_after=after, max_seconds=STREAM_SECONDS),
+                           cursor=cursor, max_seconds=STREAM_SECONDS),
         content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -400,6 +401,11 @@ def _dashboard_session(request):
     session = session_create(workspace=workspace, title=f"Dashboard ({request.user.get_username()})")
     request.session[DASHBOARD_SESSIONS_KEY] = {**sessions, str(workspace.pk): str(session.pk)}
     return session
+
+
+def _fire_states(workspace) -> dict:
+    """{fire id: (created at, status, phase, model calls, turns)} of the newest fires the live feed watches."""
+    return {str(row[0]): row[1:] for row in fires_progress(workspace=workspace, limit=stream.WATCHED_FIRES)}
 
 
 def _before(request):

@@ -50,11 +50,11 @@ def fires_feed_page(*, workspace, before=None, limit: int) -> list[Fire]:
 
 
 def fires_progress(*, workspace, limit: int) -> list[tuple]:
-    """(id, status, phase, model calls, turns recorded) of the workspace's newest top-level fires, one
-    query: what the dashboard's live feed compares to notice a new fire or one that moved on."""
+    """(id, created at, status, phase, model calls, turns recorded) of the workspace's newest top-level
+    fires, one query: what the dashboard's live feed compares to notice a new fire or one that moved on."""
     return list(Fire.objects.filter(workspace=workspace, depth=0).order_by("-created_at", "-id")
                 .annotate(turns_recorded=models.Count("turns"))
-                .values_list("id", "status", "phase", "model_calls", "turns_recorded")[:limit])
+                .values_list("id", "created_at", "status", "phase", "model_calls", "turns_recorded")[:limit])
 
 
 def fire_with_journal_get(*, workspace, fire_id) -> Fire:

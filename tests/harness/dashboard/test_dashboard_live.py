@@ -15,11 +15,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 def next_event(lines) -> dict:
     """The next event of the stream, its data lines joined (a card is many lines of HTML)."""
-    event, data = "", []
+    event, data, event_id = "", [], ""
     for line in lines:
         if line == "" and data:
-            return {"event": event, "data": "\n".join(data)}
-        if line.startswith("event:"):
+            return {"event": event, "data": "\n".join(data), "id": event_id}
+        if line.startswith("id:"):
+            event_id = line.removeprefix("id:").strip()
+        elif line.startswith("event:"):
             event = line.removeprefix("event:").strip()
         elif line.startswith("data:"):
             data.append(line.removeprefix("data:").removeprefix(" "))
@@ -59,6 +61,19 @@ def test_the_stream_sends_new_fires_their_progress_and_new_proposals(live_server
         event = next_event(lines)
         assert event["event"] == "proposal-new" and f'id="proposal-{proposal.pk}"' in event["data"]
         assert 'name="csrfmiddlewaretoken"' in event["data"]  # its forms post like the page's
+        last_id = event["id"]
+
+    # a reconnect with the last event's id inserts nothing twice: the fires it holds come as updates,
+    # and only what is newer comes as new
+    headers = {"Last-Event-ID": last_id}
+    with httpx.Client(timeout=30, cookies=cookies) as client, client.stream("GET", url, headers=headers) as stream:
+        lines = stream.iter_lines()
+        newer = fire_create(workspace=workspace, mode="reactive", question="a newer question")
+        events = [next_event(lines)]
+        while events[-1]["event"] != "fire-new":
+            events.append(next_event(lines))
+        assert f'id="fire-{newer.pk}"' in events[-1]["data"]
+        assert {e["event"] for e in events[:-1]} <= {f"fire-{shown.pk}", f"fire-{new.pk}"}
 
 
 def test_the_stream_needs_a_login(live_server_url, workspace):
