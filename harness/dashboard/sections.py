@@ -68,7 +68,27 @@ def thinking_of(fire: Fire) -> dict:
         turns.append({"turn": turn, "calls": calls})
     plan = [{**step, "marker": MARKERS.get(step.get("status"), MARKERS["pending"])} for step in fire.plan or []]
     return {"fire": fire, "turns": turns, "plan": plan, "open": not fire.is_terminal,
-            "tool_calls": sum(len(t["calls"]) for t in turns)}
+            "tool_calls": sum(len(t["calls"]) for t in turns), **plan_history([t["turn"] for t in turns])}
+
+
+# Calls that are not work on a plan step: the plan itself, the answer, the review pass's outcome.
+PLAN_NEUTRAL_TOOLS = {"plan", "respond", "skip", "propose_provenance"}
+
+
+def plan_history(turns) -> dict:
+    """The plan board's revisions (each plan call after the first replaced the plan: the earlier
+    versions, as asked) and its drift (calls made under a plan that named no step of it), read from
+    the journal already loaded."""
+    versions, drift, planned = [], [], False
+    for turn in turns:
+        for call in turn.calls.all():
+            if call.name == "plan":
+                planned = True
+                versions.append({"turn": turn.number, "steps": call.arguments.get("steps") or [],
+                                 "question": call.arguments.get("question", "")})
+            elif planned and call.plan_step is None and call.name not in PLAN_NEUTRAL_TOOLS:
+                drift.append(call.name)
+    return {"revisions": versions[:-1], "drift": drift}
 
 
 @card_section(name="tasks", template="dashboard/sections/tasks.html")

@@ -31,6 +31,7 @@ from tests.harness.dashboard.support import (
     member,
     provenance_proposal,
 )
+from tests.harness.tool_fire import run_tools
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
 # turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
@@ -409,3 +410,14 @@ def test_conductor_runs_show_beside_the_feed_and_an_operator_cancels_one(operato
     run.refresh_from_db()
     assert run.status == "cancelled"
     assert f'action="/runs/{run.pk}/cancel"' not in operator.get("/").content.decode()
+
+
+def test_the_plan_board_shows_its_revisions_and_drift(operator, scripted_llm, workspace):
+    fire, _ = run_tools(scripted_llm, workspace, [
+        ("p1", "plan", {"question": "rover", "steps": ["first idea"]}),
+        ("p2", "plan", {"question": "rover", "steps": ["find the notes", "summarise"]}),
+        ("s1", "state", {"action": "pending_intents"}),
+    ], respond={"body": "done"}, mode="reactive")
+    page = operator.get("/").content.decode()
+    assert "Revised 1 time" in page and "Turn 1: first idea" in page
+    assert "Drift: 1 call off the plan (state)" in page
