@@ -2,8 +2,11 @@
 switch workspace, open a fire's accordion, watch a new fire arrive live, approve and deny proposals
 inline, override a conflict. Each flow saves a screenshot (see conftest.py)."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.select import Select
@@ -195,8 +198,9 @@ def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_w
 def test_an_operator_flips_the_autonomy_switch_beside_the_pressure_gauge(live_server_url, browser, screenshot,
                                                                         workspace):
     member(workspace)
-    for value in (0.2, 0.4, 0.3):
-        PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+    for hours_ago, value in ((20, 0.1), (15, 0.25), (10, 0.45), (6, 0.2), (2, 0.3), (0, 0.15)):
+        sample = PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+        PressureSample.objects.filter(pk=sample.pk).update(created_at=timezone.now() - timedelta(hours=hours_ago))
     wait = log_in(browser, live_server_url)
     assert browser.find_element(By.ID, "pressure-meter").is_displayed()
     screenshot("pressure")
