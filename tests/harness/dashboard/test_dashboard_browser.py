@@ -192,6 +192,11 @@ def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_w
     summary = card.find_element(By.CSS_SELECTOR, "details.thinking > summary").text
     assert "model call" in summary and "stopped: responded" in summary
     screenshot("answered-live")
+    # its loop view has the trace the worker wrote: the prompt, the model calls, the tool calls
+    card.find_element(By.LINK_TEXT, "Loop view").click()
+    trace = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "table.trace")))
+    assert "llm.call.completed" in trace.text and "worker.tool.call" in trace.text
+    screenshot("loop-view")
     wait_for_background_work(Trigger.objects.get(workspace=workspace).session)
 
 
