@@ -126,7 +126,8 @@ def loop_view(request, fire_id):
     workspace = request.dashboard.workspace
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
     return render(request, "dashboard/loop.html", {
-        "current": request.dashboard, "fire": fire, "thinking": thinking_of(fire), "trace": fire_trace(fire=fire),
+        "current": request.dashboard, "fire": fire, "thinking": {**thinking_of(fire), "open": True},
+        "trace": fire_trace(fire=fire),
         "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
         "writes": pretty(fire.writes), "children": list(fire.children.all()),
     })
