@@ -130,6 +130,7 @@ def loop_view(request, fire_id):
         "trace": fire_trace(fire=fire),
         "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
         "writes": pretty(fire.writes), "children": list(fire.children.all()),
+        "sections": [section for section in fire_cards(workspace, [fire])[0].sections if section.name != "thinking"],
     })
 
 

@@ -210,6 +210,7 @@ def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, sc
     loop = operator.get(f"/loop/{fire.pk}").content.decode()
     assert "Loop view of fire" in loop and "find the notes" in loop and "Review pass" in loop
     assert '<details class="thinking" open>' in loop  # turn by turn, open
+    assert 'class="thumb-down"' in loop  # and the card's other sections (here: quality's thumbs)
     why = operator.get(f"/fires/{fire.pk}/why").content.decode()
     assert "the rover&#x27;s log" in why and "state" in why
     assert "[feedfacefeed]</code> cited, but no such delta" in why and "[0badc0de0bad]</code> dropped" in why
