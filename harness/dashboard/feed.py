@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from harness.dashboard.panels import card_sections_render
+from harness.dashboard.stream import fire_signature
 from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
 from harness.runtime.selectors import messages_waiting
@@ -50,6 +51,12 @@ class FireCard:
     @property
     def at(self) -> datetime:
         return self.fire.created_at
+
+    @property
+    def signature(self) -> str:
+        """The fire's state as this card shows it (the live feed sends the card again once it differs)."""
+        return fire_signature(status=self.fire.status, phase=self.fire.phase, model_calls=self.fire.model_calls,
+                              turns=len(self.fire.turns.all()))
 
     @property
     def is_sit(self) -> bool:

@@ -51,9 +51,9 @@ def sse_event(name: str, html: str, cursor: Cursor) -> str:
 
 
 async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cursor: Cursor, max_seconds: float):
-    """`progress(proposal_id)` -> ({fire id: (created at, state...)}, [proposal ids after it]); `known`
-    maps the fires the browser shows to the state it shows (None: send the card again). Blocking reads
-    run on executor threads."""
+    """`progress(proposal_id)` -> ({fire id: (created at, signature)}, [proposal ids after it]); `known`
+    maps the fires the browser holds to the signature it holds (None: send the card again). Blocking
+    reads run on executor threads."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
@@ -66,13 +66,13 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cu
         yield "retry: 2000\n\n"
         while True:
             states, new_proposals = await read(cursor.proposal_id)
-            for fire_id, state in reversed(list(states.items())):  # oldest first, so the newest ends on top
+            for fire_id, (created_at, signature) in reversed(list(states.items())):  # oldest first: newest on top
                 if fire_id not in known:
-                    cursor.fires_until = max(filter(None, (cursor.fires_until, state[0])))
+                    cursor.fires_until = max(filter(None, (cursor.fires_until, created_at)))
                     yield sse_event("fire-new", await fire_html(fire_id), cursor)
-                elif known[fire_id] != state:
+                elif known[fire_id] != signature:
                     yield sse_event(f"fire-{fire_id}", await fire_html(fire_id), cursor)
-            known = states
+            known = {fire_id: signature for fire_id, (_, signature) in states.items()}
             for proposal_id in new_proposals:
                 cursor.proposal_id = max(cursor.proposal_id, proposal_id)
                 yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
@@ -92,16 +92,24 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cu
         await client.aclose()
 
 
-def known_fires(states: dict, *, shown: set[str], cursor: Cursor | None) -> dict:
-    """The fires the browser holds, by what it told: a reconnect's cursor (it holds every fire up to
-    it; their cards are sent again, since they may have moved on meanwhile), else the fires its page
-    showed, else every fire there is."""
+def fire_signature(*, status: str, phase: str, model_calls: int, turns: int) -> str:
+    """What tells that a fire's card changed: its status, phase, model calls and recorded turns."""
+    return f"{status}.{phase}.{model_calls}.{turns}"
+
+
+def known_fires(states: dict, *, shown: dict, until: datetime | None, cursor: Cursor | None) -> dict:
+    """The fires the browser holds and the signature it holds them at. A reconnect's cursor: every
+    fire up to it (sent again, since it may have moved on meanwhile). A page: the fires it showed, at
+    the signatures it rendered, and the older ones it did not show (created before it was rendered,
+    `until`), which are not new to it."""
     if cursor is not None:
-        return {fire_id: None for fire_id, state in states.items()
-                if cursor.fires_until is not None and state[0] <= cursor.fires_until}
-    if shown:
-        return {fire_id: state for fire_id, state in states.items() if fire_id in shown}
-    return dict(states)
+        return {fire_id: None for fire_id, (created_at, _) in states.items()
+                if cursor.fires_until is not None and created_at <= cursor.fires_until}
+    known = {fire_id: signature for fire_id, signature in shown.items() if fire_id in states}
+    for fire_id, (created_at, signature) in states.items():
+        if fire_id not in known and until is not None and created_at <= until:
+            known[fire_id] = signature
+    return known
 
 
 def _closing(function):

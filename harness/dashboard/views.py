@@ -9,6 +9,7 @@ from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
@@ -68,6 +69,7 @@ def feed(request):
     return render(request, "dashboard/feed.html", {
         "current": current, "page": page, "before": before, "panels": side_panels_render(current),
         "ask_form": forms.AskForm(), "stream_after": proposal_newest_id(workspace=current.workspace),
+        "rendered_at": timezone.now(),
     })
 
 
@@ -80,11 +82,11 @@ def feed_stream(request):
     csrf_token = get_token(request)
     states = _fire_states(workspace)
     cursor = stream.Cursor.parse(request.headers.get("Last-Event-ID", ""))
-    known = stream.known_fires(states, shown=set(request.GET.getlist("shown")), cursor=cursor)
+    shown = dict(item.partition("~")[::2] for item in request.GET.getlist("shown"))
+    until = parse_datetime(request.GET.get("until", "").replace(" ", "+"))
+    known = stream.known_fires(states, shown=shown, until=until, cursor=cursor)
     if cursor is None:
-        shown_at = [states[fire_id][0] for fire_id in known]
-        cursor = stream.Cursor(fires_until=max(shown_at) if shown_at else None,
-                               proposal_id=_int(request.GET.get("proposals_after"), 0))
+        cursor = stream.Cursor(fires_until=until, proposal_id=_int(request.GET.get("proposals_after"), 0))
 
     def progress(proposal_id: int):
         return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
@@ -406,8 +408,11 @@ def _dashboard_session(request):
 
 
 def _fire_states(workspace) -> dict:
-    """{fire id: (created at, status, phase, model calls, turns)} of the newest fires the live feed watches."""
-    return {str(row[0]): row[1:] for row in fires_progress(workspace=workspace, limit=stream.WATCHED_FIRES)}
+    """{fire id: (created at, signature)} of the newest fires the live feed watches."""
+    return {str(fire_id): (created_at, stream.fire_signature(status=status, phase=phase, model_calls=calls,
+                                                             turns=turns))
+            for fire_id, created_at, status, phase, calls, turns in fires_progress(workspace=workspace,
+                                                                                    limit=stream.WATCHED_FIRES)}
 
 
 def _before(request):

@@ -3,18 +3,21 @@ feed and its query count, the thinking accordion, deciding proposals and conflic
 
 import json
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
 from festinger.models import ConflictStatus, Edge
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
 from harness.conductor.services import run_create
+from harness.dashboard import stream
 from harness.dashboard.feed import feed_page
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
@@ -423,3 +426,18 @@ def test_the_plan_board_shows_its_revisions_and_drift(operator, scripted_llm, wo
     page = operator.get("/").content.decode()
     assert "Revised 1 time" in page and "Turn 1: first idea" in page
     assert "Drift: 1 call off the plan (state)" in page
+
+
+def test_the_live_feed_knows_what_the_page_holds():
+    rendered = timezone.now()
+    states = {"shown": (rendered - timedelta(minutes=5), "finished.done.3.3"),
+              "older": (rendered - timedelta(hours=1), "finished.done.1.1"),  # below the page's window
+              "started-since": (rendered + timedelta(seconds=1), "accepted.main.0.0")}
+    known = stream.known_fires(states, shown={"shown": "running.main.1.1"}, until=rendered, cursor=None)
+    # the shown fire moved on (its card is sent again), the older one is not new, the one since is new
+    assert known == {"shown": "running.main.1.1", "older": "finished.done.1.1"}
+    # a reconnect holds every fire up to its cursor, and is sent their cards again
+    cursor = stream.Cursor.parse(str(stream.Cursor(fires_until=rendered, proposal_id=4)))
+    assert cursor.proposal_id == 4
+    assert stream.known_fires(states, shown={}, until=None, cursor=cursor) == {"shown": None, "older": None}
+    assert stream.Cursor.parse("not ours") is None

@@ -19,6 +19,7 @@ from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
+from tests.conftest import broker_quiesce, wait_for_worker
 from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
 from tests.harness.support import wait_for_background_work
 
@@ -179,6 +180,9 @@ def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screens
 @pytest.mark.worker
 def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_worker, live_server_url, browser,
                                                                         screenshot, workspace):
+    # tasks earlier tests left in the broker (a background task is dispatched at once, even in a test's
+    # transaction that is rolled back) would keep the worker busy first
+    broker_quiesce(wait_for_worker(celery_worker))
     member(workspace)
     wait = log_in(browser, live_server_url)
     wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))

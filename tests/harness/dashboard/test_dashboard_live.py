@@ -2,10 +2,14 @@
 as `fire-new`, a fire that moves on as `fire-<id>` (its card again, the accordion one turn fuller),
 and a new proposal as `proposal-new`, each rendered by the page's own templates."""
 
+from urllib.parse import quote
+
 import httpx
 import pytest
 from django.test import Client
+from django.utils import timezone
 
+from harness.dashboard.stream import fire_signature
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_create
 from tests.harness.dashboard.support import member, provenance_proposal
@@ -37,7 +41,10 @@ def logged_in_cookies(workspace) -> dict:
 def test_the_stream_sends_new_fires_their_progress_and_new_proposals(live_server_url, workspace, other_workspace):
     cookies = logged_in_cookies(workspace)
     shown = fire_create(workspace=workspace, mode="reactive", question="already on the page")
-    url = f"{live_server_url}/feed/stream?shown={shown.pk}&proposals_after=0"
+    # the page it was rendered on: the fire it showed, at the state it showed, and when
+    signature = fire_signature(status="accepted", phase="main", model_calls=0, turns=0)
+    until = quote(timezone.now().isoformat())
+    url = f"{live_server_url}/feed/stream?shown={shown.pk}~{signature}&until={until}&proposals_after=0"
     with httpx.Client(timeout=30, cookies=cookies) as client, client.stream("GET", url) as stream:
         assert stream.status_code == 200 and stream.headers["content-type"].startswith("text/event-stream")
         lines = stream.iter_lines()
