@@ -253,6 +253,9 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
 # Classes with before(request) / after(request, completion), run around every model call in order
 # (see fathom.llm.middleware). Apps add theirs here.
 FATHOM_MODEL_MIDDLEWARE: list[str] = ["festinger.recollection.RecollectionMiddleware"]
+# Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
+# streamed chunk (see harness.fires.streaming). Apps add theirs here.
+FATHOM_TURN_STREAM_LISTENERS: list[str] = ["harness.fires.streaming.agent_stream_open"]
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
 FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)

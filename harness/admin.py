@@ -3,6 +3,7 @@ from django.contrib import admin
 from fathom.admin import WorkspaceScopedAdmin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
+from harness.runtime import schedules_admin  # noqa: F401 - registers its admin
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,
@@ -12,6 +13,7 @@ from harness.runtime.models import (
     Turn,
     UserProfile,
 )
+from harness.runtime.schedules import session_delete
 
 
 @admin.register(AgentProfile)
@@ -57,6 +59,13 @@ class SessionAdmin(WorkspaceScopedAdmin):
                        "turn_count", "runner", "runner_heartbeat_at", "created_at", "updated_at"]
     inlines = [TurnInline, TriggerInline]
 
+    def delete_model(self, request, obj):
+        session_delete(session=obj)  # its schedules' beat entries with it
+
+    def delete_queryset(self, request, queryset):
+        for session in queryset:
+            session_delete(session=session)
+
 
 @admin.register(SessionEvent)
 class SessionEventAdmin(WorkspaceScopedAdmin):
@@ -71,7 +80,8 @@ class SessionEventAdmin(WorkspaceScopedAdmin):
 
 @admin.register(HarnessSettings)
 class HarnessSettingsAdmin(WorkspaceScopedAdmin):
-    list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds"]
+    list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds",
+                    "stream_batch_ms"]
 
 
 class FireToolCallInline(admin.TabularInline):

@@ -6,6 +6,7 @@ from harness.runtime.models import (  # noqa: F401
     HarnessSettings,
     Session,
     SessionEvent,
+    SessionSchedule,
     Trigger,
     Turn,
     UserProfile,

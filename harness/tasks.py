@@ -7,6 +7,7 @@ from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError
 from fathom.transient import retries
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.runtime import schedules
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 
@@ -17,6 +18,14 @@ def session_tick(self, session_id: str) -> str:
     """Run at most one turn of the session, a fire (guarded by the session's database claim, so
     running twice or on two workers at once is harmless; a redelivered tick resumes the turn)."""
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
+
+
+@shared_task(name=schedules.TICK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries(), soft_time_limit=60, time_limit=90)
+def session_schedule_tick(self, schedule_id: str) -> None:
+    """Sent by beat on a session's heartbeat or cron schedule: queue its trigger (once per message:
+    the task id is the trigger's idempotency key, so a redelivery queues nothing twice)."""
+    schedules.session_schedule_tick(schedule_id=schedule_id, task_id=self.request.id)
 
 
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),

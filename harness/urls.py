@@ -4,6 +4,7 @@ from django.urls import path
 
 from harness.fires import api as fires
 from harness.runtime import api as runtime
+from harness.runtime import schedules_api
 
 urlpatterns = [
     path("sessions", runtime.SessionListCreateView.as_view(), name="sessions"),
@@ -13,6 +14,8 @@ urlpatterns = [
          name="session-refresh-profile"),
     path("sessions/<str:session_id>/events", runtime.SessionEventsView.as_view(), name="session-events"),
     path("sessions/<str:session_id>/sit", fires.SitView.as_view(), name="session-sit"),
+    path("sessions/<str:session_id>/schedules", schedules_api.SessionSchedulesView.as_view(), name="session-schedules"),
+    path("schedules/<str:schedule_id>", schedules_api.ScheduleDetailView.as_view(), name="schedule"),
     path("fires", fires.FireListView.as_view(), name="fires"),
     path("fires/<str:fire_id>", fires.FireDetailView.as_view(), name="fire"),
     path("fires/<str:fire_id>/cancel", fires.FireCancelView.as_view(), name="fire-cancel"),

@@ -11,6 +11,7 @@ continues where the journal ends."""
 
 import json
 import logging
+import secrets
 import time
 from contextlib import contextmanager, nullcontext
 
@@ -29,6 +30,7 @@ from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
+from harness.fires.streaming import StreamedTurn, turn_listeners_open
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, SessionEvent
@@ -353,13 +355,18 @@ def _review_brief(fire: Fire) -> str:
 # --- model calls and the journal ---------------------------------------------------------------------------
 
 def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
-    """One model call, committed as a FireTurn before anything else happens."""
+    """One model call, streamed to the turn's listeners (harness.fires.streaming) as it is written,
+    then committed as a FireTurn before anything else happens."""
+    call_id = f"llm-{secrets.token_hex(6)}"
+    listeners = turn_listeners_open(StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id))
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
-        workspace=fire.workspace, role="main", messages=messages, tools=specs,
+        workspace=fire.workspace, role="main", messages=messages, tools=specs, call_id=call_id,
+        stream=listeners.feed if listeners else None,
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
     )
+    listeners.close(completion)
     usage = completion.usage
     turn = FireTurn(workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
                     tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
@@ -371,7 +378,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
             "model_calls": 1, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cost": completion.cost})
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
-            "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
+            "fire_id": str(fire.pk), "turn": number, "phase": phase, "call_id": call_id, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
     flush()  # the call's span, with the turn it was committed as
     return turn

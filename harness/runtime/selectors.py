@@ -3,7 +3,7 @@
 
 from fathom.errors import NotFoundError
 from fathom.selectors import workspace_row_get
-from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger, UserProfile
+from harness.runtime.models import AgentProfile, Session, SessionEvent, SessionSchedule, Trigger, UserProfile
 from harness.runtime.profiles import DEFAULT_AGENT, DEFAULT_AGENT_SLUG
 
 
@@ -52,3 +52,11 @@ def agent_profiles_with_default(*, workspace, profiles: list[AgentProfile]) -> l
     if AgentProfile.objects.filter(workspace=workspace, slug=DEFAULT_AGENT_SLUG).exists():
         return profiles
     return [agent_profile_default_get(workspace=workspace), *profiles]
+
+
+def session_schedule_get(*, workspace, schedule_id) -> SessionSchedule:
+    return workspace_row_get(SessionSchedule, workspace=workspace, pk=schedule_id, noun="schedule")
+
+
+def session_schedules_list(*, session: Session):
+    return SessionSchedule.objects.filter(session=session).select_related("periodic_task").order_by("created_at", "id")

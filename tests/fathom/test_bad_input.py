@@ -28,6 +28,7 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/sessions"),
     ("post", "/v1/sessions/{session}/messages"),
     ("post", "/v1/sessions/{session}/sit"),
+    ("post", "/v1/sessions/{session}/schedules"),
     ("post", "/v1/introspect"),
     ("post", "/v1/profiles/agents"),
     ("post", "/v1/profiles/users"),
@@ -38,7 +39,7 @@ OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS 
 
 LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/v1/festinger/conflicts",
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
-                  "/v1/profiles/users"]
+                  "/v1/profiles/users", "/v1/sessions/{session}/schedules"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
@@ -46,7 +47,7 @@ QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
-                   "/v1/festinger/conflicts/{bad}"]
+                   "/v1/festinger/conflicts/{bad}", "/v1/sessions/{bad}/schedules", "/v1/schedules/{bad}"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
