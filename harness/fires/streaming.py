@@ -86,7 +86,7 @@ class AgentStreamBatcher:
 
     def __init__(self, turn: StreamedTurn):
         self.turn = turn
-        self.interval = harness_settings_get(workspace_id=turn.fire.workspace_id).stream_batch_ms / 1000
+        self.interval: float | None = None  # read with the first text: a turn of tool calls alone costs nothing
         self.pending: list[str] = []
         self.part = 0
         self.sent_at: float | None = None
@@ -96,7 +96,10 @@ class AgentStreamBatcher:
             return
         self.pending.append(chunk.text)
         now = time.monotonic()
-        if self.sent_at is None or now - self.sent_at >= self.interval:
+        if self.sent_at is None:
+            self._send(now)
+            self.interval = harness_settings_get(workspace_id=self.turn.fire.workspace_id).stream_batch_ms / 1000
+        elif now - self.sent_at >= self.interval:
             self._send(now)
 
     def close(self, completion: Completion) -> None:
