@@ -283,6 +283,9 @@ FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
+# The terminal client's defaults (`fathom client --url / --key`); the server does not use them.
+FATHOM_URL = env_url("FATHOM_URL", ("http", "https")) or f"http://127.0.0.1:{HTTP_PORT}"
+FATHOM_API_KEY = env_str("FATHOM_API_KEY")
 
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs

@@ -1,6 +1,5 @@
 """`fathom client`: the terminal client (harness.client), over REST and SSE only."""
 
-import os
 import sys
 
 from django.conf import settings
@@ -19,9 +18,9 @@ def register(subparsers):
                     "events and sends each --message, then each line of standard input (/refresh queues a "
                     "RefreshProfile, /quit leaves). When input ends it waits until the turns answering what it sent "
                     "have ended, then exits.")
-    client.add_argument("--url", default=os.environ.get("FATHOM_URL", f"http://127.0.0.1:{settings.HTTP_PORT}"),
+    client.add_argument("--url", default=settings.FATHOM_URL,
                         help="the Fathom to talk to (default: FATHOM_URL, else this machine's port)")
-    client.add_argument("--key", default=os.environ.get("FATHOM_API_KEY", ""),
+    client.add_argument("--key", default=settings.FATHOM_API_KEY,
                         help="an API key of the workspace (default: FATHOM_API_KEY)")
     client.add_argument("--session", default="", help="attach to this session instead of opening one")
     client.add_argument("--title", default="", help="a new session's title")

@@ -8,12 +8,13 @@ was deleted) deletes its own beat entry, so an orphan ticks at most once."""
 
 import json
 import logging
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from fathom.cron import cron_parse
+from fathom.cron import Cron, cron_parse
 from fathom.errors import ApplicationError, ConflictError
 from harness.runtime.models import Session, SessionSchedule, Trigger
 from harness.runtime.services import trigger_enqueue
@@ -30,17 +31,22 @@ HEARTBEAT_MIN_EXPIRE_SECONDS = 60
 CRON_EXPIRE_SECONDS = 3600
 
 
-@transaction.atomic
-def session_schedule_create(*, session: Session, kind: str, every_seconds: int | None = None, cron: str = "",
-                            timezone_name: str = "UTC", content: str = "") -> SessionSchedule:
-    """A heartbeat (`every_seconds` > 0; one per session) or a cron schedule (`cron`, five fields or
-    an @alias, in `timezone_name`) of the session, with its beat entry. Bad input is an
-    ApplicationError naming the problem; a second heartbeat is a ConflictError."""
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """A schedule as validated: a heartbeat's interval, or a cron's parsed fields, and its time zone."""
+
+    kind: str
+    every_seconds: int | None
+    cron: Cron | None
+    timezone_name: str
+
+
+def session_schedule_validate(*, kind: str, every_seconds: int | None = None, cron: str = "",
+                              timezone_name: str = "UTC") -> ScheduleSpec:
+    """The schedule these fields describe, or ApplicationError naming what is wrong."""
     if kind not in SessionSchedule.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(SessionSchedule.Kind.values)}, got {kind!r}",
                                code="invalid_schedule")
-    if session.status != Session.Status.OPEN:
-        raise ConflictError("the session is closed")
     timezone_check(timezone_name)
     if kind == SessionSchedule.Kind.HEARTBEAT:
         if cron:
@@ -49,19 +55,32 @@ def session_schedule_create(*, session: Session, kind: str, every_seconds: int |
                 0 < every_seconds <= MAX_EVERY_SECONDS:
             raise ApplicationError(f"every_seconds must be a whole number from 1 to {MAX_EVERY_SECONDS}, "
                                    f"got {every_seconds!r}", code="invalid_schedule")
-        schedule = _created(SessionSchedule(workspace_id=session.workspace_id, session=session, kind=kind,
-                                            every_seconds=every_seconds, timezone=timezone_name, content=content))
-        interval, _ = IntervalSchedule.objects.get_or_create(every=every_seconds, period=IntervalSchedule.SECONDS)
-        entry = {"interval": interval, "expire_seconds": max(every_seconds, HEARTBEAT_MIN_EXPIRE_SECONDS)}
-        when = f"every {every_seconds} s"
+        return ScheduleSpec(kind, every_seconds, None, timezone_name)
+    if every_seconds is not None:
+        raise ApplicationError("a cron schedule takes cron, not every_seconds", code="invalid_schedule")
+    if not cron:
+        raise ApplicationError("a cron schedule needs cron, e.g. '*/5 * * * *'", code="invalid_schedule")
+    return ScheduleSpec(kind, None, cron_parse(cron), timezone_name)
+
+
+@transaction.atomic
+def session_schedule_create(*, session: Session, kind: str, every_seconds: int | None = None, cron: str = "",
+                            timezone_name: str = "UTC", content: str = "") -> SessionSchedule:
+    """A heartbeat (`every_seconds` > 0; one per session) or a cron schedule (`cron`, five fields or
+    an @alias, in `timezone_name`) of the session, with its beat entry. Bad input is an
+    ApplicationError naming the problem; a second heartbeat, or a closed session, a ConflictError."""
+    spec = session_schedule_validate(kind=kind, every_seconds=every_seconds, cron=cron, timezone_name=timezone_name)
+    if session.status != Session.Status.OPEN:
+        raise ConflictError("the session is closed")
+    schedule = _created(SessionSchedule(
+        workspace_id=session.workspace_id, session=session, kind=kind, every_seconds=spec.every_seconds,
+        cron=str(spec.cron) if spec.cron else "", timezone=timezone_name, content=content))
+    if spec.cron is None:
+        interval, _ = IntervalSchedule.objects.get_or_create(every=spec.every_seconds, period=IntervalSchedule.SECONDS)
+        entry = {"interval": interval, "expire_seconds": max(spec.every_seconds, HEARTBEAT_MIN_EXPIRE_SECONDS)}
+        when = f"every {spec.every_seconds} s"
     else:
-        if every_seconds is not None:
-            raise ApplicationError("a cron schedule takes cron, not every_seconds", code="invalid_schedule")
-        if not cron:
-            raise ApplicationError("a cron schedule needs cron, e.g. '*/5 * * * *'", code="invalid_schedule")
-        parsed = cron_parse(cron)
-        schedule = _created(SessionSchedule(workspace_id=session.workspace_id, session=session, kind=kind,
-                                            cron=str(parsed), timezone=timezone_name, content=content))
+        parsed = spec.cron
         crontab, _ = CrontabSchedule.objects.get_or_create(
             minute=parsed.minute, hour=parsed.hour, day_of_month=parsed.day_of_month,
             month_of_year=parsed.month_of_year, day_of_week=parsed.day_of_week, timezone=timezone_name)

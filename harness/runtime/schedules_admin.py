@@ -1,13 +1,38 @@
-"""Admin of sessions' heartbeat and cron schedules: listed with their beat entries, deleted with
-them (REST creates them: `POST /v1/sessions/{id}/schedules`); beat's own admin pauses or edits an entry."""
+"""Admin of sessions' heartbeat and cron schedules: added, listed and deleted with their beat
+entries through the same services as REST; beat's own admin pauses or edits an entry."""
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import format_html
 
 from fathom.admin import WorkspaceScopedAdmin
+from fathom.auth import workspaces_operated_by
+from fathom.errors import ApplicationError
 from harness.runtime import schedules
-from harness.runtime.models import SessionSchedule
+from harness.runtime.models import Session, SessionSchedule
+
+EDITABLE = ["session", "kind", "every_seconds", "cron", "timezone", "content"]
+
+
+class ScheduleAddForm(forms.ModelForm):
+    class Meta:
+        model = SessionSchedule
+        fields = EDITABLE
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            schedules.session_schedule_validate(kind=cleaned.get("kind") or "", every_seconds=cleaned.get(
+                "every_seconds"), cron=cleaned.get("cron") or "", timezone_name=cleaned.get("timezone") or "UTC")
+        except ApplicationError as exc:
+            raise ValidationError(exc.message) from None
+        session = cleaned.get("session")
+        if cleaned.get("kind") == SessionSchedule.Kind.HEARTBEAT and session is not None and \
+                session.schedules.filter(kind=SessionSchedule.Kind.HEARTBEAT).exists():
+            raise ValidationError("the session has a heartbeat already: delete it to set another interval")
+        return cleaned
 
 
 @admin.register(SessionSchedule)
@@ -23,8 +48,35 @@ class SessionScheduleAdmin(WorkspaceScopedAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("session", "periodic_task", "workspace")
 
-    def has_add_permission(self, request):
-        return False
+    def get_fields(self, request, obj=None):
+        return EDITABLE if obj is None else self.fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = ScheduleAddForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "session":
+            kwargs["queryset"] = Session.objects.filter(workspace__in=workspaces_operated_by(request.user),
+                                                        status=Session.Status.OPEN)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return  # a schedule is not edited here: its beat entry is (interval, crontab, enabled)
+        data = form.cleaned_data
+        created = schedules.session_schedule_create(
+            session=data["session"], kind=data["kind"], every_seconds=data.get("every_seconds"),
+            cron=data.get("cron") or "", timezone_name=data.get("timezone") or "UTC", content=data.get("content") or "")
+        obj.pk, obj.workspace_id, obj.periodic_task_id = created.pk, created.workspace_id, created.periodic_task_id
+        obj._state.adding = False
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request, obj)
 
     def delete_model(self, request, obj):
         schedules.session_schedule_delete(schedule=obj)
