@@ -1,15 +1,18 @@
 """What a fire's model turn streams to while the model writes: a set of listeners opened for each
 model turn, handed every chunk as it arrives, and closed with the finished completion.
 
-`settings.FATHOM_TURN_STREAM_LISTENERS` lists dotted paths of factories (classes, usually) called
-once per model turn with a `StreamedTurn`; each returns a listener, or None to sit this turn out.
-A listener has `feed(chunk)` (a `fathom.llm.StreamChunk`: a text delta or a finished tool call)
-and may have `close(completion)`, called once the call has returned (not when it failed: the
-turn is then retried whole, and what was streamed of it is superseded by the retry's stream).
+`settings.FATHOM_TURN_STREAM_LISTENERS` lists dotted paths of factories (a class, or a function)
+called once per model turn with a `StreamedTurn`; each returns a listener, or None to sit this turn
+out. A listener has `feed(chunk)` (a `fathom.llm.StreamChunk`: a text delta or a finished tool
+call; what it returns is ignored) and may have `close(completion)`, called once the call has
+returned (not when it failed: the turn is then retried whole, and what was streamed of it is
+superseded by the retry's stream). A listener that raises abandons the model call: the exception
+leaves the turn as a provider's failure would.
 
-The runtime's own listener is `AgentStreamBatcher` (opened by `agent_stream_open`): the text of a session's fire as AgentStream
-events while it is written. The quality harness's stream monitor plugs in beside it here, without
-either knowing the other. The turn itself is still committed whole, after the call, by the loop."""
+The runtime's own listener is `AgentStreamBatcher` (opened by `agent_stream_open`): the text of a
+session's fire as AgentStream events while it is written. The quality harness's stream monitor
+plugs in beside it here, without either knowing the other. The turn itself is still committed
+whole, after the call, by the loop."""
 
 from __future__ import annotations
 
