@@ -7,6 +7,7 @@ this process or in a worker process.
     server.respond_stream(events, pause_after=1)   # written one by one; after the first, wait for server.resume()
     server.always(500, {...})                  # once the queue is empty, every request gets this
     server.answer("text", tool_calls=[("semantic", {"query": "rover"})])   # an OpenAI chat completion
+                                               # (streamed as chat completion chunks when the request asks)
     server.answer(..., hold=True)              # held open until server.release(), then answered
     server.stall()                             # held open until server.release(), then dropped
     server.stalled.wait(30)                    # a held request has arrived
@@ -64,6 +65,10 @@ class WireServer:
                 if reply.drop:
                     self.close_connection = True  # the caller is gone (killed) or must retry
                     return
+                body = server.requests[-1][3]
+                if reply.events is None and isinstance(body, dict) and body.get("stream") and \
+                        isinstance(reply.body, dict) and reply.body.get("object") == "chat.completion":
+                    reply = Reply(reply.status, None, reply.headers, chat_events(reply.body))  # asked to stream
                 if reply.events is not None and reply.pause_after is not None:
                     server._stream(self, reply)
                     return
@@ -201,6 +206,20 @@ def chunk(delta=None, finish=None, usage=None):
     if usage:
         body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
     return None, body
+
+
+def chat_events(completion: dict) -> list:
+    """A chat completion as the server-sent events that stream it: the text, each tool call, the
+    finish reason, the usage, [DONE]."""
+    message, choice = completion["choices"][0]["message"], completion["choices"][0]
+    events = [chunk({"role": "assistant", "content": message.get("content") or ""})]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        events.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                             "function": call["function"]}]}))
+    events.append(chunk({}, finish=choice["finish_reason"]))
+    usage = completion.get("usage") or {}
+    events.append(chunk(None, usage=(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))))
+    return [*events, (None, "[DONE]")]
 
 
 def openai_error(status, message, kind="error"):
