@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from fathom.llm import Message, StopReason, ToolCall, ToolSpec, complete
+from fathom.llm.errors import LLMStreamInterrupted
 from fathom.llm.services import model_create
 from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
@@ -154,3 +155,19 @@ def test_a_streamed_responses_call_hands_over_its_function_calls(workspace, wire
 def test_the_responses_api_is_refused_for_a_provider_that_has_none(db):
     with pytest.raises(ValidationError, match="Responses API"):
         model_create(name="claude-responses", provider="anthropic", model="claude", api="responses")
+
+
+def test_a_responses_stream_that_fails_after_it_began_is_interrupted_not_retried(workspace, wire, settings):
+    settings.FATHOM_LLM_BACKOFF_SECONDS = 0.05
+    use(workspace, "openai", wire.url + "/v1", api="responses")
+    events = response_events(["partial "])[:2]  # created, one delta; then the model fails
+    failed = {**response([], status="failed"), "error": {"code": "server_error", "message": "the model fell over"}}
+    wire.respond_stream([*events, ("response.failed", {"type": "response.failed", "sequence_number": 2,
+                                                        "response": failed})])
+    received = []
+
+    with pytest.raises(LLMStreamInterrupted, match="the model fell over"):
+        complete(workspace=workspace, role="main", messages=[Message.user("x")],
+                 stream=lambda chunk: received.append(chunk.text))
+
+    assert received == ["partial "] and len(wire.requests) == 1
