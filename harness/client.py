@@ -167,8 +167,11 @@ class Renderer:
             return f"[dim]AgentStream turn {data.get('turn')} ({data.get('phase')})[/]" + (
                 f" calls [magenta]{escape(calls)}[/]" if calls else "")
         if kind == "TaskStateChanged":
-            return (f"[yellow]TaskStateChanged[/] {escape(str(data.get('tool') or data.get('task_id', '')))} "
-                    f"-> {escape(str(data.get('state', '')))}")
+            task = f"{data.get('tool', '')} {str(data.get('task_id', ''))[:8]}".strip()
+            moved = f"{data['previous']} -> {data.get('state', '')}" if data.get("previous") else data.get("state", "")
+            detail = data.get("error") or data.get("result_preview") or ""
+            return (f"[yellow]TaskStateChanged[/] {escape(task)} {escape(str(moved))}"
+                    + (f" [dim]{escape(_clip(detail, 160))}[/]" if detail else ""))
         if kind == "ProfileRefreshed":
             return f"[yellow]ProfileRefreshed[/] {escape(json.dumps(data))}"
         return f"{escape(kind)} {escape(_clip(json.dumps(data)))}"
