@@ -292,6 +292,17 @@ FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
 FATHOM_URL = env_url("FATHOM_URL", ("http", "https")) or f"http://127.0.0.1:{HTTP_PORT}"
 FATHOM_API_KEY = env_str("FATHOM_API_KEY")
 
+# --- The runtime's background tasks and file tools (harness.runtime) ----------------------------------------
+# Where fs:// paths live: each workspace has its own folder <root>/<workspace slug>, never left.
+FATHOM_FS_ROOT = Path(env_str("FATHOM_FS_ROOT") or str(DATA_DIR / "fs")).expanduser().resolve()
+# The largest file fs_read reads and the largest content fs_write / fs_replace writes.
+FATHOM_FS_MAX_READ_BYTES = env_int("FATHOM_FS_MAX_READ_BYTES", 1024 * 1024, minimum=1)
+FATHOM_FS_MAX_WRITE_BYTES = env_int("FATHOM_FS_MAX_WRITE_BYTES", 1024 * 1024, minimum=1)
+# The defaults of a workspace's harness settings (editable in admin): how many background tasks may run
+# at once in the workspace and in one session; the rest wait, Pending.
+FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, minimum=1)
+FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
+
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs
 # a migration of the columns and `fathom lake reembed`. pgvector's HNSW indexes take up to 2,000.

@@ -42,6 +42,9 @@ from harness.tools.base import MAIN, REVIEW
 
 logger = logging.getLogger(__name__)
 RESULT_PREVIEW_CHARS = 500
+# Offline, "list fs://notes and read fs://notes/todo.md" calls the file tools (their results come
+# back as TaskDone notes, which the offline model relays).
+OFFLINE_PATH_TOOLS = {"list": "fs_list", "read": "fs_read"}
 
 
 class FireCancelled(Exception):
@@ -362,9 +365,13 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
         workspace=fire.workspace, role="main", messages=messages, tools=specs, call_id=call_id,
         stream=listeners.feed if listeners else None,
+        # The review pass reads a brief the harness composed (question, answer, tool results): no
+        # conversation that model middleware (Festinger) should learn from.
+        **({"conversation": False} if phase == REVIEW else {}),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
-                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
+                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"},
+                                         path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
     listeners.close(completion)
     usage = completion.usage

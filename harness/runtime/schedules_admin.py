@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils.html import format_html
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin_scoping import WorkspaceScopedAdmin
 from fathom.auth import workspaces_operated_by
 from fathom.errors import ApplicationError
 from harness.runtime import schedules
