@@ -67,6 +67,12 @@ FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, m
 # children, beat; and one kept for the thread-pool worker of the `quality` queue, which the quality
 # harness (issue 15) adds to the stack.
 FATHOM_STACK_PROCESSES = 5 + FATHOM_WORKER_CONCURRENCY
+# The quality worker (`fathom up`'s thread-pool worker on the `quality` queue: verifiers, swarm
+# specialists) runs this many threads, each holding at most one connection of its one process's pool
+# while a task runs, so it may not have more threads than the pool has connections. I/O-bound model
+# calls: five specialists and their aggregator run at once with 8.
+FATHOM_QUALITY_WORKER_THREADS = env_int("FATHOM_QUALITY_WORKER_THREADS", min(8, FATHOM_DB_POOL_MAX_SIZE), minimum=1,
+                                        maximum=FATHOM_DB_POOL_MAX_SIZE)
 FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
 # Beside the stack: management commands, a shell, a test run and the workers it starts.
 FATHOM_DB_SPARE_PROCESSES = env_int("FATHOM_DB_SPARE_PROCESSES", 4, minimum=0, maximum=1000)
@@ -211,6 +217,10 @@ SPECTACULAR_SETTINGS = {
 # --- Celery -------------------------------------------------------------------------------------------
 FATHOM_QUEUES = ("fires", "quality", "memory", "maintenance")
 TASK_SOFT_TIME_LIMIT = env_int("FATHOM_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
+# Whether a new workspace's quality harness (seed 001) starts enabled; each workspace's own switch is
+# in admin (quality settings). The test run turns it off: tests that script a fire's main loop alone
+# stay as they are, and the quality tests turn it on for their workspace.
+FATHOM_QUALITY_DEFAULT_ENABLED = env_bool("FATHOM_QUALITY_DEFAULT_ENABLED", True)
 TASK_TIME_LIMIT = TASK_SOFT_TIME_LIMIT + 60
 
 
@@ -344,7 +354,7 @@ if SEARCH_PROVENANCE_SHARE > 1:
 SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
 # match must rank at least this (ts_rank_cd). Unset, the vector floor is the embedder's own, calibrated
-# for it (hashing-v2: 0.75); embedders without one have none (1.0).
+# for it (hashing-v2: 0.78); embedders without one have none (1.0).
 SEARCH_VECTOR_MAX_DISTANCE = (env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 1.0, minimum=0)
                               if env_str("FATHOM_SEARCH_VECTOR_MAX_DISTANCE") else None)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

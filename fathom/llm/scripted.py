@@ -11,6 +11,7 @@ fixture in tests/conftest.py does the first line for you):
     script.call_tool("search", {"query": "capital"})    # ... or asks for a tool
     script.fail("rate_limited", retry_after=1)          # ... or fails like a provider would
     script.reply(stream_error_after=2, text="a b c d")  # ... or breaks a stream after 2 chunks
+    script.reply("slow", latency=1.0)                   # ... or answers after 1 s (parallelism tests)
     script.reply("a long answer", chunk_chars=4, chunk_delay=0.02)  # streamed 4 characters every 20 ms
 
     completion = complete(workspace=workspace, role="main", messages=[Message.user("Capital of France?")])
@@ -101,7 +102,8 @@ class Script:
 
     def reply(self, text: str = "", *, tool_calls=(), stop_reason: str | None = None, input_tokens: int | None = None,
               output_tokens: int | None = None, cached_tokens: int = 0, stream_error_after: int | None = None,
-              request_id: str | None = None, chunk_chars: int | None = None, chunk_delay: float = 0) -> Script:
+              request_id: str | None = None, latency: float = 0, chunk_chars: int | None = None,
+              chunk_delay: float = 0) -> Script:
         """Queue an answer. Tokens default to a count of the prompt's and answer's characters / 4.
         Streamed, the text comes a word at a time, or `chunk_chars` characters at a time, with
         `chunk_delay` seconds before every chunk but the first."""
@@ -115,8 +117,8 @@ class Script:
             "text": text, "tool_calls": calls,
             "stop_reason": stop_reason or (StopReason.TOOL_CALLS if calls else StopReason.END),
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_tokens": cached_tokens,
-            "stream_error_after": stream_error_after, "request_id": request_id, "chunk_chars": chunk_chars,
-            "chunk_delay": chunk_delay,
+            "stream_error_after": stream_error_after, "request_id": request_id, "latency": latency,
+            "chunk_chars": chunk_chars, "chunk_delay": chunk_delay,
         })
         return self
 
@@ -168,10 +170,14 @@ class ScriptedProvider:
 
     def complete(self, request, *, timeout: float | None = None) -> Completion:
         item = self._next(request)
+        if item.get("latency"):
+            time.sleep(item["latency"])  # a simulated model's latency
         return _completion(request, item)
 
     def stream(self, request, *, timeout: float | None = None) -> Iterator[StreamChunk]:
         item = self._next(request)
+        if item.get("latency"):
+            time.sleep(item["latency"])  # before the first chunk, as a model thinks before it writes
         completion = _completion(request, item)
         size = item.get("chunk_chars")
         text = completion.text
