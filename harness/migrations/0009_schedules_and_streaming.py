@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('django_celery_beat', '0019_alter_periodictasks_options'),
         ('fathom', '0007_llmmodel_api'),
-        ('harness', '0006_quality'),
+        ('harness', '0008_conductor'),
     ]
 
     operations = [
