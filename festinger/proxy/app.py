@@ -482,7 +482,9 @@ class Request:
                     if not writer.finished:
                         await writer.done(watcher.completion_so_far(), watcher.started)
                 else:
-                    await self.end(watcher.buffer)
+                    rest = watcher.buffer  # a whole answer ("stream": false) has no closing newline
+                    watcher.take(final=True)
+                    await self.end(rest)
                 watcher.close()
                 return None
         except httpx.HTTPError as exc:

@@ -88,7 +88,7 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
-    def finish(self, completion: Completion, *, kind: str, stream_cut: str | None = None) -> None:
+    def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
         """After the response: every `after` (counting, learning, loop detection) and the trace."""
         with session_context(self.session), connections_returned(), call_notes_context(self.notes):
             with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
