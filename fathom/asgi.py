@@ -13,6 +13,12 @@ _mounts = [(prefix.rstrip("/"), import_string(path)()) for prefix, path in setti
 
 
 async def application(scope, receive, send):
+    if scope["type"] == "lifespan":  # Django has no lifespan; the mounted apps need none beyond their first request
+        while True:
+            message = await receive()
+            await send({"type": f"{message['type']}.complete"})
+            if message["type"] == "lifespan.shutdown":
+                return
     if scope["type"] == "http":
         for prefix, app in _mounts:
             if scope["path"] == prefix or scope["path"].startswith(prefix + "/"):

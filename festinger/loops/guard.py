@@ -97,8 +97,13 @@ def loop_config_update(*, workspace, **values) -> LoopConfig:
         setattr(row, name, value)
     row.full_clean()
     row.save()
-    transaction.on_commit(lambda: get_redis().incr(CONFIG_VERSION_KEY))
+    config_changed()
     return row
+
+
+def config_changed() -> None:
+    """Every process reads the thresholds again from its next call on (after this commit)."""
+    transaction.on_commit(lambda: get_redis().incr(CONFIG_VERSION_KEY))
 
 
 # --- the middleware ---------------------------------------------------------------------------------------
@@ -394,5 +399,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "conversation_session", "loop_config_update",
+__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed", "conversation_session",
+           "loop_config_update",
            "loop_events_record", "loop_settings", "stream_cut_observe"]

@@ -38,11 +38,12 @@ OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS 
 
 LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/v1/festinger/conflicts",
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
-                  "/v1/profiles/users"]
+                  "/v1/profiles/users", "/v1/festinger/loops"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
-                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from")]
+                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from"),
+                    ("/v1/festinger/loops", "session"), ("/v1/festinger/loops", "kind")]
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
