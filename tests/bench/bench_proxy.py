@@ -83,7 +83,8 @@ def stack(transactional_db, workspace):
     processes.append(start([*uvicorn, "--port", str(proxy_port), "festinger.proxy.asgi:application"],
                            port=proxy_port, env=env))
     litellm_key = f"sk-bench-{secrets.token_hex(16)}"
-    litellm = shutil.which("litellm", path=os.path.dirname(sys.executable))
+    litellm = shutil.which("litellm", path=os.path.dirname(sys.executable)) if os.environ.get(
+        "FATHOM_BENCH_PROXY_LITELLM", "1") != "0" else None
     if litellm is not None:
         try:
             processes.append(start(
@@ -224,5 +225,5 @@ def test_proxy_latency_and_throughput_against_litellm(stack):
               f"({their_done} done, {their_errors} errors); target fathom >= 10x: "
               f"{ours_rps / their_rps if their_rps else float('nan'):.1f}x")
     assert ours_errors == 0
-    print(f"medians of totals (ms): " + ", ".join(
+    print("medians of totals (ms): " + ", ".join(
         f"{who}/{kind}={statistics.median(row['total']) * 1000:.2f}" for (who, kind), row in rows.items()))
