@@ -91,6 +91,11 @@ if EMBEDDED_REDIS:
 
     REDIS_URL = EmbeddedRedis(DATA_DIR).url
 
+# Django's cache lives in the same Redis, so what one process caches (the quality harness's workspace
+# profiles) and invalidates is seen by every process.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                      "KEY_PREFIX": "fathom"}}
+
 # --- Django -----------------------------------------------------------------------------------------
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -321,8 +326,12 @@ FATHOM_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximu
 # Search (lake/search; README "Search"). The characters of rendered recall an answer may take (about
 # 4 per token) when the request names no budget: what a fire's prompt can spare.
 SEARCH_BUDGET_CHARS = env_int("FATHOM_SEARCH_BUDGET_CHARS", 6000, minimum=200, maximum=1_000_000)
-# Hybrid fusion: weighted reciprocal rank fusion of each step's vector and full-text rankings.
-SEARCH_VECTOR_WEIGHT = env_float("FATHOM_SEARCH_VECTOR_WEIGHT", 1.0, minimum=0)
+# Hybrid fusion of each step's vector and full-text halves (lake/search/rank.py): `weighted` sums the
+# two scores times their weights; `rrf` is reciprocal rank fusion with k, the weights scaling each half.
+SEARCH_FUSION = env_str("FATHOM_SEARCH_FUSION", "weighted")  # chosen on tests/bench/bench_retrieval.py
+if SEARCH_FUSION not in ("weighted", "rrf"):
+    raise ImproperlyConfigured(f"FATHOM_SEARCH_FUSION must be weighted or rrf, got {SEARCH_FUSION!r}")
+SEARCH_VECTOR_WEIGHT = env_float("FATHOM_SEARCH_VECTOR_WEIGHT", 0.25, minimum=0)
 SEARCH_TEXT_WEIGHT = env_float("FATHOM_SEARCH_TEXT_WEIGHT", 1.0, minimum=0)
 SEARCH_RRF_K = env_int("FATHOM_SEARCH_RRF_K", 60, minimum=1, maximum=1000)
 # The most provenance rows may take of a search's hits (a share of the limit; 1 = no cap).

@@ -180,7 +180,7 @@ class SearchScoresOut(serializers.Serializer):
     text_rank = serializers.FloatField(allow_null=True)
     vector_position = serializers.IntegerField(allow_null=True)
     text_position = serializers.IntegerField(allow_null=True)
-    rrf = serializers.FloatField(allow_null=True)
+    fused = serializers.FloatField(allow_null=True)
     rerank_factor = serializers.FloatField()
     reranked_distance = serializers.FloatField(allow_null=True)
 

@@ -265,6 +265,16 @@ def deltas_reembed(*, workspace: Workspace | None = None, tags: Sequence[str] = 
     return written
 
 
+def deltas_reembed_stale(*, limit: int) -> tuple[int, bool]:
+    """Embed again up to `limit` deltas whose vector another embedder made (an upgrade of the
+    offline embedder, a change of EMBEDDER or EMBEDDING_MODEL), so the lake lives in one vector
+    space again without an operator's command. Returns how many were written and whether more
+    are left. Deltas still waiting for their first vector are the embedding task's, not this."""
+    ids = list(Delta.objects.filter(embedding__isnull=False).exclude(embedding_model=embedder_name())
+               .order_by().values_list("id", flat=True)[:limit + 1])
+    return deltas_embed(delta_ids=ids[:limit], force=True), len(ids) > limit
+
+
 # --- helpers ---------------------------------------------------------------------------------------
 
 

@@ -1,5 +1,7 @@
 """semantic(query, depth): recall from the lake by meaning (the lake's compositional search), rendered
-with [<id>] slugs and the containers-active block, returned whole."""
+with [<id>] slugs and the containers-active block, returned whole; when nothing is found, the
+search's reason (small words only, nothing above the relevance floor), so the model can ask again
+better rather than conclude the lake is empty."""
 
 from fathom.errors import ApplicationError
 from harness.tools.base import Tool, ToolContext, ToolError, register
@@ -12,8 +14,8 @@ def run(ctx: ToolContext, args: dict):
                                limit=args.get("limit", 10))
     except ApplicationError as exc:
         raise ToolError(exc.message) from None
-    if not result.rows:
-        return f"nothing in the lake matches {args['query']!r}"
+    if result.nothing_found:
+        return f"nothing in the lake matches {args['query']!r}: {result.nothing_found}"
     return result.rendered
 
 

@@ -3,8 +3,8 @@
 1. plan (`plan.py`): 1 to 4 steps; the planner model composes them, or one hybrid step by default;
 2. execution (`execute.py`): per step, vector (summary and centroid) and full-text candidates;
 3. timeline strips and 4. provenance expansion down and up (`expand.py`);
-5. valence rerank, weighted reciprocal rank fusion, the relevance floor and the provenance cap
-   (`rank.py`);
+5. valence rerank, fusion of the vector and text scores (weighted, or reciprocal rank fusion), the
+   relevance floor and the provenance cap (`rank.py`);
 6. provenance rows match on LEAST(summary distance, centroid distance), the centroid only where it
    is meaningfully closer, both reported;
 7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips, packed into
@@ -167,12 +167,12 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
 
     vectors = _query_vectors(plan, warnings)
     candidates: dict[str, Candidate] = {}
-    for index, step in enumerate(plan.steps):
-        run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
-                 pool=pool, candidates=candidates)
+    words = {index: run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
+                             pool=pool, candidates=candidates)
+             for index, step in enumerate(plan.steps)}
     tuning = Tuning.from_settings(embedder_floor=getattr(get_embedder(), "relevance_floor", 1.0) if vectors else 1.0)
-    hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning), limit=limit,
-                            share=tuning.provenance_share)
+    hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
+                            limit=limit, share=tuning.provenance_share)
     if not hits:
         return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
                               warnings=warnings)
@@ -289,7 +289,7 @@ def _hit_scores(hit: Ranked) -> dict:
         "found_by": hit.found_by, "summary_distance": _round(candidate.summary_distance),
         "centroid_distance": _round(candidate.centroid_distance), "distance": _round(candidate.distance),
         "matched_on": candidate.matched_on, "text_rank": _round(candidate.text_rank),
-        "vector_position": hit.vector_position, "text_position": hit.text_position, "rrf": _round(hit.rrf),
+        "vector_position": hit.vector_position, "text_position": hit.text_position, "fused": _round(hit.fused),
         "rerank_factor": hit.rerank_factor, "reranked_distance": _round(hit.reranked_distance),
     }
 
@@ -301,7 +301,7 @@ def _plain_scores(candidate: Candidate, found_by: str) -> dict:
         "found_by": [found_by], "summary_distance": _round(candidate.summary_distance),
         "centroid_distance": _round(candidate.centroid_distance), "distance": _round(distance),
         "matched_on": candidate.matched_on, "text_rank": None, "vector_position": None, "text_position": None,
-        "rrf": None, "rerank_factor": factor, "reranked_distance": _round(None if distance is None else distance * factor),
+        "fused": None, "rerank_factor": factor, "reranked_distance": _round(None if distance is None else distance * factor),
     }
 
 

@@ -21,6 +21,12 @@ from lake.search.plan import Filters, Step
 NO_DISTANCE = 999.0
 COMMON_WORD_ROWS = 2000
 COLUMNS = "d.id, d.created_at, d.source, d.tags, d.content, d.media_hash"
+# A text rank: how many of the query's words the delta holds (coverage, as full text search
+# engines count matched terms), plus ts_rank_cd normalised by log length into [0, 1) to order
+# deltas that hold as many. Plain ts_rank_cd grows with a text's length: long logs outranked the
+# short note that answered.
+TEXT_RANK_SQL = ("((SELECT count(*) FROM unnest((SELECT each FROM text_query)) AS word WHERE d.search_vector @@ word)"
+                 " + ts_rank_cd(d.search_vector, {tsquery}, 33))")
 
 
 @dataclass
@@ -33,8 +39,9 @@ class Candidate:
     media_hash: str
     summary_distance: float | None = None  # embedding <=> query
     centroid_distance: float | None = None  # provenance_embedding <=> query (provenance only)
-    text_rank: float | None = None  # ts_rank_cd when the full text matched
-    # Per step: was it among the vector (summary or centroid) candidates / the text candidates.
+    text_rank: float | None = None  # words of the query held + ts_rank_cd in [0, 1) (TEXT_RANK_SQL)
+    # Per step: was it among the vector (summary or centroid) candidates / the text candidates;
+    # and its distance and text rank for that step's query, whichever half found it.
     vector_steps: set[int] = field(default_factory=set)
     text_steps: set[int] = field(default_factory=set)
     step_distances: dict[int, float] = field(default_factory=dict)
@@ -80,8 +87,10 @@ def prepare(*, workspace_id: int, ef_search: int) -> bool:
 
 
 def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | None, pool: int,
-             candidates: dict[str, Candidate]) -> None:
-    """Run one step and merge what it finds into `candidates` (by id)."""
+             candidates: dict[str, Candidate]) -> int:
+    """Run one step and merge what it finds into `candidates` (by id), each with both its vector
+    distance and its text rank (whichever half found it); returns how many words of the query the
+    text half looked for (the most a text rank can cover)."""
     where, params = _filter_sql(step.filters)
     use_vector = query_vector is not None and step.mode in ("hybrid", "vector")
     use_text = step.mode in ("hybrid", "text") and step.query.strip()
@@ -90,6 +99,7 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
     # about any of them (think IDF), and ranking all its matches would cost more than the search.
     tsquery = "(SELECT query FROM text_query)" if use_text else "NULL::tsquery"
     vector = "%(vector)s::vector" if use_vector else "NULL::vector"
+    rank_expression = TEXT_RANK_SQL.format(tsquery=tsquery)
     sql = f"""
         WITH vec AS MATERIALIZED (
             SELECT d.id FROM lake_delta AS d
@@ -105,44 +115,51 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
                 unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
             WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta' AND st.attname = 'search_vector'
                 AND c.oid = 'lake_delta'::regclass AND s.freq * c.reltuples > %(common)s
-        ), text_query AS MATERIALIZED (
-            SELECT string_agg(chr(39) || replace(w.lexeme, chr(39), chr(39) || chr(39)) || chr(39), ' | ')::tsquery
-                AS query
+        ), words AS MATERIALIZED (
+            SELECT chr(39) || replace(w.lexeme, chr(39), chr(39) || chr(39)) || chr(39) AS quoted
             FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS w
             WHERE w.lexeme NOT IN (SELECT lexeme FROM common WHERE lexeme IS NOT NULL) AND strpos(w.lexeme, chr(92)) = 0
+        ), text_query AS MATERIALIZED (
+            SELECT string_agg(quoted, ' | ')::tsquery AS query, array_agg(quoted::tsquery) AS each FROM words
         ), txt AS MATERIALIZED (
-            SELECT d.id, ts_rank_cd(d.search_vector, {tsquery}) AS text_rank FROM lake_delta AS d
+            SELECT d.id, {rank_expression} AS text_rank FROM lake_delta AS d
             WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ {tsquery} {where}
             ORDER BY text_rank DESC, d.id LIMIT %(pool)s
         ), found AS (
-            SELECT id, true AS by_vector, NULL::real AS text_rank FROM vec
-            UNION ALL SELECT id, true, NULL FROM cen
-            UNION ALL SELECT id, false, text_rank FROM txt
+            SELECT id, true AS by_vector, false AS by_text FROM vec
+            UNION ALL SELECT id, true, false FROM cen
+            UNION ALL SELECT id, false, true FROM txt
         ), pool AS (
-            SELECT id, bool_or(by_vector) AS by_vector, max(text_rank) AS text_rank FROM found GROUP BY id
+            SELECT id, bool_or(by_vector) AS by_vector, bool_or(by_text) AS by_text FROM found GROUP BY id
         )
-        SELECT {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector}, pool.by_vector, pool.text_rank
+        SELECT {COLUMNS}, d.embedding <=> {vector}, d.provenance_embedding <=> {vector}, pool.by_vector, pool.by_text,
+            CASE WHEN d.search_vector @@ {tsquery} THEN {rank_expression} END,
+            (SELECT coalesce(cardinality(each), 0) FROM text_query)
         FROM pool JOIN lake_delta AS d ON d.id = pool.id
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, {"ws": workspace_id, "vector": query_vector, "text": step.query, "pool": pool,
                              "common": COMMON_WORD_ROWS, **params})
         rows = cursor.fetchall()
+    words = rows[0][11] if rows else 0
     for row in rows:
         candidate = candidates.get(row[0]) or candidate_from_row(row)
         candidates[candidate.id] = candidate
-        summary, centroid, by_vector, text_rank = row[6:10]
+        summary, centroid, by_vector, by_text, text_rank = row[6:11]
         if summary is not None:
             candidate.summary_distance = _better(candidate.summary_distance, summary)
         if centroid is not None:
             candidate.centroid_distance = _better(candidate.centroid_distance, centroid)
+        if summary is not None or centroid is not None:
+            candidate.step_distances[index] = vector_distance(summary, centroid)
         if by_vector:
             candidate.vector_steps.add(index)
-            candidate.step_distances[index] = vector_distance(summary, centroid)
         if text_rank is not None:
-            candidate.text_steps.add(index)
             candidate.step_text_ranks[index] = text_rank
             candidate.text_rank = max(candidate.text_rank or 0.0, text_rank)
+        if by_text:
+            candidate.text_steps.add(index)
+    return words
 
 
 def candidate_from_row(row, *, with_distances: bool = False) -> Candidate:

@@ -1,23 +1,30 @@
-"""Stages 5 and 2's fusion: the valence rerank, weighted reciprocal rank fusion, the relevance floor
-and the provenance cap.
+"""Stages 5 and 2's fusion: the valence rerank, the fusion of the vector and text rankings, the
+relevance floor and the provenance cap.
 
 Seed 000's valence rerank multiplies a hit's distance by 0.85 for provenance and sediment and by
-0.92 for Q/A markers, so a named stretch ranks above a raw moment when both match. Made hybrid:
-each step yields a vector ranking (by summary or centroid distance x factor, see
-`execute.vector_distance`) and a full-text ranking (by `ts_rank_cd / factor`); every ranking of
-every step is fused by weighted reciprocal rank fusion, score = sum over rankings of
-weight / (k + position), the weights and k being settings (a smaller k lets each ranking's first
-places count for more against the other's). Ties go to the smaller reranked distance, then to the
-newer moment.
+0.92 for Q/A markers, so a named stretch ranks above a raw moment when both match. Made hybrid,
+every candidate of a step carries both its vector distance and its text rank (whichever half
+found it), and SEARCH_FUSION chooses how they combine, per step, summed over the plan's steps:
 
-The relevance floor keeps a candidate out of a ranking it does not belong in: a vector neighbour
-further than SEARCH_VECTOR_MAX_DISTANCE (by default the embedder's own floor), a text match ranked
-below SEARCH_TEXT_MIN_RANK. A candidate in no ranking is not a hit, so a query that matches nothing
+- `weighted` (the default, chosen on the labelled benchmark): a convex combination of the two
+  scores, each in [0, 1]: vector_weight x (1 - distance x factor) + text_weight x
+  (text rank / factor) / (query words + 1), the text rank being the query words a delta holds
+  plus a length-normalised ts_rank_cd below 1 (`execute.TEXT_RANK_SQL`). The scores carry what
+  ranks lose: a long log that holds every word of a question but sits far from it as a whole
+  vector beats the short notes that hold two of its words.
+- `rrf`: reciprocal rank fusion, sum over rankings of weight / (k + position), each ranking being
+  the half's own candidates (a smaller k lets first places count for more).
+
+Ties go to the smaller reranked distance, then to the newer moment.
+
+The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
+beyond SEARCH_VECTOR_MAX_DISTANCE (by default the embedder's own floor), a text rank below
+SEARCH_TEXT_MIN_RANK. A candidate in neither half is not a hit, so a query that matches nothing
 well returns no hits.
 
-The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of a search's hits; the
-slots left go to the next moments, so a summary never crowds out the moments it summarises (it
-still surfaces as a container of the moments that are hits)."""
+The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of the hits a search
+returns (one may come when no moment matched at all); the slots left go to the next moments, so a summary never crowds
+out the moments it summarises (it still surfaces as a container of the moments that are hits)."""
 
 import math
 from dataclasses import dataclass
@@ -41,6 +48,7 @@ class Tuning:
     text_min_rank: float
     provenance_share: float
     rrf_k: int = 60
+    fusion: str = "weighted"
 
     @classmethod
     def from_settings(cls, *, embedder_floor: float = 1.0) -> "Tuning":
@@ -48,7 +56,8 @@ class Tuning:
         floor = settings.SEARCH_VECTOR_MAX_DISTANCE
         return cls(vector_weight=settings.SEARCH_VECTOR_WEIGHT, text_weight=settings.SEARCH_TEXT_WEIGHT,
                    rrf_k=settings.SEARCH_RRF_K, vector_max_distance=embedder_floor if floor is None else floor,
-                   text_min_rank=settings.SEARCH_TEXT_MIN_RANK, provenance_share=settings.SEARCH_PROVENANCE_SHARE)
+                   text_min_rank=settings.SEARCH_TEXT_MIN_RANK, provenance_share=settings.SEARCH_PROVENANCE_SHARE,
+                   fusion=settings.SEARCH_FUSION)
 
 
 @dataclass
@@ -58,7 +67,7 @@ class Ranked:
     reranked_distance: float | None
     vector_position: int | None  # best (1-based) position in a vector ranking of any step
     text_position: int | None
-    rrf: float
+    fused: float  # the fusion's score (SEARCH_FUSION): higher is better
 
     @property
     def found_by(self) -> list[str]:
@@ -78,29 +87,39 @@ def rerank_factor(tags) -> float:
     return 1.0
 
 
-def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning) -> list[Ranked]:
-    """The candidates that placed in some ranking (above the floor), best first, each with the
-    numbers that placed it."""
+def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict[int, int]) -> list[Ranked]:
+    """The candidates that placed in some half (above its floor), best first, each with the numbers
+    that placed it. `words` holds, per step, how many query words its text half looked for."""
     factors = {c.id: rerank_factor(c.tags) for c in candidates}
-    rrf = {c.id: 0.0 for c in candidates}
+    fused = {c.id: 0.0 for c in candidates}
     vector_positions: dict[str, int] = {}
     text_positions: dict[str, int] = {}
     for step in range(steps):
-        by_vector = sorted((c for c in candidates if step in c.vector_steps
+        by_vector = sorted((c for c in candidates if step in c.step_distances
                             and c.step_distances[step] <= tuning.vector_max_distance),
                            key=lambda c: (c.step_distances[step] * factors[c.id], c.id))
-        by_text = sorted((c for c in candidates if step in c.text_steps
+        by_text = sorted((c for c in candidates if step in c.step_text_ranks
                           and c.step_text_ranks[step] >= tuning.text_min_rank),
                          key=lambda c: (-c.step_text_ranks[step] / factors[c.id], c.id))
-        for positions, ranking, weight in ((vector_positions, by_vector, tuning.vector_weight),
-                                           (text_positions, by_text, tuning.text_weight)):
+        for positions, ranking, weight, found_in in ((vector_positions, by_vector, tuning.vector_weight, "vector_steps"),
+                                                     (text_positions, by_text, tuning.text_weight, "text_steps")):
+            if tuning.fusion == "rrf":
+                ranking = [c for c in ranking if step in getattr(c, found_in)]  # each half's own candidates
             for position, candidate in enumerate(ranking, start=1):
-                # A ranking with no weight still places its candidates, behind every weighted one.
-                rrf[candidate.id] += weight / (tuning.rrf_k + position) if weight else 1e-9 / position
                 positions[candidate.id] = min(positions.get(candidate.id, position), position)
+                if tuning.fusion == "rrf":
+                    # A ranking with no weight still places its candidates, behind every weighted one.
+                    fused[candidate.id] += weight / (tuning.rrf_k + position) if weight else 1e-9 / position
+        if tuning.fusion == "weighted":
+            for candidate in by_vector:
+                similarity = max(0.0, 1 - candidate.step_distances[step] * factors[candidate.id])
+                fused[candidate.id] += tuning.vector_weight * similarity or 1e-9
+            for candidate in by_text:
+                coverage = candidate.step_text_ranks[step] / factors[candidate.id] / (words.get(step, 0) + 1)
+                fused[candidate.id] += tuning.text_weight * coverage or 1e-9
     ranked = []
     for candidate in candidates:
-        if not rrf[candidate.id]:
+        if not fused[candidate.id]:
             continue  # in no ranking: below the floor of every half
         distance = candidate.distance
         factor = factors[candidate.id]
@@ -108,34 +127,46 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning) -> list[Ran
             candidate=candidate, rerank_factor=factor,
             reranked_distance=None if distance is None else distance * factor,
             vector_position=vector_positions.get(candidate.id), text_position=text_positions.get(candidate.id),
-            rrf=rrf[candidate.id],
+            fused=fused[candidate.id],
         ))
-    ranked.sort(key=lambda r: (-r.rrf, r.reranked_distance if r.reranked_distance is not None else 9e9,
+    ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
 
 
-def provenance_cap(*, limit: int, share: float) -> int:
-    """How many of `limit` hits may be provenance rows: share x limit, rounded down, but at least one
-    while the share is above 0 (a search for one named stretch can still find it)."""
+def provenance_cap(*, hits: int, share: float, moments: bool = True) -> int:
+    """How many of `hits` hits may be provenance rows: share x hits, rounded down; one when no
+    moment matched at all (a search for one named stretch still finds it)."""
     if share >= 1:
-        return limit
-    return max(1, math.floor(share * limit + 1e-9)) if share > 0 else 0
+        return hits
+    if not moments:
+        return min(hits, 1) if share > 0 else 0
+    return math.floor(share * hits + 1e-9)
 
 
 def top_hits(ranked: list[Ranked], *, limit: int, share: float) -> tuple[list[Ranked], int]:
     """The best `limit` of `ranked` with at most `provenance_cap` provenance rows among them, and
-    how many provenance rows the cap passed over."""
-    cap = provenance_cap(limit=limit, share=share)
+    how many provenance rows the cap passed over. The cap is a share of the hits returned, not of
+    `limit`: when few moments pass the floor, fewer provenance rows come with them."""
+    cap = max(1, provenance_cap(hits=limit, share=share)) if share > 0 else 0
     hits: list[Ranked] = []
     provenance = passed_over = 0
     for item in ranked:
         if len(hits) == limit:
             break
-        if PROVENANCE_TAG in item.candidate.tags:
+        if _is_provenance(item):
             if provenance >= cap:
                 passed_over += 1
                 continue
             provenance += 1
         hits.append(item)
+    while provenance > provenance_cap(hits=len(hits), share=share, moments=len(hits) > provenance):
+        # Fewer moments than `limit` passed the floor: drop the lowest-ranked provenance row.
+        hits.pop(max(index for index, item in enumerate(hits) if _is_provenance(item)))
+        provenance -= 1
+        passed_over += 1
     return hits, passed_over
+
+
+def _is_provenance(item: Ranked) -> bool:
+    return PROVENANCE_TAG in item.candidate.tags

@@ -17,6 +17,9 @@ are the real ones.
 Questions, with graded gold ids (2 = the delta that answers, 1 = relevant):
 - fact: one note, asked with its nouns and its person (another form of the verb) or its measured
   detail, and small words;
+- fact-log: the same kind of question about one line of a day's log (a long note of 6 to 9 such
+  lines, 2 a topic, written beside the notes): the words that answer are a few of the log's
+  many, which is where a vector of the whole text loses them and full text does not;
 - paraphrase: one note, asked with synonyms for its verb and some of its nouns;
 - episode: an episode (2) and its constituents (1);
 - topic: the L2 topic (2), its episodes and every note of the topic (1);
@@ -56,7 +59,7 @@ TOPIC_COUNT = int(os.environ.get("RETRIEVAL_BENCH_TOPICS", "40"))
 SEED = int(os.environ.get("RETRIEVAL_BENCH_SEED", "21"))
 K = 10
 MODES = ("hybrid", "vector", "text", "pgvector")
-CLASSES = ("fact", "paraphrase", "episode", "topic")
+CLASSES = ("fact", "fact-log", "paraphrase", "episode", "topic")
 
 pytestmark = pytest.mark.slow
 
@@ -166,7 +169,7 @@ def test_retrieval_quality(db, monkeypatch):
     questions = corpus.questions(rng)
     absent = [Question("absent", text) for text in ABSENT]
 
-    print(f"\n\nlabelled lake: {len(corpus.topics)} topics, {len(corpus.notes):,} notes, "
+    print(f"\n\nlabelled lake: {len(corpus.topics)} topics, {len(corpus.notes):,} notes and {len(corpus.logs)} logs, "
           f"{len(corpus.episode_ids)} L1 episodes and {len(corpus.topic_ids)} L2 topics (through proposals), "
           f"embedder {get_embedder().name}; {len(questions)} questions "
           f"({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in CLASSES)}) and {len(absent)} absent; "
@@ -317,22 +320,26 @@ def _parse_topic(line: str) -> Topic:
 
 class _Corpus:
     EPISODES_PER_TOPIC = 3
+    LOGS_PER_TOPIC = 2
 
     def __init__(self, rng: random.Random, *, topics: list[Topic]):
         self.rng = rng
         self.topics = topics
         self.notes: list[Note] = []
+        self.logs: list[Note] = []  # long notes: a day's log of many lines
         self.episodes: list[dict] = []  # topic, focus nouns, word, notes, id
         self.topic_ids: dict[int, str] = {}
         self.episode_ids: list[str] = []
         self.provenance_ids: set[str] = set()
+        self._seen: set = set()
         self._plan()
+        self._plan_logs(random.Random(SEED + 1), self._seen)  # its own generator: the notes stay as they were
 
     def _plan(self):
         rng = self.rng
         per_episode = max(4, round(10 * SCALE))
         between = max(1, round(4 * SCALE))
-        seen = set()
+        seen = self._seen
         for t, topic in enumerate(self.topics):
             focus_pairs = rng.sample([(a, b) for a in topic.nouns for b in topic.nouns if a < b], self.EPISODES_PER_TOPIC)
             for e, focus in enumerate(focus_pairs):
@@ -345,7 +352,22 @@ class _Corpus:
                     self._note(t, topic, None, None, seen)
 
     def _note(self, t, topic, focus, episode, seen) -> Note:
-        rng = self.rng
+        note = self._sentence(self.rng, t, topic, focus, episode, seen)
+        self.notes.append(note)
+        return note
+
+    def _plan_logs(self, rng: random.Random, seen):
+        """Two day's logs a topic, each of 6 to 9 note-like lines, one of them the line asked about."""
+        for t, topic in enumerate(self.topics):
+            for _ in range(self.LOGS_PER_TOPIC):
+                lines = [self._sentence(rng, t, topic, None, None, seen) for _ in range(rng.randint(6, 9))]
+                asked = rng.choice(lines)
+                text = "Log of the day. " + " ".join(line.text for line in lines)
+                self.logs.append(Note(text=text, topic=t, person=asked.person, verb=asked.verb, nouns=asked.nouns,
+                                      detail=asked.detail))
+
+    @staticmethod
+    def _sentence(rng, t, topic, focus, episode, seen) -> Note:
         while True:
             first = rng.choice(focus) if focus and rng.random() < 0.85 else rng.choice(topic.nouns)
             second = rng.choice([noun for noun in topic.nouns if noun != first])
@@ -368,18 +390,17 @@ class _Corpus:
             text = f"The {first} {forms[1]} badly whenever the {second} is cold, so {person} {forms[2]} it ({detail})."
         if shape in (1,):
             text += f" With {person}."
-        note = Note(text=text, topic=t, episode=episode, person=person, verb=verb, nouns=(first, second), detail=detail)
-        self.notes.append(note)
-        return note
+        return Note(text=text, topic=t, episode=episode, person=person, verb=verb, nouns=(first, second), detail=detail)
 
     def write(self, workspace):
         start = datetime(2025, 6, 1, tzinfo=UTC)
+        written = self.notes + self.logs
         items = [{"content": note.text, "tags": ["kind:note", f"topic:{note.topic}"], "source": "notebook",
-                  "created_at": start + timedelta(hours=3 * index)} for index, note in enumerate(self.notes)]
+                  "created_at": start + timedelta(hours=3 * index)} for index, note in enumerate(written)]
         ids = []
         for offset in range(0, len(items), 1000):
             ids += [delta.id for delta in deltas_create(workspace=workspace, items=items[offset:offset + 1000]).deltas]
-        for note, delta_id in zip(self.notes, ids, strict=True):
+        for note, delta_id in zip(written, ids, strict=True):
             note.id = delta_id
         for offset in range(0, len(ids), 500):
             deltas_embed(delta_ids=ids[offset:offset + 500])
@@ -428,10 +449,14 @@ class _Corpus:
                                    f"summarise our work on the {a} {b}"])
                 gold = {episode["id"]: 2} | {note.id: 1 for note in episode["notes"]}
                 questions.append(Question("episode", text, gold))
-            gold = {self.topic_ids[t]: 2} | {episode["id"]: 1 for episode in episodes} | {n.id: 1 for n in notes}
+            logs = [log for log in self.logs if log.topic == t]
+            gold = ({self.topic_ids[t]: 2} | {episode["id"]: 1 for episode in episodes} | {n.id: 1 for n in notes}
+                    | {log.id: 1 for log in logs})
             text = rng.choice([f"give me an overview of the {topic.name}", f"what do we know about {topic.name}?",
                                f"where are we with the {topic.name}"])
             questions.append(Question("topic", text, gold))
+        log_rng = random.Random(SEED + 2)  # its own generator: the other questions stay as they were
+        questions += [Question("fact-log", self._fact(log_rng, log), {log.id: 2}) for log in self.logs]
         return questions
 
     def _fact(self, rng, note: Note) -> str:

@@ -34,6 +34,20 @@ def test_semantic_expand_and_ascend_read_the_lake_through_a_fire(scripted_llm, w
     assert results["x"].startswith("error: no delta")
 
 
+def test_semantic_tells_the_model_why_it_found_nothing(scripted_llm, workspace):
+    delta_create(workspace=workspace, content="the rover crossed the dune at dawn", source="log")
+    fire = fire_create(workspace=workspace, mode="introspective", question="anything?")
+    scripted_llm.reply(tool_calls=[
+        {"id": "small", "name": "semantic", "arguments": {"query": "what is it and where"}},
+        {"id": "far", "name": "semantic", "arguments": {"query": "zqxv blorf wug"}},
+    ])
+    scripted_llm.reply(tool_calls=[respond(body="nothing on that")]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    results = dict(FireToolCall.objects.filter(fire=fire).values_list("call_id", "result"))
+    assert "only small words" in results["small"]
+    assert "below the relevance floor" in results["far"]
+
+
 def test_a_fire_writes_its_card_attestation_mood_engagement_and_qa_marker_once(scripted_llm, session):
     # given a lake with two moments and a fire answering a message, citing one and dropping the other
     kept = delta_create(workspace=session.workspace, content="Io is a cat")

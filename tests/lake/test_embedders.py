@@ -4,9 +4,11 @@ re-embed command that migrates a lake embedded by hashing-v1."""
 from io import StringIO
 
 from django.core.management import call_command
+from django_celery_beat.models import PeriodicTask
 
 from lake.embedders import HashingEmbedder
 from lake.models import Delta
+from lake.tasks import reembed_stale
 
 
 def _similarity(embedder, first: str, second: str) -> float:
@@ -56,3 +58,19 @@ def test_reembed_stale_migrates_hashing_v1_rows_once(workspace, moments, setting
     rows = Delta.objects.filter(pk__in=[n.id for n in notes])
     assert {d.embedding_model for d in rows} == {"hashing:hashing-v2"}
     assert all(list(d.embedding) != before[d.id] for d in rows)
+
+
+def test_beat_migrates_a_lake_to_a_new_embedder_in_bounded_batches(workspace, moments, settings):
+    settings.EMBEDDING_MODEL = "hashing-v1"
+    notes = moments(*[f"kiln firing log {i}" for i in range(10)])
+    (waiting,) = moments("not embedded yet", embed=False)
+    settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE = "hashing-v2", 1  # batches of 8
+    entry = PeriodicTask.objects.get(name="memory.reembed_stale")  # made when the test database was migrated
+
+    written = [reembed_stale.apply().get() for _ in range(3)]
+
+    assert (entry.task, entry.queue, entry.enabled) == ("memory.reembed_stale", "memory", True)
+    assert written == [8, 2, 0]
+    rows = Delta.objects.filter(pk__in=[n.id for n in notes])
+    assert {d.embedding_model for d in rows} == {"hashing:hashing-v2"}
+    assert Delta.objects.get(pk=waiting.id).embedding is None  # the embedding task's, not the migration's

@@ -88,7 +88,8 @@ def test_expansion_pulls_children_down_one_hop_and_containers_up_three_levels(ap
     assert f"↳ prov · [L1 · 2 deltas · {first.id}] Spectral episode" in down["rendered"]
 
 
-def test_valence_rerank_puts_provenance_then_qa_markers_above_equal_moments(api, moments, provenance):
+def test_valence_rerank_puts_provenance_then_qa_markers_above_equal_moments(api, moments, provenance, settings):
+    settings.SEARCH_PROVENANCE_SHARE = 1.0  # the rerank alone: two provenance rows of four hits pass the cap
     unrelated = moments("entirely different words here")
     text = "orbital mechanics notebook"
     (moment,) = moments(text, start=T0 + timedelta(hours=1))
@@ -164,7 +165,7 @@ def test_search_costs_a_constant_number_of_queries_whatever_the_result_size(
     episode = provenance("Paper 3 Synthesis", base)
     provenance("Research arc", [episode])
     moments(*NOISE)
-    moments(*[f"navier stokes note {i}" for i in range(40)], start=T0 + timedelta(days=2))
+    moments(*[f"stokes drift note {i}" for i in range(40)], start=T0 + timedelta(days=2))
 
     def search(limit, depth="normal"):
         return _search(api, "navier stokes", limit=limit, depth=depth, budget=1_000_000)

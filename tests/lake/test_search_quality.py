@@ -66,6 +66,36 @@ def test_hybrid_is_never_below_the_better_of_its_halves(workspace, labelled):
     assert hybrid["fact"] == 1.0
 
 
+def test_a_long_log_holding_every_word_of_the_question_comes_before_short_notes_holding_some(workspace, moments):
+    lines = [f"Checked the kiln shelf {i} and the glaze buckets; {name} logged the firing." for i, name in
+             enumerate(["Ingrid", "Tomasz", "Amara", "Oskar", "Mei", "Idris"])]
+    (log,) = moments("Log of the day. " + " ".join(lines[:3]) + " Priya measured the kiln thermocouple drift. "
+                     + " ".join(lines[3:]))
+    notes = moments("Priya measured the kiln", "the kiln thermocouple", "Priya and the thermocouple",
+                    start=T0 + timedelta(hours=1))
+
+    result = deltas_search(workspace=workspace, query="when did Priya measure the kiln thermocouple drift",
+                           depth="shallow")
+
+    # The log holds all five words, each short note two or three: as a whole vector the log is far
+    # from the question, and reciprocal rank fusion let the short notes win on the vector half.
+    assert [row.id for row in result.hits][:1] == [log.id]
+    assert {note.id for note in notes} <= {row.id for row in result.hits}
+
+
+def test_a_short_note_holding_every_word_comes_before_long_logs_repeating_some(workspace, moments):
+    logs = moments(*[" ".join(f"The kiln thermocouple read {t} degrees at hour {h}." for h in range(12))
+                     for t in (900, 950, 1000)])
+    (note,) = moments("Priya measured the kiln thermocouple drift", start=T0 + timedelta(hours=1))
+
+    result = deltas_search(workspace=workspace, query="Priya kiln thermocouple drift", mode="text", depth="shallow")
+
+    # ts_rank_cd alone grows with every repetition: the logs outranked the note that answers.
+    assert [row.id for row in result.hits][0] == note.id
+    assert {row.id for row in result.hits[1:]} == {log.id for log in logs}
+    assert result.hits[0].scores["text_rank"] >= 4  # it holds the four words
+
+
 def test_provenance_takes_at_most_its_share_of_the_hits(api, moments, provenance, settings):
     notes = moments(*[f"harbour crane inspection note {i}" for i in range(12)])
     stretches = [provenance(f"harbour crane inspection stretch {i}", notes[i:i + 2]) for i in range(10)]
@@ -85,6 +115,22 @@ def test_provenance_takes_at_most_its_share_of_the_hits(api, moments, provenance
     settings.SEARCH_PROVENANCE_SHARE = 1.0
     assert len(provenance_hits(10)[1]) > 5  # no cap: the summaries crowd the moments out (seed 000's rerank)
     assert len(stretches) == 10
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_the_cap_is_a_share_of_the_hits_returned_not_of_the_limit(api, moments, provenance, mode):
+    notes = moments(*[f"quay gantry survey reading {i}" for i in range(4)])
+    for i in range(6):
+        provenance(f"quay gantry survey stretch {i}", notes[i % 4:i % 4 + 1])
+
+    body = api.post("/v1/search", {"query": "quay gantry survey", "limit": 10, "depth": "shallow", "mode": mode},
+                    format="json").json()
+    hits = [row for row in body["rows"] if row["role"] == "hit"]
+
+    # Four moments pass the floor, so of the five hits one (20%) is provenance, not three of seven (43%).
+    assert sorted(row["id"] for row in hits if "kind:provenance" not in row["tags"]) == sorted(n.id for n in notes)
+    assert len(hits) == 5
+    assert any("provenance takes at most 30%" in warning for warning in body["warnings"])
 
 
 @pytest.mark.parametrize("query", ["what do we have and what does it", "zqxv blorf wug", "the of and to in it"])

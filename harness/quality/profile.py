@@ -1,0 +1,142 @@
+"""The workspace profile (seed 001's WorkspaceProfile): how far a workspace has come in quality runs,
+and the multiplier its contracts are held to.
+
+| maturity | total runs | quality multiplier |
+|---|---|---|
+| new | 0-9 | 0.85 (a lower bar: be encouraging) |
+| developing | 10-49 | 1.00 |
+| mature | 50+ | 1.15 when the average verifier score is above 0.75, else 1.00 |
+
+The profile is built from plain values (the caller aggregates its quality runs and feedback) and
+cached for 10 minutes per workspace in Django's cache (Redis, so every process shares it); a new
+run or feedback invalidates it explicitly. A cache that cannot be reached is skipped, never an
+error. Crossing 9 -> 10 or 49 -> 50 runs on the current run is a milestone."""
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+from django.core.cache import cache
+from redis.exceptions import RedisError
+
+NEW, DEVELOPING, MATURE = "new", "developing", "mature"
+DEVELOPING_RUNS, MATURE_RUNS = 10, 50
+MATURE_VERIFIER_SCORE = 0.75  # the average a mature workspace must beat for the higher bar
+MULTIPLIERS = {NEW: 0.85, DEVELOPING: 1.00, MATURE: 1.15}
+PROFILE_CACHE_SECONDS = 10 * 60
+COMMON_ISSUES_SHOWN = 5
+CACHE_KEY = "harness:quality:profile:v1:{workspace_id}"
+
+
+@dataclass(frozen=True)
+class WorkspaceProfile:
+    workspace_id: str
+    maturity: str
+    total_runs: int
+    avg_quality: float
+    avg_verifier_score: float
+    feedback_rate: float  # the share of runs a user gave feedback on
+    common_issues: list[str] = field(default_factory=list)
+    quality_multiplier: float = 1.0
+
+    def as_event(self) -> dict:
+        """The harness_workspace_profile event's fields."""
+        return {"maturity": self.maturity, "total_runs": self.total_runs, "avg_quality": self.avg_quality,
+                "feedback_rate": self.feedback_rate, "common_issues": list(self.common_issues),
+                "quality_multiplier": self.quality_multiplier}
+
+
+@dataclass(frozen=True)
+class Milestone:
+    level: str
+    threshold: int
+    description: str
+
+    def as_event(self, profile: WorkspaceProfile) -> dict:
+        """The milestone_unlocked event's fields."""
+        return {"level": self.level, "threshold": self.threshold, "total_runs": profile.total_runs,
+                "description": self.description, "quality_multiplier": profile.quality_multiplier}
+
+
+MILESTONES = (
+    Milestone(MATURE, MATURE_RUNS, f"{MATURE_RUNS} quality runs: a mature workspace, held to a higher bar "
+                                   f"(x{MULTIPLIERS[MATURE]:.2f}) while its average verifier score stays above "
+                                   f"{MATURE_VERIFIER_SCORE}"),
+    Milestone(DEVELOPING, DEVELOPING_RUNS, f"{DEVELOPING_RUNS} quality runs: a developing workspace, held to the "
+                                           f"standard bar (x{MULTIPLIERS[DEVELOPING]:.2f})"),
+)
+
+
+def maturity_of(total_runs: int) -> str:
+    if total_runs >= MATURE_RUNS:
+        return MATURE
+    return DEVELOPING if total_runs >= DEVELOPING_RUNS else NEW
+
+
+def quality_multiplier(*, total_runs: int, avg_verifier_score: float) -> float:
+    maturity = maturity_of(total_runs)
+    if maturity == MATURE and not avg_verifier_score > MATURE_VERIFIER_SCORE:
+        return MULTIPLIERS[DEVELOPING]
+    return MULTIPLIERS[maturity]
+
+
+def milestone_crossed(before: int, after: int) -> Milestone | None:
+    """The milestone the run count crossed going from `before` to `after` runs (the higher one if a
+    jump crossed both); None when it crossed none."""
+    return next((milestone for milestone in MILESTONES if before < milestone.threshold <= after), None)
+
+
+def profile_build(*, workspace_id, total_runs: int, avg_quality: float | None, avg_verifier_score: float | None,
+                  feedback_count: int, issues: Iterable[str] = ()) -> WorkspaceProfile:
+    """The profile from the workspace's aggregates: its quality runs, their average quality and
+    average verifier score (None without runs), how many runs got feedback, and the issues the runs
+    raised (the most frequent kinds become `common_issues`)."""
+    avg_verifier = float(avg_verifier_score or 0.0)
+    return WorkspaceProfile(
+        workspace_id=str(workspace_id), maturity=maturity_of(total_runs), total_runs=total_runs,
+        avg_quality=round(float(avg_quality or 0.0), 4), avg_verifier_score=round(avg_verifier, 4),
+        feedback_rate=round(min(1.0, feedback_count / total_runs), 4) if total_runs else 0.0,
+        common_issues=common_issues(issues),
+        quality_multiplier=quality_multiplier(total_runs=total_runs, avg_verifier_score=avg_verifier))
+
+
+def common_issues(issues: Iterable[str], *, limit: int = COMMON_ISSUES_SHOWN) -> list[str]:
+    """The most frequent kinds of issue, most frequent first (ties alphabetically). An issue's kind
+    is its text before the first colon, without cited ids: "Output too short: 42 chars (minimum
+    100)" and "... 61 chars ..." are one kind, "Output too short"."""
+    counts = Counter(kind for issue in issues if (kind := issue_kind(issue)))
+    return [kind for kind, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]]
+
+
+def issue_kind(issue: str) -> str:
+    head = str(issue).split(":", 1)[0]
+    return " ".join(_CITED_ID.sub(" ", head).split())
+
+
+def profile_cached(*, workspace_id, build: Callable[[], WorkspaceProfile]) -> WorkspaceProfile:
+    """The workspace's cached profile, or `build()`'s, cached for 10 minutes."""
+    key = CACHE_KEY.format(workspace_id=workspace_id)
+    try:
+        cached = cache.get(key)
+    except (RedisError, OSError):
+        cached = None
+    if cached is not None:
+        return WorkspaceProfile(**cached)
+    profile = build()
+    try:
+        cache.set(key, asdict(profile), PROFILE_CACHE_SECONDS)
+    except (RedisError, OSError):
+        pass
+    return profile
+
+
+def profile_invalidate(*, workspace_id) -> None:
+    """Forget the cached profile (after a run or feedback): the next read builds it again."""
+    try:
+        cache.delete(CACHE_KEY.format(workspace_id=workspace_id))
+    except (RedisError, OSError):
+        pass
+
+
+_CITED_ID = re.compile(r"\[[0-9a-fA-F]{8,32}\]")
