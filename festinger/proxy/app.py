@@ -274,10 +274,8 @@ class ProxyApp:
                 forwarded["options"] = call.forwarded_options()
         watcher = Assembler(kind, StreamRepetition(call.loop_settings))
         cut = await request.relay(self.client, f"{ollama_base()}/api/{kind}", forwarded, watcher, writer)
-        if cut is not None and watcher.completion is not None:
+        if watcher.completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
             self.after_response(call.finish, watcher.completion, kind, cut)
-        elif watcher.completion is not None:
-            self.after_response(call.finish, watcher.completion, kind)
 
     async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()

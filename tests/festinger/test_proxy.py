@@ -139,6 +139,14 @@ def test_generate_streams_and_answers_whole_with_context(proxy, fake_ollama):
     assert sent["context"] == [1, 2, 3] and sent["format"] == "json" and sent["system"] == "You tell stories."
 
 
+def test_a_raw_prompt_goes_upstream_untouched(proxy, fake_ollama):
+    fake_ollama.reply_chat("ok")
+    answer = ollama.Client(host=proxy).generate(model="llama3.2", prompt="[INST] hello [/INST]", raw=True)
+    assert answer.response == "ok"
+    sent = fake_ollama.chat_bodies()[0]
+    assert sent["prompt"] == "[INST] hello [/INST]" and sent["raw"] is True and "system" not in sent
+
+
 def test_an_unknown_model_is_ollamas_404(proxy, offline_proxy):
     for url in (proxy, offline_proxy):
         with pytest.raises(ollama.ResponseError) as raised:
