@@ -1,7 +1,9 @@
 """The loop detector (seed 002, T02) and its mitigations (T03), per conversation.
 
-A conversation is named by the proxy's `X-Festinger-Session` header (`conversation_session`), else by
-a fingerprint of its first system message and first user message. Its state lives in Redis, so every
+A conversation is named by the proxy (`conversation_session`: the client's `X-Festinger-Session`
+header, else a fingerprint of its first system message and first user message); a call outside the
+proxy (a fire's) by the same fingerprint within its trace, so two fires asking alike are not one
+conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the proxy). Its state lives in Redis, so every
 process of the stack sees the same conversation:
 
 - detection, after each answer: the same normalised assistant output `repeat_count` times within the
@@ -53,6 +55,7 @@ class LoopSettings:
     """A workspace's LoopConfig as plain values (the defaults when it has no row)."""
 
     enabled: bool = True
+    roles: tuple = ("main", "proxy")
     repeat_count: int = 3
     window: int = 12
     cycle_max_period: int = 3
@@ -69,7 +72,9 @@ class LoopSettings:
 
     @classmethod
     def of(cls, row: LoopConfig) -> LoopSettings:
-        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
+        values = {f.name: getattr(row, f.name) for f in fields(cls)}
+        values["roles"] = tuple(role.strip() for role in row.roles.split(",") if role.strip())
+        return cls(**values)
 
 
 # --- thresholds -------------------------------------------------------------------------------------------
@@ -115,11 +120,11 @@ class LoopGuardMiddleware:
 
     def before(self, request):
         try:
-            guard = Conversation.of(request.workspace_id, session_of(request.messages))
+            guard = Conversation.of(request.workspace_id, session_of(request))
         except RedisError:
             log.warning("festinger: Redis is unreachable; loop guard skipped", exc_info=True)
             return None
-        if guard is None:
+        if guard is None or request.role not in guard.settings.roles:
             return None
         request.metadata["loops"] = {"session": guard.session, "events": [], "level": guard.level}
         answer = guard.mitigate(request)
@@ -144,14 +149,18 @@ class LoopGuardMiddleware:
         return None
 
 
-def session_of(messages) -> str:
-    """The conversation's name: the proxy's session, else a fingerprint of its opening."""
+def session_of(request) -> str:
+    """The conversation's name: the proxy's, else the fingerprint of its opening within its trace."""
     given = conversation_session.get()
     if given:
         return given[:128]
-    system = next((m.content for m in messages if m.role == "system"), "")
-    first_user = next((m.content for m in messages if m.role == "user"), "")
-    digest = hashlib.sha256(f"{system}\x00{first_user}".encode()).hexdigest()[:32]
+    return fingerprint(next((m.content for m in request.messages if m.role == "system"), ""),
+                       next((m.content for m in request.messages if m.role == "user"), ""), scope=request.trace_id)
+
+
+def fingerprint(system: str, first_user: str, *, scope: str = "") -> str:
+    """A conversation named by its opening: its system prompt and first user message."""
+    digest = hashlib.sha256(f"{scope}\x00{system}\x00{first_user}".encode()).hexdigest()[:32]
     return f"fp:{digest}"
 
 
@@ -400,5 +409,5 @@ def _clip(text: str, limit: int = 300) -> str:
 
 
 __all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed", "conversation_session",
-           "loop_config_update",
+           "fingerprint", "loop_config_update",
            "loop_events_record", "loop_settings", "stream_cut_observe"]

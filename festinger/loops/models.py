@@ -10,6 +10,8 @@ class LoopConfig(WorkspaceScoped):
     """How the loop detector judges a conversation of this workspace, and how it escalates."""
 
     enabled = models.BooleanField(default=True)
+    roles = models.CharField(max_length=200, default="main,proxy",
+                             help_text="model roles whose calls are watched, comma-separated (proxy: the proxy's)")
     repeat_count = models.PositiveIntegerField(
         default=3, help_text="the same (normalised) assistant output this many times within the window is a loop")
     window = models.PositiveIntegerField(default=12, help_text="recent outputs and tool calls remembered per conversation")

@@ -36,8 +36,8 @@ from fathom.tracing.spans import span
 from festinger.loops.guard import (
     BREAKER_PROVIDER,
     StreamRepetition,
+    fingerprint,
     loop_settings,
-    session_of,
     stream_cut_observe,
 )
 from festinger.proxy import wire
@@ -241,7 +241,9 @@ class ProxyApp:
                                          "done": True, "done_reason": "load"})
                 return
         stream = body.get("stream", True) is not False
-        session = request.header(SESSION_HEADER)
+        session = request.header(SESSION_HEADER) or fingerprint(
+            next((m.get("content") or "" for m in raw_messages if m.get("role") == "system"), ""),
+            next((m.get("content") or "" for m in raw_messages if m.get("role") == "user"), ""))
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            session=session, options=options)
@@ -778,9 +780,8 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
 
 def _stream_cut_observe(call: ProxiedCall, completion: Completion, unit: str) -> None:
     """A registry answer cut for repeating itself: the loop guard counts it like any other answer."""
-    with session_context(call.session), connections_returned():
-        session = session_of(wire.to_messages(call.raw_messages))
-        stream_cut_observe(workspace_id=call.workspace_id, session=session, completion=completion, unit=unit,
+    with connections_returned():
+        stream_cut_observe(workspace_id=call.workspace_id, session=call.session, completion=completion, unit=unit,
                            model=call.upstream.name)
 
 

@@ -8,6 +8,7 @@ import pytest
 from fathom.llm import Message, complete
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
+from fathom.tracing.spans import span
 from festinger import cache
 from festinger.loops.guard import LoopSettings, StreamRepetition, loop_config_update, loop_settings
 from festinger.loops.models import LoopEvent
@@ -188,15 +189,29 @@ def test_a_fire_that_loops_meets_the_same_guard(scripted_llm, workspace):
         scripted_llm.reply("Let me search the lake again.")
     messages = [Message.system("You are the harness."), Message.user("What is a rover?")]
     answers = []
-    for _ in range(8):
-        answer = complete(workspace=workspace, role="main", messages=messages)
-        answers.append(answer)
-        messages = [*messages, answer.message, Message.user("Go on.")]
+    with span("trace.prompt", workspace=workspace):  # one fire: one trace
+        for _ in range(8):
+            answer = complete(workspace=workspace, role="main", messages=messages)
+            answers.append(answer)
+            messages = [*messages, answer.message, Message.user("Go on.")]
     assert len(scripted_llm.sent) == 6  # the last two were answered by the breaker
     assert answers[-1].provider == "festinger-loop-breaker"
     assert scripted_llm.sent[3].options["temperature"] == pytest.approx(1.0)
     session = LoopEvent.objects.filter(workspace=workspace).first().session
     assert kinds(workspace, session)[:2] == [Kind.REPEATED_OUTPUT, Kind.TEMPERATURE_BOOST]
+
+
+def test_fires_asking_alike_are_not_one_conversation_and_other_roles_are_not_watched(scripted_llm, workspace):
+    for _ in range(8):
+        scripted_llm.reply("SIMPLE")
+    messages = [Message.system("Classify the request."), Message.user("What is a rover?")]
+    for _ in range(3):
+        with span("trace.prompt", workspace=workspace):  # a fire each
+            assert complete(workspace=workspace, role="main", messages=messages).text == "SIMPLE"
+    with span("trace.prompt", workspace=workspace):  # one fire asking its classifier five times alike
+        for _ in range(5):
+            assert complete(workspace=workspace, role="classifier", messages=messages).text == "SIMPLE"
+    assert not LoopEvent.objects.filter(workspace=workspace).exists()
 
 
 def test_stream_repetition_finds_the_repeating_piece():

@@ -20,7 +20,7 @@ def test_thresholds_saved_in_admin_are_used_at_once(admin_client, workspace, dja
     assert loop_settings(workspace.pk).repeat_count == 3
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(reverse("admin:festinger_loopconfig_add"), {
-            "workspace": workspace.pk, "enabled": "on", "repeat_count": 5, "window": 12, "cycle_max_period": 3,
+            "workspace": workspace.pk, "enabled": "on", "roles": "main,proxy", "repeat_count": 5, "window": 12, "cycle_max_period": 3,
             "cycle_repeats": 3, "stream_min_chars": 12, "stream_max_chars": 400, "stream_repeats": 4,
             "temperature_boost": 0.3, "max_temperature": 1.5, "forbid_after": 2, "truncate_after": 3,
             "breaker_after": 4, "breaker_cooldown_seconds": 300})
