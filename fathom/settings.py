@@ -275,6 +275,9 @@ FATHOM_PROXY_TOKEN = env_str("FATHOM_PROXY_TOKEN")
 FATHOM_ASGI_MOUNTS = {"/v1/festinger/proxy": "festinger.proxy.serve.main_port_app"}
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
 FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
+# "module.function(*, workspace, data) -> (row with .hash, created)" keeping an image's bytes and naming it by
+# hash: the proxy's base64 images for registry models.
+FATHOM_MEDIA_STORE = "lake.media.media_store"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)

@@ -28,10 +28,14 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from django.conf import settings
+from django.utils.module_loading import import_string
 
+from fathom.errors import ApplicationError
 from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
-from fathom.llm.types import Completion, StopReason, Usage
+from fathom.llm.types import Completion, ImageRef, StopReason, Usage
+from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
 from festinger.loops.guard import (
     BREAKER_PROVIDER,
@@ -754,9 +758,9 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
     """Stream a registry model's answer into `chunks` (the middleware runs inside `fathom.llm.stream`)."""
     put = lambda item: loop.call_soon_threadsafe(chunks.put_nowait, item)  # noqa: E731
     options = {_REGISTRY_OPTIONS[k]: v for k, v in call.options.items() if k in _REGISTRY_OPTIONS}
-    messages = wire.to_messages(call.raw_messages)
     with session_context(call.session), connections_returned(), call_notes_context(call.notes):
         try:
+            messages = wire.to_messages(call.raw_messages, store_image=_image_store(call.workspace_id))
             with span("festinger.proxy.call", workspace=call.workspace_id, actor_id="festinger:proxy",
                       call_id=call.call_id) as trace:
                 trace.set(model=call.upstream.name, upstream=call.upstream.kind, target=call.upstream.target,
@@ -776,6 +780,21 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                 trace.set(**{k: v for k, v in call.notes.items() if v is not None})
         except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
             put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+
+
+def _image_store(workspace_id: int):
+    """Base64 image -> an ImageRef of the lake's copy (registry providers read images by hash)."""
+    store = import_string(settings.FATHOM_MEDIA_STORE)
+    workspace = Workspace(pk=workspace_id)
+
+    def keep(image) -> ImageRef:
+        try:
+            row, _ = store(workspace=workspace, data=wire.image_bytes(image))
+        except ApplicationError as exc:
+            raise WireError(exc.status_code if 400 <= exc.status_code < 500 else 400, f"invalid image: {exc}") from None
+        return ImageRef(row.hash, getattr(row, "media_type", "image/png"))
+
+    return keep
 
 
 def _stream_cut_observe(call: ProxiedCall, completion: Completion, unit: str) -> None:

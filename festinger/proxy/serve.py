@@ -14,6 +14,7 @@ from django.db import connections
 from fathom.services import apikey_authenticate, workspace_default_ensure
 from fathom.tenancy import Workspace
 from festinger.proxy.app import ProxyApp
+from festinger.proxy.wire import WireError
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,10 @@ def own_port_app(*, workspace_slug: str | None = None, token: str | None = None)
         if token and not hmac.compare_digest(_bearer(scope).encode(), token.encode()):
             return None
         if not found:
-            found.append(await asyncio.to_thread(lookup))
+            try:
+                found.append(await asyncio.to_thread(lookup))
+            except LookupError as exc:  # a configuration error: said on every request until it is fixed
+                raise WireError(503, str(exc)) from None
         return found[0]
 
     return ProxyApp(workspace_of=workspace_of)

@@ -4,6 +4,7 @@ objects, OpenAI's chat completion chunks), and errors in each API's own shape an
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import secrets
@@ -89,8 +90,9 @@ def options_of(body: dict) -> dict:
 
 # --- Ollama messages <-> the project's ---------------------------------------------------------------------
 
-def to_messages(raw_messages: list[dict]) -> list[Message]:
-    """The conversation as `Message`s (text, roles and tool calls; images stay in the raw messages)."""
+def to_messages(raw_messages: list[dict], *, store_image=None) -> list[Message]:
+    """The conversation as `Message`s: text, roles and tool calls; images only with `store_image`
+    (base64 data -> media hash), else they stay in the raw messages alone."""
     messages, pending_ids = [], []
     for index, raw in enumerate(raw_messages):
         role = raw.get("role") or "user"
@@ -104,8 +106,21 @@ def to_messages(raw_messages: list[dict]) -> list[Message]:
             continue
         calls = tuple(_tool_call(call, index, n) for n, call in enumerate(raw.get("tool_calls") or ()))
         pending_ids = [call.id for call in calls]
-        messages.append(Message(role, content, tool_calls=calls))
+        images = tuple(store_image(image) for image in raw.get("images") or ()) if store_image else ()
+        messages.append(Message(role, content, tool_calls=calls, images=images))
     return messages
+
+
+def image_bytes(image) -> bytes:
+    """An Ollama image (base64, or a data URL) as bytes, or a 400."""
+    if not isinstance(image, str) or not image:
+        raise WireError(400, "invalid image: images must be base64 strings")
+    if image.startswith("data:") and "," in image:
+        image = image.split(",", 1)[1]
+    try:
+        return base64.b64decode(image, validate=True)
+    except ValueError:
+        raise WireError(400, "invalid image: not base64") from None
 
 
 def to_tool_specs(tools) -> list[ToolSpec] | None:

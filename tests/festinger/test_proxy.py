@@ -2,6 +2,7 @@
 wire): a fake Ollama upstream speaking NDJSON, and the registry's offline model with no Ollama at all."""
 
 import base64
+import hashlib
 import json
 
 import httpx
@@ -12,6 +13,7 @@ from festinger import cache
 from festinger.proxy.serve import own_port_app
 from festinger.proxy.upstreams import proxy_route_save
 from festinger.services import insert_fact, world_ensure
+from lake.models import Media
 from tests.festinger.proxy_support import FakeOllama, serving
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake image bytes").decode()
@@ -192,6 +194,17 @@ def test_the_offline_model_answers_chat_and_generate_streamed_and_not(offline_pr
     assert parts[-1].done and "".join(part.message.content for part in parts)
     generated = client.generate(model="offline", prompt="hello")
     assert generated.done and generated.response
+
+
+def test_a_registry_model_gets_the_images_through_the_lake(offline_proxy, workspace):
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode()
+    answer = ollama.Client(host=offline_proxy).chat(model="offline", messages=[
+        {"role": "user", "content": "What is in this picture?", "images": [png]}])
+    assert answer.done
+    assert Media.objects.filter(workspace=workspace, hash=hashlib.sha256(base64.b64decode(png)).hexdigest()).exists()
+    bad = httpx.post(f"{offline_proxy}/api/chat", json={"model": "offline", "stream": False, "messages": [
+        {"role": "user", "content": "and this?", "images": ["not base64!"]}]})
+    assert bad.status_code == 400 and "invalid image" in bad.json()["error"]
 
 
 # --- recollections --------------------------------------------------------------------------------------

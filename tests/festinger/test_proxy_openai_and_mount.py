@@ -122,6 +122,13 @@ def test_the_own_port_asks_for_the_shared_token_when_one_is_set(transactional_db
     cache.forget(workspace.pk)
 
 
+def test_a_proxy_port_of_a_workspace_that_does_not_exist_says_so(transactional_db, settings):
+    settings.OLLAMA_HOST = ""
+    with serving(own_port_app(workspace_slug="no-such-workspace", token="")) as url:
+        answer = httpx.get(f"{url}/api/tags")
+    assert answer.status_code == 503 and "no-such-workspace" in answer.json()["error"]
+
+
 def test_the_main_port_serves_the_proxy_to_api_keys_of_their_own_workspace(
         main_port, workspace, other_workspace, api_client_for, fake_ollama):
     mine = api_client_for(workspace)._credentials["HTTP_AUTHORIZATION"]
