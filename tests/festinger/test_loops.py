@@ -6,6 +6,7 @@ import ollama
 import pytest
 
 from fathom.llm import Message, complete
+from fathom.llm.scripted import Script
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from fathom.tracing.spans import span
@@ -167,6 +168,21 @@ def test_repetition_inside_one_streamed_answer_cuts_the_stream(proxy, fake_ollam
     text = "".join(part.message.content for part in parts)
     assert text.count(piece) == 4  # cut at the fourth repetition, not at the thirtieth
     wait_for(lambda: kinds(workspace, "babbler") == [Kind.STREAM_REPETITION])
+
+
+def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, workspace, settings):
+    settings.OLLAMA_HOST = ""
+    world_ensure(workspace=workspace)
+    script = Script.install(workspace, roles=("proxy",))
+    script.reply("Let me open the folder. " * 30)
+    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
+        parts = list(ollama.Client(host=url, headers={"X-Festinger-Session": "scripted-babbler"}).chat(
+            model=f"scripted-{script.name}", messages=[{"role": "user", "content": "Where is it?"}], stream=True))
+        assert parts[-1].done_reason == "loop"
+        assert "".join(part.message.content for part in parts).count("Let me open the folder.") == 4
+        wait_for(lambda: kinds(workspace, "scripted-babbler") == [Kind.STREAM_REPETITION])
+    script.reset()
+    cache.forget(workspace.pk)
 
 
 def test_thresholds_change_without_a_restart(proxy, fake_ollama, workspace):
