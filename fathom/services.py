@@ -4,6 +4,7 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 
+from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -17,12 +18,27 @@ DEFAULT_WORKSPACE = "default"
 
 
 def workspace_create(*, slug: str, name: str = "") -> Workspace:
-    """Create a workspace; a slug that is taken or not a slug is an error."""
+    """Create a workspace, set up by every app (`workspace_created`); a slug that is taken or not a slug
+    is an error."""
     if not slug or slugify(slug) != slug:
         raise ApplicationError(f"{slug!r} is not a valid slug (lowercase letters, digits, hyphens)")
     if Workspace.objects.filter(slug=slug).exists():
         raise ConflictError(f"workspace {slug!r} exists already")
-    return Workspace.objects.create(slug=slug, name=name or slug)
+    with transaction.atomic():
+        workspace = Workspace.objects.create(slug=slug, name=name or slug)
+        workspace_created(workspace=workspace)
+    return workspace
+
+
+def workspace_created(*, workspace: Workspace) -> None:
+    """A new workspace is set up by each installed app that keeps state per workspace: every AppConfig
+    with a `workspace_created(workspace=)` method is called, in INSTALLED_APPS order, inside the
+    caller's transaction (Festinger bootstraps its world model, so it is active from the first call).
+    fathom imports none of them: the app registry names them."""
+    for app_config in apps.get_app_configs():
+        hook = getattr(app_config, "workspace_created", None)
+        if hook is not None:
+            hook(workspace=workspace)
 
 
 def workspace_get(*, slug: str) -> Workspace:
@@ -92,8 +108,12 @@ def operator_ensure(*, workspace: Workspace, email: str, password: str | None) -
     return user, generated
 
 
+@transaction.atomic
 def workspace_default_ensure() -> Workspace:
-    workspace, _ = Workspace.objects.get_or_create(slug=DEFAULT_WORKSPACE, defaults={"name": "Default"})
+    """The `default` workspace, created (and set up, `workspace_created`) when it does not exist."""
+    workspace, created = Workspace.objects.get_or_create(slug=DEFAULT_WORKSPACE, defaults={"name": "Default"})
+    if created:
+        workspace_created(workspace=workspace)
     return workspace
 
 

@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin, workspaces_visible_to
 from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
@@ -221,7 +221,8 @@ class WorldConfigForm(forms.ModelForm):
         model = WorldConfig
         fields = ["saliency_read_threshold", "saliency_write_threshold", "recollection_confidence_floor",
                   "recollection_recency_days", "recollection_max_concepts", "resolution_schedule",
-                  "resolution_enabled", "writer_role", "resolver_role", "writer_max_calls"]
+                  "resolution_enabled", "writer_role", "resolver_role", "writer_max_calls",
+                  "writer_calls_per_conversation", "writer_calls_per_hour", "saliency_half_life_days"]
 
     def clean(self):
         cleaned = super().clean()

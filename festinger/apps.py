@@ -6,9 +6,17 @@ class FestingerConfig(AppConfig):
     name = "festinger"
 
     def ready(self):
-        # `fathom up` migrates first: every existing workspace is bootstrapped then (idempotent);
-        # a workspace created later is bootstrapped on first use (festinger.services.world_ensure).
+        # `fathom up` migrates first: every existing workspace is bootstrapped then (idempotent); a new
+        # workspace is bootstrapped as it is created (`workspace_created`); any other on first use
+        # (festinger.services.world_ensure).
         post_migrate.connect(_bootstrap_after_migrate, sender=self)
+
+    def workspace_created(self, *, workspace):
+        """fathom.services.workspace_created: the new workspace's world model exists (seed dimensions,
+        dictionary, configuration, the resolution job's schedule), so Festinger is active at once."""
+        from festinger.services import world_ensure
+
+        world_ensure(workspace=workspace)
 
 
 def _bootstrap_after_migrate(sender, using="default", **kwargs):

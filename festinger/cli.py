@@ -1,4 +1,4 @@
-"""`python manage.py fathom festinger ...`: bootstrap, iknowthat, resolve."""
+"""`python manage.py fathom festinger ...`: bootstrap, iknowthat, resolve, check."""
 
 from django.core.management.base import CommandError
 
@@ -9,6 +9,7 @@ from festinger.bootstrap import bootstrap_workspace
 from festinger.iknowthat import iknowthat
 from festinger.models import Conflict
 from festinger.resolution import resolution_execute
+from festinger.selectors import cycles_find
 from festinger.services import world_ensure
 from festinger.tasks import resolution_request
 
@@ -30,6 +31,10 @@ def register(subparsers):
     resolve = commands.add_parser("resolve", help="run the resolution job now, in this process")
     resolve.add_argument("--workspace", required=True)
     resolve.set_defaults(handler=_resolve)
+
+    check = commands.add_parser("check", help="report every cycle in the graph (exit status 1 when one is found)")
+    check.add_argument("--workspace", help="slug (default: every workspace)")
+    check.set_defaults(handler=_check)
 
 
 def _workspaces(options):
@@ -68,3 +73,16 @@ def _resolve(command, options):
                              on_full_batch=resolution_request)
     command.stdout.write(f"run #{run.pk} {run.status}: {run.processed} processed, {run.resolved} resolved, "
                          f"{run.dismissed} dismissed, {run.failed} failed{': ' + run.error if run.error else ''}")
+
+
+def _check(command, options):
+    found = 0
+    for workspace in _workspaces(options):
+        cycles = cycles_find(workspace=workspace)
+        found += len(cycles)
+        for dimension, members in cycles:
+            command.stdout.write(f"{workspace.slug}: cycle in [{dimension}]: {' -> '.join(members)}")
+    if found:
+        raise CommandError(f"{found} cycle(s) found: remove an edge of each (admin's edges, or the resolution "
+                           "of a conflict) and state the fact again")
+    command.stdout.write("no cycles")

@@ -3,9 +3,13 @@
 - `Concept` is the seed's SOAS row: one token of the workspace's vocabulary. Dimensions are concepts.
 - `Edge` is the seed's URD row ("IN"): concept IN parent within dimension. The database enforces one
   edge per (concept, parent, dimension) and one parent per (concept, dimension): that second index is
-  the graph's acyclicity and contradiction resistance. A dimension's root is the edge whose concept,
-  parent and dimension are the dimension itself.
-- `Conflict` is the seed's resolution queue: a fact the unique index rejected, with its collision type.
+  the graph's contradiction resistance. It does not make a dimension acyclic (qa0 IN qb0 and qb0 IN
+  qa0 each give their concept one parent): `festinger.services.place` refuses an edge whose parent
+  descends from its concept in that dimension, under a lock per dimension, and `fathom festinger
+  check` reports any cycle already in the data. A dimension's root is the edge whose concept, parent
+  and dimension are the dimension itself.
+- `Conflict` is the seed's resolution queue: a fact the unique index rejected, with its collision type,
+  or one that would have closed a cycle (`cycle`).
 - `EdgeHistory` keeps every edge a resolution (or an operator) removed or moved: nothing is silently
   deleted.
 - `WorldConfig` is the seed's runtime `config` table, one row per workspace, editable in admin.
@@ -31,6 +35,7 @@ class CollisionType(models.TextChoices):
     ISA_ISA = "isa_isa", "ISA + ISA (dimension too coarse)"
     ISPART_ISPART = "ispart_ispart", "ISPART + ISPART (factual contradiction)"
     MISCLASSIFICATION = "misclassification", "ISA + ISPART (misclassification)"
+    CYCLE = "cycle", "cycle (the parent descends from the concept in that dimension)"
 
 
 class ConflictStatus(models.TextChoices):
@@ -76,7 +81,8 @@ class Edge(WorkspaceScoped):
         ordering = ["concept_id", "-dimension_id"]
         constraints = [
             models.UniqueConstraint(fields=["concept", "parent", "dimension"], name="festinger_edge_unique_triple"),
-            # One parent per concept per dimension: the seed's acyclicity and contradiction index.
+            # One parent per concept per dimension: the seed's contradiction index. Not acyclicity on its
+            # own: services.place walks the ancestors before an insert (see the module docstring).
             models.UniqueConstraint(fields=["concept", "dimension"], name="festinger_edge_one_parent_per_dimension"),
             models.CheckConstraint(condition=Q(confidence__gte=0.0, confidence__lte=1.0),
                                    name="festinger_edge_confidence_0_1"),
@@ -173,6 +179,12 @@ class WorldConfig(WorkspaceScoped):
     writer_role = models.CharField(max_length=48, default="writer", help_text="model role of the write path")
     resolver_role = models.CharField(max_length=48, default="resolver", help_text="model role of the resolution job")
     writer_max_calls = models.PositiveIntegerField(default=2, help_text="model calls allowed per concept write")
+    writer_calls_per_conversation = models.PositiveIntegerField(
+        default=4, help_text="writer model calls one conversation may cause (0: none)")
+    writer_calls_per_hour = models.PositiveIntegerField(
+        default=40, help_text="writer model calls per clock hour in this workspace (0: none)")
+    saliency_half_life_days = models.FloatField(
+        default=30.0, help_text="a concept's saliency halves for every this many days since it was last seen")
     # The last batch of encounter counts added to the concepts (festinger.cache.counts_flush), set in the
     # same transaction: a batch whose flush died before Redis forgot it is not added twice.
     counts_batch = models.CharField(max_length=32, blank=True, default="", editable=False)

@@ -5,8 +5,11 @@ about the salient concepts of a text, as a `<recollection>` block at the start o
 `RecollectionMiddleware` runs it around every model call (settings.FATHOM_MODEL_MIDDLEWARE), so a
 fire's calls and a proxied request get the same treatment. Per call, from the cache only:
 
-1. tokenise the text; count each token's encounter (saliency = ln(encounter_count));
-2. for each concept at or above the read threshold, the canonical recollection query's semantics:
+1. tokenise the text; count each token's encounter (saliency = ln(encounter_count)): in a model call,
+   the conversation's own words only, each message once (festinger/conversation.py);
+2. for each concept whose priority (festinger.cache.model.priority: saliency decayed by the time since
+   it was last seen, plus its novelty) is at or above the read threshold, highest first, the canonical
+   recollection query's semantics:
    the concept's own edges (depth 1), confidence >= the floor, confirmed within the recency window,
    dimensions in descending id order; `[dim?]` where a conflict is pending in that dimension;
 3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
@@ -26,6 +29,13 @@ from redis.exceptions import RedisError
 
 from fathom.llm.types import Message
 from festinger import cache
+from festinger.conversation import (
+    conversation_key,
+    conversation_messages,
+    reply_unseen,
+    unseen,
+    writer_calls_left,
+)
 from festinger.text import Triple, cues, normalise, tokenize
 
 log = logging.getLogger(__name__)
@@ -65,8 +75,8 @@ def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=Non
     return recollect(world, texts, texts if counted is None else counted, learn=learn)
 
 
-def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Recollection:
-    """`recollection_for` on a synced World."""
+def recollect(world: cache.World, texts, counted, *, learn: bool = True, conversation: str | None = None) -> Recollection:
+    """`recollection_for` on a synced World; the writes it queues count against `conversation`'s cap."""
     if learn and len(texts) == 1 and counted == texts:  # one text, read and counted (the common case)
         candidates = world.count(texts[0])
     else:
@@ -75,13 +85,14 @@ def recollect(world: cache.World, texts, counted, *, learn: bool = True) -> Reco
                 world.count(item)
         candidates = world.candidates([tokenize(item) for item in texts])
     salient = world.salient(candidates)
-    to_write = world.to_write(salient) if learn else []
+    # The write threshold is on the seed's saliency (how often a concept was seen), not on the priority.
+    to_write = world.to_write([(token, world.saliency(token)) for token, _priority in salient]) if learn else []
     triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
     block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
     recollection = Recollection(block=block, recalled=recalled, unknown=unknown, salient=tuple(salient),
                                 to_write=tuple(to_write), cues=triples)
     if learn:
-        _enqueue(world, recollection, texts=counted)
+        _enqueue(world, recollection, texts=counted, conversation=conversation)
     return recollection
 
 
@@ -127,9 +138,10 @@ def inject(messages: list, block: str) -> list:
 
 class RecollectionMiddleware:
     """Model middleware (fathom.llm.middleware): enriches every call of a workspace whose world exists
-    with its recollection, and learns from the call: the messages new since the model last spoke
-    (before) and its reply (after) count as encounters and are scanned for cues. The writer's and
-    resolver's own calls are left alone (they are Festinger talking to itself)."""
+    with the recollection of its conversation's words, and learns from them (festinger/conversation.py:
+    user and assistant content only, each message counted and scanned for cues once per conversation;
+    the reply in `after`). The writer's and resolver's own calls are left alone (they are Festinger
+    talking to itself)."""
 
     def before(self, request):
         try:
@@ -140,35 +152,42 @@ class RecollectionMiddleware:
             return None
         if world is None or request.role in (world.settings.writer_role, world.settings.resolver_role):
             return None
-        texts = [message.content for message in request.messages if message.content]
-        recollection = recollect(world, texts, [m.content for m in _new_messages(request.messages) if m.content])
+        spoken = conversation_messages(request.messages)
+        key = conversation_key(role=request.role, options=request.options, messages=spoken)
+        fresh = []
+        if key is not None:
+            try:
+                fresh = unseen(workspace_id=world.workspace_id, conversation=key, messages=spoken)
+            except RedisError:
+                log.warning("festinger: Redis is unreachable; nothing learned from a model call of workspace %s",
+                            request.workspace_id, exc_info=True)
+                key = None
+        recollection = recollect(world, [m.content for m in spoken], [m.content for m in fresh],
+                                 learn=key is not None, conversation=key)
         request.messages = inject(request.messages, recollection.block)
         request.metadata["festinger"] = {"recalled": list(recollection.recalled),
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),
-                                         "to_write": list(recollection.to_write)}
+                                         "to_write": list(recollection.to_write), "conversation": key,
+                                         "counted": len(fresh)}
         return None
 
     def after(self, request, completion):
-        if "festinger" not in request.metadata or not completion.text:
+        noted = request.metadata.get("festinger")
+        if not noted or not noted["conversation"] or not completion.text:
             return None
         try:
             world = cache.world(request.workspace_id)
+            if world is None or not reply_unseen(workspace_id=world.workspace_id, conversation=noted["conversation"],
+                                                 messages=conversation_messages(request.messages),
+                                                 reply=Message.assistant(completion.text)):
+                return None
         except RedisError:
             return None
-        if world is not None:
-            world.count(completion.text)
-            triples = cues(completion.text)
-            if triples:
-                _enqueue(world, Recollection(cues=triples), texts=[completion.text])
+        world.count(completion.text)
+        triples = cues(completion.text)
+        if triples:
+            _enqueue(world, Recollection(cues=triples), texts=[completion.text], conversation=noted["conversation"])
         return None
-
-
-def _new_messages(messages) -> list:
-    """The messages after the last assistant message: what this call adds to the conversation."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant":
-            return messages[index + 1:]
-    return list(messages)
 
 
 # --- to the memory queue -----------------------------------------------------------------------------
@@ -176,9 +195,11 @@ def _new_messages(messages) -> list:
 _recent_cues: dict[tuple, float] = {}
 
 
-def _enqueue(world: cache.World, recollection: Recollection, *, texts) -> None:
+def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversation: str | None = None) -> None:
     triples = [triple for triple in recollection.cues if _is_news(world, triple)]
     writes = list(recollection.to_write)
+    if writes and not _writes_left(world, conversation):
+        writes = []  # a cap is spent (or unknown): the writer would refuse them (festinger.writer)
     if not triples and not writes:
         return
     workspace_id = world.workspace_id
@@ -188,9 +209,20 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts) -> None:
         if triples:
             signature("memory.festinger_cues_insert").delay(workspace_id, [_as_dict(triple) for triple in triples])
         for token in writes:
-            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token])
+            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
     transaction.on_commit(send)
+
+
+def _writes_left(world: cache.World, conversation: str | None) -> bool:
+    settings = world.settings
+    try:
+        return writer_calls_left(workspace_id=world.workspace_id, conversation=conversation,
+                                 per_conversation=settings.writer_calls_per_conversation,
+                                 per_hour=settings.writer_calls_per_hour)
+    except RedisError:  # on a model call's path: the write waits for a later mention
+        log.warning("festinger: Redis is unreachable; writes of workspace %s not queued", world.workspace_id)
+        return False
 
 
 def _is_news(world: cache.World, triple: Triple) -> bool:

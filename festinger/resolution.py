@@ -28,6 +28,7 @@ from fathom.errors import ApplicationError, ConflictError
 from fathom.llm import Message, complete, registry
 from fathom.models import Workspace
 from fathom.redis_client import get_redis
+from fathom.transient import TRANSIENT_ERRORS
 from festinger.bootstrap import dimension_ensure
 from festinger.models import CollisionType, Concept, Conflict, ConflictStatus, Edge, ResolutionRun, Source
 from festinger.services import edge_move, edge_remove, place, token_normalise, world_ensure, writes_committed
@@ -65,10 +66,16 @@ _CHOICES = {
         "One fact is a classification (ISA) and the other a membership (ISPART) in the same dimension: one of "
         "them is in the wrong dimension. Answer misclassification with `dimension`, the dimension the incoming "
         "fact belongs in, or dismiss if the incoming fact is wrong."),
+    CollisionType.CYCLE: (
+        "The incoming parent already descends from the concept in this dimension: storing the fact would make "
+        "the concept its own ancestor. Answer dismiss (an operator may remove an edge of the chain and state "
+        "the fact again)."),
 }
 
 
 def allowed_decisions(collision_type: str) -> tuple[str, ...]:
+    if collision_type == CollisionType.CYCLE:
+        return ("dismiss",)  # update would place the very edge that closes the cycle
     extra = {CollisionType.ISA_ISA: ("decompose",), CollisionType.MISCLASSIFICATION: ("misclassification",)}
     return (*extra.get(collision_type, ()), "update", "dismiss")
 
@@ -113,6 +120,8 @@ def resolution_execute(*, workspace_id: int | None = None, run_id: int | None = 
     try:
         _lost_runs_fail(run)
         _drain(run, limit=limit, on_full_batch=on_full_batch)
+    except TRANSIENT_ERRORS:  # the task retries; its redelivery carries this run on (task_id above)
+        raise
     except Exception as exc:  # the run row says why; conflicts not reached stay pending
         logger.exception("festinger resolution run %s failed", run.pk)
         _finish(run, status=ResolutionRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -210,7 +219,7 @@ def conflict_resolve_with_model(*, conflict_id: int, role: str | None = None) ->
         conflict = conflict_apply(conflict_id=conflict.pk, decision=decision, actor="festinger")
     except ConflictError:
         return "skipped"
-    except SoftTimeLimitExceeded:  # the task's time is up: the run fails and frees its lock, not this conflict
+    except (SoftTimeLimitExceeded, *TRANSIENT_ERRORS):  # the run's business (fail, or retry), not this conflict's
         raise
     except Exception as exc:  # any failure leaves the conflict pending; the next run tries again
         if not isinstance(exc, ApplicationError):
@@ -308,6 +317,9 @@ def _current_edge(conflict: Conflict) -> Edge | None:
 def _place_incoming(conflict: Conflict, dimension: Concept) -> Edge:
     placed = place(concept=conflict.concept, parent=conflict.incoming_parent, dimension=dimension,
                    is_isa=conflict.incoming_is_isa, confidence=conflict.incoming_confidence, source=Source.FESTINGER)
+    if isinstance(placed, Conflict) and placed.collision_type == CollisionType.CYCLE:
+        raise ApplicationError(f"{conflict.incoming_parent} descends from {conflict.concept} in [{dimension}]: "
+                               "the fact would close a cycle", code="cycle")
     if not isinstance(placed, Edge):
         raise ApplicationError(f"{conflict.concept} already has another parent in [{dimension}]",
                                code="dimension_taken")

@@ -1,7 +1,9 @@
-"""Festinger's reads: the conflict queue and the resolution runs of a workspace."""
+"""Festinger's reads: the conflict queue, the resolution runs and the graph's cycles of a workspace."""
+
+from django.db.models import F
 
 from fathom.errors import NotFoundError
-from festinger.models import Conflict, ConflictStatus, ResolutionRun
+from festinger.models import Concept, Conflict, ConflictStatus, Edge, ResolutionRun
 
 _CONFLICT_RELATED = ("concept", "dimension", "existing_parent", "incoming_parent")
 
@@ -41,3 +43,31 @@ def pending_count(*, workspace) -> int:
 
 def last_run(*, workspace) -> ResolutionRun | None:
     return ResolutionRun.objects.filter(workspace=workspace).order_by("-created_at", "-id").first()
+
+
+def cycles_find(*, workspace) -> list[tuple[str, tuple[str, ...]]]:
+    """Every cycle in the workspace's graph, as (dimension token, the concepts' tokens in order, the first
+    repeated at the end: `qa0 -> qb0 -> qa0`), each once. Roots are not cycles. A dimension is a forest
+    when each concept has one parent there and no chain of parents leads back to where it started;
+    `services.place` keeps new edges so, and this finds what older data (or a direct SQL write) holds."""
+    parent_of: dict[tuple[int, int], int] = {}
+    for concept_id, parent_id, dimension_id in Edge.objects.filter(workspace=workspace).exclude(
+            concept_id=F("parent_id")).values_list("concept_id", "parent_id", "dimension_id"):
+        parent_of[(dimension_id, concept_id)] = parent_id
+    done: set[tuple[int, int]] = set()
+    cycles = []
+    for start in parent_of:
+        dimension_id, walk = start[0], []
+        node = start
+        on_walk: dict[tuple[int, int], int] = {}
+        while node in parent_of and node not in done and node not in on_walk:
+            on_walk[node] = len(walk)
+            walk.append(node[1])
+            node = (dimension_id, parent_of[node])
+        if node in on_walk:  # the walk came back to a node of its own: the cycle is from there on
+            cycles.append((dimension_id, walk[on_walk[node]:]))
+        done.update(on_walk)
+    tokens = dict(Concept.objects.filter(
+        pk__in={pk for dimension_id, members in cycles for pk in (dimension_id, *members)}).values_list("pk", "token"))
+    return sorted((tokens[dimension_id], (*(tokens[pk] for pk in members), tokens[members[0]]))
+                  for dimension_id, members in cycles)

@@ -48,7 +48,8 @@ def world_ensure(*, workspace) -> WorldConfig:
 CONFIG_FIELDS = (
     "saliency_read_threshold", "saliency_write_threshold", "recollection_confidence_floor",
     "recollection_recency_days", "recollection_max_concepts", "resolution_schedule", "resolution_enabled",
-    "writer_role", "resolver_role", "writer_max_calls",
+    "writer_role", "resolver_role", "writer_max_calls", "writer_calls_per_conversation", "writer_calls_per_hour",
+    "saliency_half_life_days",
 )
 
 
@@ -83,6 +84,8 @@ def config_validate(config: WorldConfig) -> None:
     if config.saliency_write_threshold < config.saliency_read_threshold:
         raise ApplicationError("saliency_write_threshold must not be below saliency_read_threshold",
                                code="invalid_config")
+    if not config.saliency_half_life_days > 0:
+        raise ApplicationError("saliency_half_life_days must be above 0", code="invalid_config")
     if not 0.0 <= config.recollection_confidence_floor <= 1.0:
         raise ApplicationError("recollection_confidence_floor must be between 0 and 1", code="invalid_config")
     for name in ("writer_role", "resolver_role"):
@@ -129,7 +132,8 @@ def insert_fact(*, workspace, concept: str, parent: str, dimension: str, is_isa:
     Returns the new Edge; the existing Edge when the same fact is already held (its last_confirmed
     moves to now and it keeps the higher confidence); or, when the concept already has another
     parent in that dimension, the pending Conflict the fact was queued as (classified isa_isa,
-    ispart_ispart or misclassification by both facts' is_isa). The database's unique index is the
+    ispart_ispart or misclassification by both facts' is_isa); or, when the parent descends from the
+    concept in that dimension (the edge would close a cycle), a pending `cycle` Conflict. The database's unique index is the
     safety net: a concurrent insert into the same (concept, dimension) becomes a Conflict, never an
     error. New tokens become concepts; the dimension gets its root edge. `priority` marks a manual
     fact, reviewed first by the resolution job."""
@@ -183,6 +187,9 @@ def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool
     for attempt in range(5):
         now = timezone.now()
         if attempt or not occupied:
+            if _closes_cycle(concept=concept, parent=parent, dimension=dimension):
+                return _queue_cycle(concept=concept, parent=parent, dimension=dimension, is_isa=is_isa,
+                                    confidence=confidence, source=source, priority=priority)
             with connection.cursor() as cursor:
                 cursor.execute(_EDGE_INSERT, [concept.workspace_id, now, concept.pk, parent.pk, dimension.pk, is_isa,
                                               confidence, now, source])
@@ -206,6 +213,47 @@ def place(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool
         if conflict is not None:
             return conflict
     raise RuntimeError(f"could not place {concept} in [{dimension}]: the slot kept changing")
+
+
+# The walk up from the parent, within one dimension, roots excluded. UNION (not UNION ALL) ends the walk
+# even on data that already holds a cycle.
+_ANCESTORS = f"""
+    WITH RECURSIVE up(id) AS (
+        SELECT %(parent)s::bigint
+        UNION
+        SELECT e.parent_id FROM {Edge._meta.db_table} e JOIN up ON e.concept_id = up.id
+        WHERE e.dimension_id = %(dimension)s AND e.parent_id <> e.concept_id
+    )
+    SELECT EXISTS (SELECT 1 FROM up WHERE id = %(concept)s)"""
+
+
+def _closes_cycle(*, concept: Concept, parent: Concept, dimension: Concept) -> bool:
+    """Whether `parent` descends from `concept` in `dimension` (concept IN parent would close a cycle).
+    Takes the dimension's transaction-scoped advisory lock first: two writers placing qa0 IN qb0 and
+    qb0 IN qa0 at once are serialised, and the second one's walk (a statement begun after the first
+    committed, so it reads the first one's edge under READ COMMITTED) sees the cycle."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"festinger:dimension:{dimension.pk}"])
+        cursor.execute(_ANCESTORS, {"parent": parent.pk, "dimension": dimension.pk, "concept": concept.pk})
+        return cursor.fetchone()[0]
+
+
+def _queue_cycle(*, concept: Concept, parent: Concept, dimension: Concept, is_isa: bool, confidence: float,
+                 source: str, priority: bool) -> Conflict:
+    """The fact that would close a cycle, as a pending `cycle` Conflict (the same one waiting already is
+    returned). Its existing parent is the concept's parent in that dimension, or the dimension itself
+    when it has none (the concept hangs from the dimension's root)."""
+    current = Edge.objects.filter(concept=concept, dimension=dimension).first()
+    key = {"concept": concept, "dimension": dimension, "incoming_parent": parent, "incoming_is_isa": is_isa,
+           "status": ConflictStatus.PENDING}
+    try:
+        with transaction.atomic():
+            return Conflict.objects.create(
+                workspace_id=concept.workspace_id, existing_parent_id=current.parent_id if current else dimension.pk,
+                existing_is_isa=current.is_isa if current else is_isa, incoming_confidence=confidence,
+                incoming_source=source, collision_type=CollisionType.CYCLE, priority=priority, **key)
+    except IntegrityError:
+        return Conflict.objects.get(**key)
 
 
 _EDGE_INSERT = f"""
@@ -263,9 +311,13 @@ def edge_remove(*, edge: Edge, reason: str, actor: str, conflict: Conflict | Non
 
 def edge_move(*, edge: Edge, dimension: Concept, reason: str, actor: str, conflict: Conflict | None = None) -> Edge:
     """Move an edge to another dimension (inside the caller's transaction), keeping what it was in
-    EdgeHistory. ApplicationError when the concept already has a parent there."""
+    EdgeHistory. ApplicationError when the concept already has a parent there, or when the move would
+    close a cycle there."""
     if Edge.objects.filter(concept_id=edge.concept_id, dimension=dimension).exclude(pk=edge.pk).exists():
         raise ApplicationError(f"{edge.concept} already has a parent in [{dimension}]", code="dimension_taken")
+    if _closes_cycle(concept=edge.concept, parent=edge.parent, dimension=dimension):
+        raise ApplicationError(f"{edge.parent} descends from {edge.concept} in [{dimension}]: the move would close "
+                               "a cycle", code="cycle")
     _history(edge=edge, action=EdgeHistory.Action.MOVED, reason=reason, actor=actor, conflict=conflict,
              moved_to=dimension)
     edge.dimension = dimension

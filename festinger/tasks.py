@@ -87,9 +87,11 @@ def festinger_cues_insert(workspace_id: int, triples: list[dict]) -> list[dict]:
 
 @shared_task(name="memory.festinger_concept_write", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=300, time_limit=360)
-def festinger_concept_write(workspace_id: int, token: str, context: list[str] | None = None) -> dict:
-    """Ask the writer about one concept (guarded: one write per concept at a time, none once known)."""
-    return concept_write(workspace_id=workspace_id, token=token, context=context or ())
+def festinger_concept_write(workspace_id: int, token: str, context: list[str] | None = None,
+                            conversation: str | None = None) -> dict:
+    """Ask the writer about one concept (guarded: one write per concept at a time, none once known, none
+    past the conversation's or the workspace's hourly cap)."""
+    return concept_write(workspace_id=workspace_id, token=token, context=context or (), conversation=conversation)
 
 
 @shared_task(name="maintenance.festinger_counts_flush", acks_late=True, reject_on_worker_lost=True,

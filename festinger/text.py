@@ -8,7 +8,8 @@ Tokens:
 2. Compound rule: consecutive capitalised words, separated only by spaces or tabs, merge into one
    token joined by underscores (`Glitch University` -> `glitch_university`). A lowercase word, a
    punctuation mark, a line break, a one-letter word (`A`, `I`) or the cue keywords `ISA` /
-   `ISPART` break the run.
+   `ISPART` break the run, and a leading article stays outside it (`The Glitch University` -> `the`,
+   `glitch_university`).
 3. Everything is lowercased. There is no minimum length (the seed's resolved decision): common
    words are in the dictionary at saliency 0 and never surface. Numbers (`2026`, `3.14`: tokens
    without a letter) are dropped: they are never concepts and would flood the zero-hit block.
@@ -42,8 +43,9 @@ _END = r"(?![^\W_]|[-._]+[^\W_])"  # a word ends here: no letter or digit follow
 # Capitalised words of two or more characters (not the cue keywords ISA / ISPART), separated by spaces
 # or tabs. The capital comes first so the regex engine skips ahead to capitals.
 _CAPWORD_TAIL = r"[^\W_]+(?:[-._]+[^\W_]+)*"
+# A leading article stays outside the run ("The Glitch University" -> the, glitch_university).
 _RUN_RE = re.compile(
-    rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b){_CAPWORD_TAIL}"
+    rf"[{_CAP}](?<![\w.\-].)(?!(?:SA|SPART)\b)(?!(?:he|HE|n|N)[ \t]){_CAPWORD_TAIL}"
     rf"(?:[ \t]+(?!(?:ISA|ISPART)\b)[{_CAP}]{_CAPWORD_TAIL})+{_END}"
 )
 # Where a compound run may start in `shape(text)` (festinger/wordscan.py: `A` a capital, `a` another word
@@ -142,6 +144,15 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("hosted by", False, COPULAR, "runs-on"),
     Pattern("deployed on", False, COPULAR, "runs-on"),
     Pattern("contained in", False, COPULAR, "membership"),
+    # The same cues in the forms people write them (a fact stated with "is" is no less a fact).
+    Pattern("is a part of", False, COPULAR, "membership"),
+    Pattern("is hosted by", False, COPULAR, "runs-on"),
+    Pattern("is hosted on", False, COPULAR, "runs-on"),
+    Pattern("hosted on", False, COPULAR, "runs-on"),
+    Pattern("is deployed on", False, COPULAR, "runs-on"),
+    Pattern("is deployed to", False, COPULAR, "runs-on"),
+    Pattern("deployed to", False, COPULAR, "runs-on"),
+    Pattern("is contained in", False, COPULAR, "membership"),
 )
 _BY_PHRASE = {pattern.phrase: pattern for pattern in PATTERNS}
 
@@ -154,8 +165,26 @@ all both either neither none no not nothing something anything everything someon
 is are was were be been being am do does did has have had will would shall should can could may
 might must and or but nor so yet if then than as of in on at by to for from with about into onto
 over under very also just only still even such same other another more most less least much many
-few several own
+few several own never nobody nothing nowhere
 """.split())
+
+# Words that describe rather than name: never a concept, skipped before the noun they describe ("a big
+# repo" -> repo), and a positional cue whose subject is one states nothing ("a different type of approach").
+ADJECTIVES = frozenset("""
+big small large huge tiny little new old young different same similar various certain particular specific
+special general common main major minor key core central good bad great best better worse worst nice fine
+important simple complex complicated easy hard difficult fast slow quick long short high low full empty whole
+real true false right wrong early late first last next previous final single double multiple entire massive
+modern legacy internal external public private open closed free local remote global shared custom default
+standard basic advanced popular famous known unknown typical strange weird odd interesting useful useless
+powerful lightweight heavy light critical essential primary secondary experimental stable unstable official
+proper actual current recent former future potential possible likely unique separate independent distinct
+random total complete partial cool awesome terrible tiny whole brand huge dedicated separate cheap expensive
+""".split())
+
+# Words after which the object's noun phrase cannot go on: time and sentence adverbs.
+_PHRASE_ENDS = frozenset("today now tomorrow yesterday again already too anymore though however instead "
+                         "currently still yet soon later".split())
 
 # The pattern's own nouns are never its object ("gnommoweb is a part of x" is not "is a part").
 NOT_OBJECTS = frozenset({"kind", "type", "instance", "part", "member", "sort"})
@@ -171,10 +200,24 @@ _CUE_RE = re.compile(
     rf"[ \t](?=[{''.join(sorted({p.phrase[0] for p in PATTERNS}))}])(?P<kw>{_KEYWORDS}){_SP}{_ARTICLE}"
     rf"(?P<y>{_NAME})(?:{_SP}of{_SP}{_ARTICLE}(?P<z>{_NAME}))?"
 )
-_SUBJECT_RE = re.compile(rf"(?<![\w.\-]){_NAME}[ \t]*\Z")
+# The subject: the word right before the keywords (not the tail of a contraction: "it's", "isn't"), or
+# the name before an appositive ("dobby, the helper bot, is a member of ...").
+_SUBJECT_RE = re.compile(rf"(?<![\w.\-']){_NAME}[ \t]*\Z")
+_APPOSITIVE_RE = re.compile(
+    rf"(?<![\w.\-'])(?P<name>{_NAME}),[ \t]+(?:the|a|an|our|my|your|their|its|his|her)[ \t][^,;:.!?\n]{{1,80}},[ \t]*\Z")
+_NEGATED_RE = re.compile(r"(?:\b(?:not|no|never|cannot)|n't)[ \t]+\Z")
+_DETERMINED_RE = re.compile(r"\b(?:the|a|an|this|that|these|those|some|any|each|every|which|what|whose|our|my|your"
+                            r"|their|its|his|her|one|another)[ \t]+\Z")
+_FIRST_WORD_RE = re.compile(_NAME)
+_NEXT_WORD_RE = re.compile(rf"[ \t]+(?P<word>{_NAME})")
+_OF_RE = re.compile(rf"[ \t]+of[ \t]+{_ARTICLE}(?=[^\W_])")
+_COPULA_RE = re.compile(rf"(?<![\w.\-'])(?P<name>{_NAME})[ \t]+is[ \t]+an?[ \t]+\Z")
+_PARTICIPLES = frozenset({"hosted by", "hosted on", "deployed on", "deployed to", "contained in", "owned by"})
+_PHRASE_MAX = 5
 _SUBJECT_WINDOW = 120
 # Every cue starts with a space or tab and a pattern's first word.
-_CUE_FIRST_WORDS = Lexicon({p.phrase.split()[0] for p in PATTERNS})
+_CUE_FIRST = frozenset(p.phrase.split()[0] for p in PATTERNS)
+_CUE_FIRST_WORDS = Lexicon(_CUE_FIRST)
 
 
 def cues(text: str) -> tuple[Triple, ...]:
@@ -186,20 +229,87 @@ def cues(text: str) -> tuple[Triple, ...]:
 def _cues(text: str) -> tuple[Triple, ...]:
     merged = _merged(text)
     found = []
+    described = None  # (the subject, its ISA object, where that object ends) of the last ISA cue
     for match in _cue_matches(merged):
-        subject = _SUBJECT_RE.search(merged, max(0, match.start() - _SUBJECT_WINDOW), match.start())
-        if subject is None:
-            continue
-        concept, parent, dimension = subject.group().rstrip(), match["y"], match["z"]
-        if (concept in STOP_WORDS or parent in STOP_WORDS or parent in NOT_OBJECTS or _is_number(concept)
-                or _is_number(parent)):
-            continue
         pattern = _BY_PHRASE[" ".join(match["kw"].split())]
-        if not (pattern.is_isa and dimension and dimension not in STOP_WORDS and not _is_number(dimension)):
+        concept = _subject(merged, match.start(), positional=pattern.confidence == POSITIONAL and pattern.is_isa)
+        if concept is None:
+            continue
+        # "gnommoweb is a container deployed on Docker": the participle describes gnommoweb, not
+        # the container (the ISA object it follows directly).
+        if (described and pattern.phrase in _PARTICIPLES and concept == described[1]
+                and not merged[described[2]:match.start()].strip()):
+            concept = described[0]
+        # The object is read again from where the regex found its first word: the noun a phrase of
+        # describing words leads to ("a big repo" -> repo; ISA takes the phrase's last noun, "a Python
+        # library" -> library; ISPART the first, "runs on Docker containers" -> docker).
+        parent, end = _object(merged, match.start("y"), last_noun=pattern.is_isa)
+        dimension = None
+        if pattern.is_isa and (of := _OF_RE.match(merged, end)):
+            dimension, _end = _object(merged, of.end(), last_noun=False)
+        if parent is None or parent in NOT_OBJECTS or parent == concept:
+            continue
+        if not (dimension and dimension != parent):
             dimension = pattern.dimension
         found.append(Triple(concept=concept, parent=parent, dimension=dimension, is_isa=pattern.is_isa,
                             confidence=pattern.confidence, pattern=pattern.phrase))
+        described = (concept, parent, end) if pattern.is_isa else None
     return tuple(found)
+
+
+def _subject(merged: str, end: int, *, positional: bool) -> str | None:
+    """The concept a cue ending its subject at `end` is about, or None: a function word, a describing
+    word, a number, a negated statement ("no longer belongs to"), or for a positional ISA cue a noun
+    phrase rather than a statement ("a different type of approach", "the kind of thing")."""
+    window = max(0, end - _SUBJECT_WINDOW)
+    found = _SUBJECT_RE.search(merged, window, end)
+    if found is None:
+        found = _APPOSITIVE_RE.search(merged, window, end)
+        if found is None:
+            return None
+        start, concept = found.start(), found["name"]
+    else:
+        start, concept = found.start(), found.group().rstrip()
+    before = merged[max(0, start - 24):start]
+    if concept in ADJECTIVES and (copula := _COPULA_RE.search(before)):
+        # "redis is a different kind of database": the describing word sits inside "is a ... kind of"
+        start, concept = max(0, start - 24) + copula.start(), copula["name"]
+        before = merged[max(0, start - 24):start]
+    if concept in STOP_WORDS or concept in ADJECTIVES or _is_number(concept):
+        return None
+    if _NEGATED_RE.search(before) or (positional and _DETERMINED_RE.search(before)):
+        return None
+    return concept
+
+
+def _object(merged: str, start: int, *, last_noun: bool) -> tuple[str | None, int]:
+    """The noun of the phrase starting at `start` (describing words before it skipped) and where the
+    phrase ends; None when the phrase names nothing (a function word, a number)."""
+    first = _FIRST_WORD_RE.match(merged, start)
+    words = [(first.group(), first.end())]
+    while len(words) < _PHRASE_MAX and (following := _NEXT_WORD_RE.match(merged, words[-1][1])):
+        word = following["word"]
+        if word in STOP_WORDS or word in _PHRASE_ENDS or word in _CUE_FIRST or _is_number(word):
+            break
+        words.append((word, following.end()))
+    at = 0
+    while at < len(words) - 1 and _describes(words[at][0]):
+        at += 1
+    if last_noun:
+        while at < len(words) - 1 and not _describes(words[at + 1][0], noun_before=True):
+            at += 1
+    word, end = words[at]
+    if word in STOP_WORDS or word in ADJECTIVES or _is_number(word):
+        return None, end
+    return word, end
+
+
+def _describes(word: str, *, noun_before: bool = False) -> bool:
+    """Whether `word` describes rather than names: a describing word, an adverb, or a participle
+    ("a dedicated server", "a fully managed service"; after a noun, "a container deployed on ...")."""
+    if len(word) > 4 and word.endswith(("ed", "ing", "ly")):
+        return True
+    return not noun_before and word in ADJECTIVES
 
 
 def _cue_matches(merged: str):

@@ -5,7 +5,9 @@ a collision becomes a Conflict, never an error) and the concept's novelty become
 
 Runs in the `memory.festinger_concept_write` task, never on a model call's path. One write per
 concept at a time (a Redis lock); at most `writer_max_calls` model calls per write (a malformed
-answer is sent back once with what was wrong), all counted in the result and the trace."""
+answer is sent back once with what was wrong), all counted in the result and the trace. Every model
+call is taken from the workspace's hourly cap and the conversation's cap first
+(festinger.conversation.writer_call_allow); with either spent the write ends `capped`."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from fathom.llm import LLMError, Message, complete
 from fathom.models import Workspace
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
+from festinger.conversation import writer_call_allow
 from festinger.models import Concept, Conflict, Edge
 from festinger.services import concepts_ensure, insert_fact, world_ensure
 from festinger.text import canonical
@@ -35,11 +38,11 @@ SYSTEM = (
 )
 
 
-def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
+def concept_write(*, workspace_id: int, token: str, context=(), conversation: str | None = None) -> dict:
     """Ask the writer what `token` is and place its answer. Returns what happened: status `written`,
     `known` (novelty already set), `in_flight` (another write holds the concept), `unusable` (no valid
-    triple within the call cap) or `failed` (the model call failed), with `model_calls`, `placed`
-    and `rejected`."""
+    triple within the call cap), `capped` (the conversation's or the workspace's hourly writer calls
+    are spent) or `failed` (the model call failed), with `model_calls`, `placed` and `rejected`."""
     token = canonical(token)
     lock = get_redis().lock(_LOCK.format(ws=workspace_id, token=token), timeout=LOCK_SECONDS)
     if not token or not lock.acquire(blocking=False):
@@ -50,7 +53,7 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
             return {"status": "failed", "token": token, "model_calls": 0, "placed": [], "rejected": [],
                     "error": "no such workspace"}
         with span("festinger.write", workspace=workspace_id, actor_id=ACTOR, token=token) as traced:
-            result = _write(workspace, token, list(context))
+            result = _write(workspace, token, list(context), conversation)
             traced.set(status=result["status"], model_calls=result["model_calls"], placed=len(result["placed"]),
                        rejected=len(result["rejected"]))
         return result
@@ -61,7 +64,7 @@ def concept_write(*, workspace_id: int, token: str, context=()) -> dict:
             pass  # it expired (past the task's hard limit) and may be another write's now: not ours to free
 
 
-def _write(workspace, token: str, context: list[str]) -> dict:
+def _write(workspace, token: str, context: list[str], conversation: str | None) -> dict:
     config = world_ensure(workspace=workspace)
     result = {"status": "unusable", "token": token, "model_calls": 0, "placed": [], "rejected": []}
     if Concept.objects.filter(workspace=workspace, token=token, novelty__gt=0).exists():
@@ -73,6 +76,11 @@ def _write(workspace, token: str, context: list[str]) -> dict:
     messages = [Message.system(SYSTEM), Message.user(_question(token, dimensions, context))]
     triples: list[dict] = []
     while result["model_calls"] < max(1, config.writer_max_calls):
+        if not writer_call_allow(workspace_id=workspace.pk, conversation=conversation,
+                                 per_conversation=config.writer_calls_per_conversation,
+                                 per_hour=config.writer_calls_per_hour):
+            result["status"] = "capped"
+            break
         result["model_calls"] += 1
         try:
             completion = complete(workspace=workspace, role=config.writer_role, messages=messages,

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin_scoping import WorkspaceScopedAdmin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
 from harness.runtime.models import (

@@ -3,7 +3,7 @@ edited (deltas are immutable except for their embeddings)."""
 
 from django.contrib import admin, messages
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from lake.models import Delta, IdempotentWrite, Media
 from lake.tasks import reembed_deltas
 

@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
 from proposals import dispatch, routines, selectors, services

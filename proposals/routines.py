@@ -17,6 +17,7 @@ from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
+from fathom.transient import TRANSIENT_ERRORS
 from proposals.models import Routine, RoutineRun, RoutineRunStatus
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,8 @@ def routine_run_start(*, routine_id: int, task_id: str | None = None) -> Routine
             with transaction.atomic():
                 run.fire_ref = starter(routine=routine, run=run) or ""
             run.status = RoutineRunStatus.STARTED
+        except TRANSIENT_ERRORS:  # the whole tick rolls back and the task retries it
+            raise
         except Exception as exc:  # the run row says why; the next tick tries again
             logger.exception("routine %s: starting its fire failed", routine.pk)
             run.status, run.error = RoutineRunStatus.FAILED, f"{type(exc).__name__}: {exc}"

@@ -44,3 +44,90 @@ def test_no_function_imports_outside_the_allowed_modules():
 
 def test_every_allowed_module_still_exists():
     assert [module for module in ALLOWED if not Path(REPO_ROOT, module).is_file()] == []
+
+
+def test_no_import_cycle_among_the_projects_modules():
+    """Two modules that import each other at load time work only in one order (a cycle is what the
+    function-local imports above used to dodge, or what an import at the bottom of a file hides)."""
+    modules = dict(_modules())
+    graph = {name: {target for node in _load_time_imports(tree) for target in _imported(node, name, modules)
+                    if target != name}
+             for name, (_, tree) in modules.items()}
+    cycles = _cycles(graph)
+    assert not cycles, "modules importing each other at load time:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _modules() -> list[tuple[str, tuple[bool, ast.Module]]]:
+    found = []
+    for app in APPS:
+        for path in sorted((REPO_ROOT / app).rglob("*.py")):
+            relative = path.relative_to(REPO_ROOT)
+            if "migrations" in relative.parts:
+                continue
+            parts = list(relative.with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts.pop()
+            found.append((".".join(parts), (is_package, ast.parse(path.read_text(encoding="utf-8")))))
+    return found
+
+
+def _load_time_imports(tree: ast.Module):
+    """Imports that run when the module is imported: at module level, in if/try/with blocks and class
+    bodies, not in functions nor under `if TYPE_CHECKING:`."""
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            pending += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            pending += node.body + node.orelse + node.finalbody + [n for h in node.handlers for n in h.body]
+        elif isinstance(node, ast.With | ast.ClassDef):
+            pending += node.body
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, modules: dict) -> list[str]:
+    """The project's modules an import statement loads. `from package import submodule` loads the
+    package too, unless the package is the importer's own ancestor (loaded first anyway)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if alias.name in modules]
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".") if modules[module][0] else module.split(".")[:-1]
+        base = ".".join(anchor[:len(anchor) - (node.level - 1)] + ([base] if base else []))
+    submodules = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules]
+    if submodules and (module + ".").startswith(base + "."):
+        return submodules
+    return [name for name in (base, *submodules) if name in modules]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, on_stack, stack, components = {}, {}, set(), [], []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                on_stack.discard(member)
+                component.append(member)
+            on_stack.discard(node)
+            component.append(node)
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return components

@@ -12,7 +12,12 @@ with no arguments. For each call:
                                 return a replacement Completion (None keeps the one given)
 
 Either method may be left out. For a streamed call `after` sees the assembled completion once the
-stream has ended (the chunks already went to the caller). An exception in a middleware fails the
+stream has ended (the chunks already went to the caller).
+
+Middleware keeping state per conversation (Festinger's counting) reads the call's `conversation`
+option (`complete(..., conversation=key)`, in `request.options`; providers never send it): a key naming
+the conversation the call belongs to (a proxy's session, a thread), or False for a call that is no
+conversation (the harness reading a brief it composed itself). Without it, middleware derives one. An exception in a middleware fails the
 call like a provider error would, and is traced."""
 
 from __future__ import annotations

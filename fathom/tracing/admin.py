@@ -8,7 +8,7 @@ from django.db.models.functions import Coalesce
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from fathom.admin import ReadOnlyAdmin, rows_visible_to
+from fathom.admin_scoping import ReadOnlyAdmin, rows_visible_to
 from fathom.tracing import selectors
 from fathom.tracing.models import Trace, TraceEvent
 

@@ -46,7 +46,7 @@ ON CONFLICT (workspace_id, token) DO UPDATE SET
             SELECT 1 FROM festinger_edge e WHERE e.concept_id = festinger_concept.id AND e.parent_id <> e.concept_id)
         THEN 0
         ELSE ln(greatest(festinger_concept.encounter_count + EXCLUDED.encounter_count, 1)::float8) END
-RETURNING token, id, encounter_count
+RETURNING token, id, encounter_count, extract(epoch FROM last_seen)::float8
 """
 
 
@@ -88,7 +88,8 @@ def counts_flush() -> dict[int, int]:
 
 
 def _batch_add(workspace_id: int, batch_id: str, batch: dict[str, int]) -> dict[str, str]:
-    """Add the batch's counts unless it was added already; token -> "<concept id>:<count>" either way
+    """Add the batch's counts unless it was added already; token -> "<concept id>:<count>:<last seen,
+    epoch>" either way
     (nothing for a workspace without a world)."""
     tokens = sorted(batch)  # one lock order for concurrent upserts
     with transaction.atomic(), connection.cursor() as cursor:
@@ -97,9 +98,9 @@ def _batch_add(workspace_id: int, batch_id: str, batch: dict[str, int]) -> dict[
         if cursor.rowcount:
             cursor.execute(_UPSERT, [workspace_id, tokens, [batch[t] for t in tokens]])
         else:
-            cursor.execute("SELECT token, id, encounter_count FROM festinger_concept "
-                           "WHERE workspace_id = %s AND token = ANY(%s)", [workspace_id, tokens])
-        return {token: f"{pk}:{count}" for token, pk, count in cursor.fetchall()}
+            cursor.execute("SELECT token, id, encounter_count, coalesce(extract(epoch FROM last_seen)::float8, 0) "
+                           "FROM festinger_concept WHERE workspace_id = %s AND token = ANY(%s)", [workspace_id, tokens])
+        return {token: f"{pk}:{count}:{seen}" for token, pk, count, seen in cursor.fetchall()}
 
 
 def counts_flush_schedule_ensure(**models):

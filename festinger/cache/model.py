@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections import Counter
@@ -26,7 +27,8 @@ WRITE_RETRY_SECONDS = 600.0  # a concept whose write came to nothing is asked ab
 # wrote earlier but committed after that reload is still seen.
 RELOAD_MARGIN_SECONDS = 120
 
-_CONCEPTS_SQL = "SELECT id, token, encounter_count, novelty, is_common FROM festinger_concept"
+_CONCEPTS_SQL = ("SELECT id, token, encounter_count, novelty, is_common, "
+                 "coalesce(extract(epoch FROM last_seen)::float8, 0) FROM festinger_concept")
 _EDGES_SQL = ("SELECT e.concept_id, e.parent_id, e.dimension_id, e.is_isa, e.confidence, "
               "extract(epoch FROM e.last_confirmed)::float8, e.source FROM festinger_edge e")
 
@@ -47,6 +49,7 @@ class SoasRow:
     encounter_count: int
     novelty: float
     is_common: bool
+    last_seen: float = 0.0  # epoch seconds (0: never), as of the load or the last flush's totals
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,16 +78,29 @@ class Settings:
     max_concepts: int = 20
     writer_role: str = "writer"
     resolver_role: str = "resolver"
-
-    @property
-    def read_count(self) -> float:
-        """Saliency is ln(encounter_count): the count at which a concept reaches the read threshold."""
-        return math.exp(self.read_threshold)
+    writer_calls_per_conversation: int = 4
+    writer_calls_per_hour: int = 40
+    half_life_days: float = 30.0
 
 
 def saliency(count: int) -> float:
     """The seed's log-scaled encounter saliency: ln(count), 0 for a first encounter (Test A: log(1))."""
     return math.log(count) if count > 1 else 0.0
+
+
+def priority(count: int, *, age_seconds: float, novelty: float, half_life_days: float) -> float:
+    """What decides whether, and how early, a concept is recalled (seed 002, "Saliency vs novelty" and
+    "Saliency Decay"): its saliency halved for every `half_life_days` since it was last seen (a concept
+    not seen for long is deprioritised, never deleted; seen again, it is at full saliency at once),
+    plus its novelty (1.0 once the write path confirmed it: a project-specific name that rarely
+    appears still reaches the read threshold)."""
+    decay = 0.5 ** (max(age_seconds, 0.0) / (half_life_days * 86400.0))
+    return saliency(count) * decay + novelty
+
+
+def _age(now: float, seen: float) -> float:
+    """Seconds since a concept was last seen; 0 when that was never recorded (no decay without a date)."""
+    return now - seen if seen else 0.0
 
 
 class World:
@@ -106,6 +122,7 @@ class World:
         self.lexicon = Lexicon(self.common)          # counts the common words' encounters until the push
         self.lexicon_of = self.common                # the common words it was made of
         self.write_requested: dict[str, float] = {}  # concept -> when this process last asked the writer
+        self.seen_here: dict[str, float] = {}         # token -> when this process last counted it (epoch)
         self.stale = False         # a write elsewhere committed since the last reload
         self.flushed: str | None = None
         self.staged_totals: dict | None = None  # fetched by the background thread after a flush
@@ -143,10 +160,13 @@ class World:
         merged = normalise(text)  # the regex and lowercasing work done before taking the lock
         with self._count_lock:
             others = self._lexicon().count(merged)  # common words counted in C, no string each
+            others = {token: n for token, n in others.items() if not _never_a_concept(token)}
             self.unpushed.append(others)
         counted, get = self.counted, self.counted.get  # not counted[token] += n: Counter's __missing__ is Python
+        now = time.time()
         for token, n in others.items():
             counted[token] = get(token, 0) + n
+        self.seen_here.update(dict.fromkeys(others, now))
         return others
 
     def _lexicon(self) -> Lexicon:
@@ -159,7 +179,7 @@ class World:
 
     def candidates(self, token_lists) -> set[str]:
         """The distinct tokens of these lists that can be salient (not common words)."""
-        return set().union(*token_lists).difference(self.common)
+        return {token for token in set().union(*token_lists).difference(self.common) if not _never_a_concept(token)}
 
     def encounters(self, token: str) -> int:
         row = self.soas_by_token.get(token)
@@ -170,22 +190,41 @@ class World:
             return 0.0
         return saliency(self.encounters(token))
 
-    def salient(self, candidates) -> list[tuple[str, float]]:
-        """(token, saliency) for the distinct candidates (from `count` or `candidates`) at or above the
-        read threshold, most salient first."""
-        threshold = self.settings.read_count
+    def priority(self, token: str, now: float | None = None) -> float:
+        """The concept's recollection priority (`priority`): decayed saliency plus novelty."""
+        if token in self.common:
+            return 0.0
+        row = self.soas_by_token.get(token)
+        seen = max(row.last_seen if row is not None else 0.0, self.seen_here.get(token, 0.0))
+        return priority(self.encounters(token), age_seconds=_age(time.time() if now is None else now, seen),
+                        novelty=row.novelty if row is not None else 0.0, half_life_days=self.settings.half_life_days)
+
+    def salient(self, candidates, now: float | None = None) -> list[tuple[str, float]]:
+        """(token, priority) for the distinct candidates (from `count` or `candidates`) whose priority
+        (saliency decayed by the time since the concept was last seen, plus its novelty) is at or above
+        the read threshold, highest first."""
+        settings = self.settings
+        threshold, half_life, now = settings.read_threshold, settings.half_life_days, time.time() if now is None else now
         found = []
-        rows, counted = self.soas_by_token.get, self.counted.get
+        rows, counted, seen_here = self.soas_by_token.get, self.counted.get, self.seen_here.get
         for token in candidates:
             row = rows(token)
-            n = (row.encounter_count if row is not None else 0) + counted(token, 0)
-            if n >= threshold:
-                found.append((token, saliency(n)))
+            if row is None:
+                n, novelty, seen = counted(token, 0), 0.0, seen_here(token, 0.0)
+            else:
+                n, novelty = row.encounter_count + counted(token, 0), row.novelty
+                seen = max(row.last_seen, seen_here(token, 0.0))
+            if n < 2 and novelty == 0.0:
+                continue  # saliency 0: below any threshold (the common case, decided without arithmetic)
+            value = priority(n, age_seconds=_age(now, seen), novelty=novelty, half_life_days=half_life)
+            if value >= threshold:
+                found.append((token, value))
         found.sort(key=lambda pair: -pair[1])
         return found
 
     def to_write(self, salient: list[tuple[str, float]]) -> list[str]:
-        """The salient tokens that crossed the write threshold and were never written (novelty 0),
+        """Of these (token, saliency) pairs, the tokens that crossed the write threshold and were never
+        written (novelty 0),
         each returned once per process every WRITE_RETRY_SECONDS (a write that failed or got lost is
         asked again; the writer's lock keeps two from running at once)."""
         threshold = self.settings.write_threshold
@@ -307,18 +346,21 @@ class World:
                 read_threshold=config.saliency_read_threshold, write_threshold=config.saliency_write_threshold,
                 confidence_floor=config.recollection_confidence_floor,
                 recency_days=config.recollection_recency_days, max_concepts=config.recollection_max_concepts,
-                writer_role=config.writer_role, resolver_role=config.resolver_role)
+                writer_role=config.writer_role, resolver_role=config.resolver_role,
+                writer_calls_per_conversation=config.writer_calls_per_conversation,
+                writer_calls_per_hour=config.writer_calls_per_hour, half_life_days=config.saliency_half_life_days)
 
     def _refresh_counts(self, totals: dict[str, str]) -> None:
         """Take the totals of the last flush: the counts every process pushed until then."""
         unpushed = self._unpushed_counts()
         for token, total in totals.items():
-            pk, count = (int(part) for part in total.split(":"))
+            pk, count, *seen = total.split(":")
+            pk, count, last_seen = int(pk), int(count), float(seen[0]) if seen else 0.0
             row = self.soas_by_token.get(token)
             if row is None:  # first flushed since the load
-                self._add_row(SoasRow(pk, token, count, 0.0, False))
+                self._add_row(SoasRow(pk, token, count, 0.0, False, last_seen))
             else:
-                row.encounter_count = count
+                row.encounter_count, row.last_seen = count, max(row.last_seen, last_seen)
             # What this process counted is now in the total, except what it has not pushed yet.
             if token not in self.common:
                 self.counted[token] = unpushed.get(token, 0)
@@ -346,6 +388,16 @@ class World:
                 with self._count_lock:
                     self.unpushed[:0] = taken
                 raise
+
+
+# An id as Fathom and other tools print them: hex of 8 or more characters with a digit (a delta's, a
+# commit's), or a UUID. Cited in answers ("[d39842a28e07e83e]"), never a concept.
+_ID_RE = re.compile(r"(?=[a-f]*[0-9])[0-9a-f]{8,}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+
+
+def _never_a_concept(token: str) -> bool:
+    """A token that is counted nowhere and never salient: one character (`s` of "user's", `i`), or an id."""
+    return len(token) < 2 or _ID_RE.fullmatch(token) is not None
 
 
 def _summed(counts_list) -> Counter:

@@ -356,6 +356,9 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
     """One model call, committed as a FireTurn before anything else happens."""
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
         workspace=fire.workspace, role="main", messages=messages, tools=specs,
+        # The review pass reads a brief the harness composed (question, answer, tool results): no
+        # conversation that model middleware (Festinger) should learn from.
+        **({"conversation": False} if phase == REVIEW else {}),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from fathom.llm.media import image_base64
 from fathom.llm.types import ImageRef
+from fathom.transient import TRANSIENT_ERRORS
 from harness.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import deltas_list
 
@@ -27,6 +28,8 @@ def run(ctx: ToolContext, args: dict):
         raise ToolError("images cannot be opened here: no media store is configured (FATHOM_MEDIA_RESOLVER)")
     try:
         data, media_type = image_base64(ctx.workspace.pk, ImageRef(media_hash))
+    except TRANSIENT_ERRORS:  # the fire's task retries and resumes; the model never reads a blip
+        raise
     except Exception as exc:  # noqa: BLE001 - whatever the store says, the model reads it
         raise ToolError(f"the media store could not load {media_hash!r}: {type(exc).__name__}: {exc}") from None
     return {"media_hash": media_hash, "media_type": media_type, "size_bytes": len(base64.b64decode(data)),

@@ -124,7 +124,8 @@ def test_editing_the_configuration_in_admin_moves_the_schedule(admin_client, wor
     url = reverse("admin:festinger_worldconfig_change", args=[config.pk])
     form = {"saliency_read_threshold": 0.4, "saliency_write_threshold": 2.0, "recollection_confidence_floor": 0.5,
             "recollection_recency_days": 30, "recollection_max_concepts": 10, "resolution_schedule": "30 3 * * *",
-            "resolution_enabled": "on", "writer_role": "writer", "resolver_role": "resolver", "writer_max_calls": 2}
+            "resolution_enabled": "on", "writer_role": "writer", "resolver_role": "resolver", "writer_max_calls": 2,
+            "writer_calls_per_conversation": 4, "writer_calls_per_hour": 40, "saliency_half_life_days": 30}
 
     bad = admin_client.post(url, {**form, "resolution_schedule": "nightly"})
     assert bad.status_code == 200 and "resolution_schedule: schedule" in bad.content.decode()

@@ -4,6 +4,7 @@ scripted resolver model."""
 import json
 
 import pytest
+from django.db import OperationalError
 
 from fathom.llm.scripted import Script
 from fathom.redis_client import get_redis
@@ -139,6 +140,21 @@ def test_a_failed_model_call_leaves_the_conflict_pending(workspace, scripted_llm
 
     conflict = Conflict.objects.get(pk=test_b_state.pk)
     assert conflict.status == "pending" and conflict.error and conflict.attempts == 1
+
+
+def test_a_transient_error_is_raised_for_the_tasks_retry_and_leaves_the_conflict_untouched(
+        workspace, scripted_llm, monkeypatch, test_b_state):
+    def connection_reset(**_kwargs):
+        raise OperationalError("the connection was reset")
+
+    monkeypatch.setattr("festinger.resolution.complete", connection_reset)
+
+    with pytest.raises(OperationalError):
+        run_now(workspace)
+
+    conflict = Conflict.objects.get(pk=test_b_state.pk)
+    assert (conflict.status, conflict.attempts, conflict.error) == ("pending", 0, "")
+    assert ResolutionRun.objects.get(workspace=workspace).status == "running"  # the retry carries it on
 
 
 def test_the_tasks_time_running_out_fails_the_run_not_the_conflict(workspace, scripted_llm, monkeypatch,

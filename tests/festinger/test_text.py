@@ -69,6 +69,8 @@ def test_both_loops_shape_and_make_ascii_alike(sample):
     ("Agent Zero", ["agent_zero"]),
     ("New York City", ["new_york_city"]),
     ("the Glitch University", ["the", "glitch_university"]),
+    ("The Glitch University", ["the", "glitch_university"]),  # a leading article stays outside the run
+    ("An Apple Product", ["an", "apple_product"]),
     # a lowercase word, punctuation, a line break or a one-letter word breaks a run
     ("Glitch the University", ["glitch", "the", "university"]),
     ("Glitch University, Agent Zero.", ["glitch_university", "agent_zero"]),
@@ -211,6 +213,15 @@ ISPART_ROWS = [
     ("gnommoweb hosted by ramanujan", "hosted by", "gnommoweb", "ramanujan", "runs-on"),
     ("gnommoweb deployed on Docker", "deployed on", "gnommoweb", "docker", "runs-on"),
     ("gnommoweb contained in agent0_stack", "contained in", "gnommoweb", "agent0_stack", "membership"),
+    # the same cues with "is" (issue 17: they gave nothing, or `is` as the subject)
+    ("gnommoweb is a part of Glitch University", "is a part of", "gnommoweb", "glitch_university", "membership"),
+    ("gnommoweb is hosted by ramanujan", "is hosted by", "gnommoweb", "ramanujan", "runs-on"),
+    ("gnommoweb is hosted on ramanujan", "is hosted on", "gnommoweb", "ramanujan", "runs-on"),
+    ("gnommoweb hosted on ramanujan", "hosted on", "gnommoweb", "ramanujan", "runs-on"),
+    ("gnommoweb is deployed on Docker", "is deployed on", "gnommoweb", "docker", "runs-on"),
+    ("gnommoweb is deployed to Docker", "is deployed to", "gnommoweb", "docker", "runs-on"),
+    ("gnommoweb deployed to Docker", "deployed to", "gnommoweb", "docker", "runs-on"),
+    ("gnommoweb is contained in agent0_stack", "is contained in", "gnommoweb", "agent0_stack", "membership"),
 ]
 
 
@@ -260,10 +271,16 @@ def test_of_z_does_not_change_an_ispart_dimension(sentence, phrase, concept, par
     ("Agent Zero is a framework", [Triple("agent_zero", "framework", "type", True, text.COPULAR, "is a")]),
     # keywords in any case and spacing; punctuation after the object ends it
     ("gnommoweb   IS A  repo.", [Triple("gnommoweb", "repo", "type", True, text.COPULAR, "is a")]),
-    # two facts in one sentence: the object of the first is the subject of the second
+    # two facts in one sentence: a participle after the ISA object describes the subject (seed Test B)
     ("gnommoweb is a container deployed on Docker", [
         Triple("gnommoweb", "container", "type", True, text.COPULAR, "is a"),
-        Triple("container", "docker", "runs-on", False, text.COPULAR, "deployed on")]),
+        Triple("gnommoweb", "docker", "runs-on", False, text.COPULAR, "deployed on")]),
+    # issue 17: an appositive, describing words, a leading article outside the compound
+    ("Dobby, the helper bot, is a member of agent_pool",
+     [Triple("dobby", "agent_pool", "membership", False, text.COPULAR, "is a member of")]),
+    ("X is a big repo", [Triple("x", "repo", "type", True, text.COPULAR, "is a")]),
+    ("gnommoweb is part of The Glitch University",
+     [Triple("gnommoweb", "glitch_university", "membership", False, text.COPULAR, "is part of")]),
 ])
 def test_cue_examples(sentence, expected):
     assert list(cues(sentence)) == expected
@@ -273,7 +290,8 @@ def test_cue_examples(sentence, expected):
     "This is a problem",              # a pronoun is not a concept
     "it is an option",
     "what kind of database",
-    "gnommoweb is a part of agent0",  # the pattern's own noun is not an object
+    "gnommoweb is a kind of",         # the pattern's own noun is not an object
+    "A different type of approach",   # a noun phrase, not a statement (issue 17)
     "gnommoweb\nis a repo",           # a line break ends a cue
     "the repo, is a thing",           # so does punctuation
     "gnommoweb is a 2026",            # a number is not a concept

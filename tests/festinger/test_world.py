@@ -1,14 +1,19 @@
 """The world model's tables, bootstrap and configuration (seed 002, T09-T13)."""
 
 import json
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.db import IntegrityError, ProgrammingError, connection, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from fathom.errors import ApplicationError
+from fathom.models import Workspace
+from fathom.services import workspace_default_ensure
+from festinger import cache
 from festinger.bootstrap import SEED_DIMENSIONS, bootstrap_workspace, english_words
 from festinger.models import Concept, Edge, Source, WorldConfig
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
@@ -184,3 +189,27 @@ def test_a_configuration_change_reaches_every_process_cache(workspace, django_ca
         assert (before, cache.world(workspace.pk).settings.read_threshold) == (0.5, 0.9)
     finally:
         cache.forget(workspace.pk)
+
+
+# --- bootstrapped as the workspace is created ---------------------------------------------------------------
+
+
+def test_a_workspace_created_by_the_cli_or_as_the_default_has_its_world_at_once(db):
+    call_command("fathom", "workspace", "create", "fresh-one", stdout=StringIO())
+    fresh = Workspace.objects.get(slug="fresh-one")
+    default = workspace_default_ensure()  # what `fathom up` (make run) does after migrating
+
+    for workspace in (fresh, default):
+        assert WorldConfig.objects.filter(workspace=workspace).exists()
+        assert Concept.objects.filter(workspace=workspace, token="please", is_common=True).exists()
+        assert cache.world(workspace.pk) is not None  # active: the first model call is enriched and counted
+        cache.forget(workspace.pk)
+
+
+def test_a_workspace_added_in_admin_has_its_world_at_once(admin_client):
+    response = admin_client.post(reverse("admin:fathom_workspace_add"), {
+        "slug": "from-admin", "name": "From admin", "memberships-TOTAL_FORMS": "0",
+        "memberships-INITIAL_FORMS": "0"})
+
+    assert response.status_code == 302, response.content[:2000]
+    assert WorldConfig.objects.filter(workspace__slug="from-admin").exists()

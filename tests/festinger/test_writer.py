@@ -108,7 +108,7 @@ def test_validate_normalises_tokens_with_the_compound_rule():
 def test_a_write_whose_lock_expired_does_not_free_the_lock_another_write_took(workspace, writer, monkeypatch):
     key = f"festinger:{workspace.pk}:writing:zorblax"
 
-    def outlived_its_lock(workspace, token, context):
+    def outlived_its_lock(workspace, token, context, conversation):
         get_redis().set(key, "another worker", ex=60)  # the lock expired and another write took it
         return {"status": "written", "token": token, "model_calls": 0, "placed": [], "rejected": []}
 

@@ -5,6 +5,7 @@ import json
 import time
 
 import pytest
+from django.db import OperationalError
 
 from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall
@@ -111,6 +112,21 @@ def test_see_image_without_a_media_store_says_so(scripted_llm, workspace, settin
     _, results = run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": "sha256-x"})])
     assert "no media store is configured" in results["see"]
     assert not any(m.images for m in scripted_llm.sent[1].messages)
+
+
+def resolve_media_blip(workspace_id: int, media_hash: str):
+    raise OperationalError("the connection was reset")
+
+
+def test_a_transient_error_of_the_media_store_is_raised_for_the_fires_retry_not_shown_to_the_model(
+        scripted_llm, workspace, settings):
+    settings.FATHOM_MEDIA_RESOLVER = f"{__name__}.resolve_media_blip"
+    delta_create(workspace=workspace, content="a photo", media_hash="sha256-x")
+
+    with pytest.raises(OperationalError):
+        run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": "sha256-x"})])
+
+    assert len(scripted_llm.sent) == 1  # the model never read the blip as the tool's result
 
 
 # --- orient_shift -------------------------------------------------------------------------------------------

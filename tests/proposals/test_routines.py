@@ -4,6 +4,7 @@ import json
 import time
 
 import pytest
+from django.db import OperationalError
 from django_celery_beat.models import PeriodicTask
 
 from fathom.celery import app
@@ -78,6 +79,26 @@ def test_the_configured_fire_starter_starts_a_fire_with_the_prompt(workspace, se
 
     assert STARTED == [(workspace.pk, "Review yesterday's deltas.", "feed")]
     assert (run.status, run.fire_ref) == ("started", "fire:f42")
+
+
+def start_blips_once(*, routine, run):
+    if not STARTED:
+        STARTED.append("blip")
+        raise OperationalError("the connection was reset")
+    return "fire:f43"
+
+
+def test_a_transient_error_starting_the_fire_rolls_the_tick_back_for_the_tasks_retry(workspace, settings):
+    settings.FATHOM_ROUTINE_FIRE_STARTER = f"{__name__}.start_blips_once"
+    STARTED.clear()
+    routine = approve_routine(workspace)
+
+    with pytest.raises(OperationalError):
+        routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
+    assert not RoutineRun.objects.exists()  # not recorded as failed: the retry starts it
+    run = routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
+
+    assert (run.status, run.fire_ref, run.error) == ("started", "fire:f43", "")
 
 
 @pytest.mark.worker
