@@ -3,7 +3,7 @@ process uses them at once) and its record, read-only."""
 
 from django.contrib import admin
 
-from fathom.admin import ReadOnlyAdmin, WorkspaceScopedAdmin
+from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from festinger.loops.guard import config_changed
 from festinger.loops.models import LoopConfig, LoopEvent
 

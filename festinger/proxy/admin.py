@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from fathom.admin import WorkspaceScopedAdmin
+from fathom.admin_scoping import WorkspaceScopedAdmin
 from festinger.proxy.models import ProxyRoute
 from festinger.proxy.upstreams import routes_changed
 

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fathom', '0006_traces_prune_schedule'),
-        ('festinger', '0004_resolutionrun_task_id'),
+        ('festinger', '0005_learning_caps_decay_cycles'),
     ]
 
     operations = [
