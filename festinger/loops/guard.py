@@ -315,6 +315,7 @@ class StreamRepetition:
     a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row."""
 
     def __init__(self, settings: LoopSettings):
+        self.settings = settings
         self.min_chars, self.max_chars, self.repeats = (settings.stream_min_chars, settings.stream_max_chars,
                                                         max(2, settings.stream_repeats))
         self.keep = self.max_chars * self.repeats

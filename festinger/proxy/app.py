@@ -505,6 +505,7 @@ class Assembler:
     def __init__(self, kind: str, repetition: StreamRepetition):
         self.kind = kind
         self.repetition = repetition
+        self.thinking_repetition = StreamRepetition(repetition.settings)
         self.buffer = b""
         self.text: list[str] = []
         self.thinking: list[str] = []
@@ -539,8 +540,9 @@ class Assembler:
         self.last = obj
         message = obj.get("message") or {}
         delta = message.get("content") if self.kind == "chat" else obj.get("response")
-        if message.get("thinking") or obj.get("thinking"):
-            self.thinking.append(message.get("thinking") or obj.get("thinking"))
+        thought = message.get("thinking") or obj.get("thinking")
+        if thought:
+            self.thinking.append(thought)
         for raw in message.get("tool_calls") or ():
             call = wire.tool_call_of(raw)
             if call is not None:
@@ -551,7 +553,11 @@ class Assembler:
             self.final = obj
             self.completion = self.completion_so_far()
             return None
-        if delta and not obj.get("done"):
+        if thought:  # a reasoning model's thinking loops as often as its answer
+            cut = self.thinking_repetition.feed(thought)
+            if cut is not None:
+                return cut
+        if delta:
             return self.repetition.feed(delta)
         return None
 

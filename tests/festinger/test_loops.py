@@ -185,6 +185,19 @@ def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, 
     cache.forget(workspace.pk)
 
 
+def test_a_thinking_loop_cuts_the_stream_too(proxy, fake_ollama, workspace):
+    thought = "Wait, maybe the file is in /tmp. "
+    fake_ollama.reply_lines([{"model": "llama3.2", "created_at": "2026-01-01T00:00:00Z", "done": False,
+                              "message": {"role": "assistant", "content": "", "thinking": thought}}] * 30
+                            + [{"model": "llama3.2", "created_at": "2026-01-01T00:00:00Z", "done": True,
+                                "done_reason": "stop", "message": {"role": "assistant", "content": "Found."}}])
+    parts = list(ollama.Client(host=proxy, headers={"X-Festinger-Session": "ponderer"}).chat(
+        model="llama3.2", messages=[{"role": "user", "content": "Where is it?"}], stream=True, think=True))
+    assert parts[-1].done_reason == "loop"
+    assert "".join(part.message.thinking or "" for part in parts).count(thought) == 4
+    wait_for(lambda: kinds(workspace, "ponderer") == [Kind.STREAM_REPETITION])
+
+
 def test_thresholds_change_without_a_restart(proxy, fake_ollama, workspace):
     fake_ollama.always_chat(STUCK)
     loop_config_update(workspace=workspace, repeat_count=2)
