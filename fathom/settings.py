@@ -304,6 +304,17 @@ FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
 
+# --- The runtime's background tasks and file tools (harness.runtime) ----------------------------------------
+# Where fs:// paths live: each workspace has its own folder <root>/<workspace slug>, never left.
+FATHOM_FS_ROOT = Path(env_str("FATHOM_FS_ROOT") or str(DATA_DIR / "fs")).expanduser().resolve()
+# The largest file fs_read reads and the largest content fs_write / fs_replace writes.
+FATHOM_FS_MAX_READ_BYTES = env_int("FATHOM_FS_MAX_READ_BYTES", 1024 * 1024, minimum=1)
+FATHOM_FS_MAX_WRITE_BYTES = env_int("FATHOM_FS_MAX_WRITE_BYTES", 1024 * 1024, minimum=1)
+# The defaults of a workspace's harness settings (editable in admin): how many background tasks may run
+# at once in the workspace and in one session; the rest wait, Pending.
+FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, minimum=1)
+FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
+
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs
 # a migration of the columns and `fathom lake reembed`. pgvector's HNSW indexes take up to 2,000.
@@ -345,7 +356,7 @@ if SEARCH_PROVENANCE_SHARE > 1:
 SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
 # match must rank at least this (ts_rank_cd). Unset, the vector floor is the embedder's own, calibrated
-# for it (hashing-v2: 0.75); embedders without one have none (1.0).
+# for it (hashing-v2: 0.78); embedders without one have none (1.0).
 SEARCH_VECTOR_MAX_DISTANCE = (env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 1.0, minimum=0)
                               if env_str("FATHOM_SEARCH_VECTOR_MAX_DISTANCE") else None)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

@@ -3,6 +3,7 @@ from django.contrib import admin
 from fathom.admin_scoping import WorkspaceScopedAdmin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
+from harness.runtime import admin as runtime_admin  # registers the tasks' and profile history's admin
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,
@@ -21,6 +22,9 @@ class AgentProfileAdmin(WorkspaceScopedAdmin):
     search_fields = ["slug", "name"]
     readonly_fields = ["version", "created_at", "updated_at"]
 
+    def save_model(self, request, obj, form, change):
+        runtime_admin.profile_save(request, obj, form, change)
+
 
 @admin.register(UserProfile)
 class UserProfileAdmin(WorkspaceScopedAdmin):
@@ -28,6 +32,9 @@ class UserProfileAdmin(WorkspaceScopedAdmin):
     list_filter = ["workspace"]
     search_fields = ["slug", "name"]
     readonly_fields = ["version", "created_at", "updated_at"]
+
+    def save_model(self, request, obj, form, change):
+        runtime_admin.profile_save(request, obj, form, change)
 
 
 class TriggerInline(admin.TabularInline):
@@ -55,7 +62,7 @@ class SessionAdmin(WorkspaceScopedAdmin):
     search_fields = ["id", "tag", "title"]
     readonly_fields = ["id", "agent_profile_copy", "user_profile_copy", "profiles_copied_at", "last_event_seq",
                        "turn_count", "runner", "runner_heartbeat_at", "created_at", "updated_at"]
-    inlines = [TurnInline, TriggerInline]
+    inlines = [TurnInline, TriggerInline, runtime_admin.TaskInline]
 
 
 @admin.register(SessionEvent)

@@ -4,8 +4,11 @@ from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,
     HarnessSettings,
+    ProfileFieldVersion,
     Session,
     SessionEvent,
+    Task,
+    TaskSlots,
     Trigger,
     Turn,
     UserProfile,

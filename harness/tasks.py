@@ -7,6 +7,7 @@ from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError
 from fathom.transient import retries
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.runtime import background
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 
@@ -22,9 +23,20 @@ def session_tick(self, session_id: str) -> str:
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
-    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), and
-    enqueue again the unfinished fires outside sessions whose runner died."""
-    return len(runtime.sessions_sweep()) + len(fires.fires_sweep())
+    """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
+    again the unfinished fires outside sessions whose runner died, and sweep background tasks
+    (timed out, lost with their worker, waiting where capacity is free)."""
+    swept = background.tasks_sweep()
+    return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
+            + swept["started"])
+
+
+@shared_task(name="fires.task_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries())
+def task_run(task_id: str) -> str:
+    """Run a background task (fs_read, ...) that took its capacity. Guarded by the task's claim and
+    state, so a redelivery after a dead worker runs it again as a counted attempt, never twice at
+    once; its time limit comes with the message (the task's own timeout)."""
+    return background.task_execute(task_id=task_id)
 
 
 @shared_task(name="fires.fire_run", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,

@@ -4,6 +4,7 @@ from django.urls import path
 
 from harness.fires import api as fires
 from harness.runtime import api as runtime
+from harness.runtime import api_tasks as tasks
 
 urlpatterns = [
     path("sessions", runtime.SessionListCreateView.as_view(), name="sessions"),
@@ -21,4 +22,9 @@ urlpatterns = [
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),
     path("profiles/users", runtime.UserProfileListCreateView.as_view(), name="user-profiles"),
     path("profiles/users/<slug:slug>", runtime.UserProfileDetailView.as_view(), name="user-profile"),
+    path("sessions/<str:session_id>/tasks", tasks.SessionTasksView.as_view(), name="session-tasks"),
+    path("tasks/<str:task_id>", tasks.TaskDetailView.as_view(), name="task"),
+    path("tasks/<str:task_id>/cancel", tasks.TaskCancelView.as_view(), name="task-cancel"),
+    path("profiles/agents/<slug:slug>/history", tasks.AgentProfileHistoryView.as_view(), name="agent-profile-history"),
+    path("profiles/users/<slug:slug>/history", tasks.UserProfileHistoryView.as_view(), name="user-profile-history"),
 ]

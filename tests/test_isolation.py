@@ -54,6 +54,22 @@ def harness_fires_case(owner) -> IsolationCase:
     )
 
 
+def harness_tasks_case(owner) -> IsolationCase:
+    from harness.runtime.background import task_create
+    from harness.runtime.models import Session, Task
+
+    sid = owner.post("/v1/sessions", {"title": "a's session"}, format="json").json()["id"]
+    task = task_create(session=Session.objects.get(pk=sid), tool="fs_read", arguments={"path": "fs://a-secret.md"},
+                       idempotency_key=f"isolation:{sid}")
+    owner.post("/v1/profiles/agents", {"slug": "a-agent", "memory": "a's memory"}, format="json")
+    owner.patch("/v1/profiles/agents/a-agent", {"memory": "a's new memory"}, format="json")
+    return IsolationCase(
+        probes=[Probe("GET", f"/v1/tasks/{task.pk}"), Probe("POST", f"/v1/tasks/{task.pk}/cancel"),
+                Probe("GET", f"/v1/sessions/{sid}/tasks"), Probe("GET", "/v1/profiles/agents/a-agent/history")],
+        intact=lambda: Task.objects.get(pk=task.pk).state == task.state and not task.cancel_requested_by,
+    )
+
+
 def proposals_case(owner) -> IsolationCase:
     from proposals.models import Decision, Proposal
 
@@ -151,7 +167,7 @@ def festinger_loops_case(owner) -> IsolationCase:
 
 
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, festinger_loops_case]
+         festinger_case, traces_case, harness_tasks_case, festinger_loops_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

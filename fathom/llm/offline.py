@@ -22,6 +22,8 @@ from fathom.llm.types import Completion, StopReason, StreamChunk, ToolCall, Usag
 
 OFFLINE_NOTICE = "[offline]"
 _ID_PATTERN = re.compile(r"\b[0-9a-f]{6,32}\b")
+# "read fs://notes/todo.md": a verb, then a path with a scheme (trailing punctuation is not the path's).
+_PATH_REQUEST = re.compile(r"\b([A-Za-z]+)\s+([a-z][a-z0-9+.-]*://[^\s,;\"'<>()]*[^\s,;\"'<>().!?:])", re.IGNORECASE)
 
 
 class OfflineProvider:
@@ -64,23 +66,67 @@ class OfflineProvider:
 class SearchThenRespond:
     """The fire policy: call `search_tool` once with the last user message as `query_argument`, then
     answer from the results, citing every id found in them. With `respond_tool` set, the answer is a
-    call to that tool with `{text_argument: ..., citations_argument: [...]}` instead of plain text."""
+    call to that tool with `{text_argument: ..., citations_argument: [...]}` instead of plain text.
+
+    Two more habits, when the caller asks for them:
+    - `path_tools` ({verb: tool}, e.g. {"list": "fs_list", "read": "fs_read"}): a message that says
+      "<verb> <scheme>://<path>" (e.g. "list fs://notes and read fs://notes/todo.md") gets those
+      tools called, one per turn in the order written, with `{"path": ...}`; then the answer reports
+      their results instead of searching.
+    - `relay_prefixes`: a last message that starts with one of them (e.g. "[TaskDone]", a background
+      task's result) is answered by relaying it, without a search."""
 
     def __init__(self, search_tool: str = "search", *, query_argument: str = "query",
                  respond_tool: str | None = None, text_argument: str = "text",
-                 citations_argument: str = "citations", extra_arguments: dict | None = None):
+                 citations_argument: str = "citations", extra_arguments: dict | None = None,
+                 path_tools: dict[str, str] | None = None, relay_prefixes: tuple[str, ...] = ()):
         self.search_tool = search_tool
         self.query_argument = query_argument
         self.respond_tool = respond_tool
         self.text_argument = text_argument
         self.citations_argument = citations_argument
         self.extra_arguments = extra_arguments or {}
+        self.path_tools = path_tools or {}
+        self.relay_prefixes = relay_prefixes
 
     def next_step(self, request):
-        searched = [call for m in request.messages if m.role == "assistant" for call in m.tool_calls
-                    if call.name == self.search_tool]
         tool_names = {tool.name for tool in request.tools or ()}
         query = request.last_user_text.strip()
+        if self.relay_prefixes and query.startswith(self.relay_prefixes):
+            return self._answer(request, "\n\n".join([f"{OFFLINE_NOTICE} Answering without a language model: "
+                                                       "this came back.", *self._relayed(request)]), [], tool_names)
+        asked = [(self.path_tools[verb.lower()], path) for verb, path in _PATH_REQUEST.findall(query)
+                 if self.path_tools.get(verb.lower()) in tool_names]
+        if asked:
+            called = {(call.name, call.arguments.get("path")): call.id for m in request.messages
+                      if m.role == "assistant" for call in m.tool_calls}
+            for name, path in asked:
+                if (name, path) not in called:
+                    return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=name, arguments={"path": path})
+            results = {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
+            lines = [f"- {name} {path}: {results.get(called[name, path], '')}" for name, path in asked]
+            return self._answer(request, "\n".join([f"{OFFLINE_NOTICE} Answering without a language model: "
+                                                     "I called the file tools you named.", *lines]), [], tool_names)
+        return self._search_then_respond(request, tool_names, query)
+
+    def _relayed(self, request) -> list[str]:
+        """The trailing user messages that start with a relay prefix, oldest first."""
+        relayed = []
+        for message in reversed(request.messages):
+            if message.role != "user" or not message.content.strip().startswith(self.relay_prefixes):
+                break
+            relayed.append(message.content.strip())
+        return relayed[::-1]
+
+    def _answer(self, request, text: str, cited: list, tool_names: set):
+        if self.respond_tool and self.respond_tool in tool_names:
+            return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.respond_tool,
+                            arguments={self.text_argument: text, self.citations_argument: cited})
+        return text
+
+    def _search_then_respond(self, request, tool_names: set, query: str):
+        searched = [call for m in request.messages if m.role == "assistant" for call in m.tool_calls
+                    if call.name == self.search_tool]
         if not searched and self.search_tool in tool_names:
             return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.search_tool,
                             arguments={self.query_argument: query, **self.extra_arguments})

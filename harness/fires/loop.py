@@ -40,6 +40,9 @@ from harness.tools.base import MAIN, REVIEW
 
 logger = logging.getLogger(__name__)
 RESULT_PREVIEW_CHARS = 500
+# Offline, "list fs://notes and read fs://notes/todo.md" calls the file tools (their results come
+# back as TaskDone notes, which the offline model relays).
+OFFLINE_PATH_TOOLS = {"list": "fs_list", "read": "fs_read"}
 
 
 class FireCancelled(Exception):
@@ -361,7 +364,8 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         **({"conversation": False} if phase == REVIEW else {}),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
-                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"}),
+                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"},
+                                         path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
     usage = completion.usage
     turn = FireTurn(workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,

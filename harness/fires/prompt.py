@@ -39,6 +39,10 @@ judged wrong or irrelevant in `dropped_ids`. Never invent an id.
 - Image discipline: never describe an image without having called `see_image` on it in this fire.
 - Capture preferences: when the user expresses a preference about feed content, record it with `engage_feed`; \
 do not only acknowledge it in prose.
+- Files and background work: `fs_list`, `fs_read`, `fs_write` and `fs_replace` work on managed://agent/<id>/<file> \
+and managed://user/<id>/<file> (profile files) and on fs://<path> (the workspace folder); each starts a background \
+task and returns its id at once; the result comes back as a TaskDone note in a later turn. `wait` sets a timer the \
+same way; `task_cancel` stops a task.
 - Messages: tick each user message off with `mark_addressed` once dealt with; anything left unaddressed fires \
 again. A single message is addressed by your respond.
 - Self-continuation: set `next_prompt` on respond only when one layer has been surfaced and another wants \

@@ -104,15 +104,15 @@ def fire_cancel(*, fire: Fire) -> Fire:
 
 def fire_turn_work(snapshot: TurnSnapshot) -> None:
     """A session turn's work: one fire over the turn's messages (created once per turn), run inline
-    on the tick's worker. A turn of triggers without messages (a heartbeat, a cron, a task done)
-    fires over a note of what happened."""
+    on the tick's worker. Triggers other than messages (a task done, a heartbeat, a cron) are in its
+    work set as notes of what happened, before the messages."""
     turn = snapshot.turn
     fire = Fire.objects.filter(turn=turn).first()
     if fire is None:
-        messages = [_message(t) for t in snapshot.messages]
         others = [t for t in snapshot.triggers if not t.is_user_message and t.kind != Trigger.Kind.REFRESH_PROFILE]
-        if not messages:
-            messages = [{"id": None, "content": _note(t), "source": t.kind} for t in others]
+        # What happened (a task's result, a heartbeat) first, the messages to answer last.
+        messages = [{"id": None, "content": _note(t), "source": t.kind} for t in others]
+        messages += [_message(t) for t in snapshot.messages]
         mode = Fire.Mode.SELF_DIRECTING if any(m.get("source") == "sit" for m in messages) else Fire.Mode.REACTIVE
         fire = fire_create(workspace=snapshot.session.workspace, mode=mode, messages=messages,
                            session=snapshot.session, turn=turn)

@@ -3,6 +3,7 @@ session copies when it starts (seed 003's AgentProfile / UserProfile)."""
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 
 from fathom.models import WorkspaceScoped
@@ -196,6 +197,14 @@ class SessionEvent(WorkspaceScoped):
         return f"{self.seq} {self.kind}"
 
 
+def _task_capacity_workspace() -> int:
+    return settings.FATHOM_TASK_CAPACITY_WORKSPACE
+
+
+def _task_capacity_session() -> int:
+    return settings.FATHOM_TASK_CAPACITY_SESSION
+
+
 class HarnessSettings(WorkspaceScoped):
     """The harness's runtime thresholds for one workspace, editable in admin without a restart."""
 
@@ -208,6 +217,16 @@ class HarnessSettings(WorkspaceScoped):
         default=300, help_text="a claimed session or fire whose runner is silent this long is taken over")
     history_messages = models.PositiveSmallIntegerField(
         default=40, help_text="how many earlier conversation messages a fire sees uncompacted")
+    # Background tasks (Task): capacity, time limit and attempts.
+    task_capacity_workspace = models.PositiveSmallIntegerField(
+        default=_task_capacity_workspace, help_text="background tasks running at once in the workspace; "
+                                                    "more wait, Pending, and start as running ones end")
+    task_capacity_session = models.PositiveSmallIntegerField(
+        default=_task_capacity_session, help_text="background tasks running at once in one session")
+    task_timeout_seconds = models.PositiveIntegerField(
+        default=300, help_text="a background task running longer than this fails (timed out)")
+    task_max_attempts = models.PositiveSmallIntegerField(
+        default=2, help_text="runs a background task gets when its worker dies under it; then it fails")
 
     class Meta:
         verbose_name = "harness settings"
@@ -216,3 +235,91 @@ class HarnessSettings(WorkspaceScoped):
 
     def __str__(self):
         return f"harness settings of {self.workspace_id}"
+
+
+class Task(WorkspaceScoped, Claimable):
+    """A background task (seed 003): one per model tool call of a background tool (fs_read, ...),
+    run on a worker. Pending until capacity is free, Running, then Succeeded, Failed or Canceled;
+    when it ends it re-enters its session as a TaskDone trigger carrying its result."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        CANCELED = "canceled", "Canceled"
+
+    TERMINAL = (State.SUCCEEDED, State.FAILED, State.CANCELED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tasks")
+    fire = models.ForeignKey("harness.Fire", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
+    call_id = models.CharField(max_length=200, blank=True, help_text="the model's tool call this task runs")
+    idempotency_key = models.CharField(max_length=300, unique=True,
+                                       help_text="fire:turn:call: a replayed tool call finds its task")
+    tool = models.CharField(max_length=64)
+    arguments = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    result = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="runs started on a worker")
+    max_attempts = models.PositiveSmallIntegerField(default=2)
+    timeout_seconds = models.PositiveIntegerField(default=300)
+    cancel_requested_by = models.CharField(max_length=200, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="when it took its capacity (Running)")
+    picked_at = models.DateTimeField(null=True, blank=True, help_text="when a worker began its current run")
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["session", "created_at"], name="task_session_created"),
+            models.Index(fields=["workspace", "created_at"], name="task_waiting",
+                         condition=models.Q(state="pending")),
+            models.Index(fields=["state"], name="task_running", condition=models.Q(state="running")),
+        ]
+
+    def __str__(self):
+        return f"{self.tool} {self.id}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in self.TERMINAL
+
+
+class TaskSlots(models.Model):
+    """How many tasks run now in one scope (`workspace:<id>` or `session:<id>`): a task takes a slot
+    with a conditional UPDATE (`running < capacity`), so concurrent starters never over-start."""
+
+    scope = models.CharField(max_length=80, unique=True)
+    running = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "task slots"
+
+    def __str__(self):
+        return f"{self.scope}: {self.running}"
+
+
+class ProfileFieldVersion(WorkspaceScoped):
+    """The value a profile field had before a write replaced it (managed files keep their history)."""
+
+    agent_profile = models.ForeignKey(AgentProfile, null=True, blank=True, on_delete=models.CASCADE,
+                                      related_name="field_versions")
+    user_profile = models.ForeignKey(UserProfile, null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="field_versions")
+    field = models.CharField(max_length=32, help_text="the profile field (agents_md, memory, preferences, ...)")
+    version = models.PositiveIntegerField(help_text="the profile's version while the field held this value")
+    content = models.TextField(blank=True, help_text="the replaced value (preferences as JSON)")
+    replaced_by = models.CharField(max_length=200, blank=True, help_text="api, or task:<id>")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["agent_profile", "field", "-created_at"], name="pfv_agent"),
+                   models.Index(fields=["user_profile", "field", "-created_at"], name="pfv_user")]
+        constraints = [models.CheckConstraint(
+            condition=models.Q(agent_profile__isnull=True) ^ models.Q(user_profile__isnull=True),
+            name="profilefieldversion_one_profile")]
+
+    def __str__(self):
+        return f"{self.field} v{self.version}"

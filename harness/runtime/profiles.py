@@ -1,11 +1,13 @@
 """Agent and user profiles (seed 003): canonical per workspace; sessions keep copies."""
 
+import json
+
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils.text import slugify
 
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
-from harness.runtime.models import AgentProfile, UserProfile
+from harness.runtime.models import AgentProfile, ProfileFieldVersion, UserProfile
 
 DEFAULT_AGENT_SLUG = "fathom"
 DEFAULT_AGENT = {
@@ -32,19 +34,35 @@ def user_profile_create(*, workspace, slug: str, **fields) -> UserProfile:
     return _create(UserProfile, USER_FIELDS, workspace=workspace, slug=slug, fields=fields)
 
 
-def profile_update(*, profile, **fields):
-    """Change a profile and bump its version. Sessions keep their copies until they are sent a
+@transaction.atomic
+def profile_update(*, profile, replaced_by: str = "api", **fields):
+    """Change a profile and bump its version, keeping each replaced field value as a
+    ProfileFieldVersion (its history). Sessions keep their copies until they are sent a
     RefreshProfile trigger."""
     allowed = AGENT_FIELDS if isinstance(profile, AgentProfile) else USER_FIELDS
     unknown = set(fields) - set(allowed)
     if unknown:
         raise ApplicationError(f"unknown profile fields: {', '.join(sorted(unknown))}")
+    if profile.pk is None:
+        profile.save()
+    # Under the row's lock, so two writers each keep the value the other replaced.
+    current = type(profile).objects.select_for_update().get(pk=profile.pk)
+    owner = {"agent_profile" if isinstance(profile, AgentProfile) else "user_profile": current}
+    ProfileFieldVersion.objects.bulk_create([
+        ProfileFieldVersion(workspace_id=current.workspace_id, field=name, version=current.version,
+                            content=_as_text(getattr(current, name)), replaced_by=replaced_by[:200], **owner)
+        for name, value in fields.items() if name != "name" and getattr(current, name) != value
+    ])
     for name, value in fields.items():
         setattr(profile, name, value)
     profile.version = F("version") + 1
     profile.save(update_fields=[*fields, "version", "updated_at"])
     profile.refresh_from_db(fields=["version"])
     return profile
+
+
+def _as_text(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, dict) else (value or "")
 
 
 def agent_profile_get(*, workspace, slug: str) -> AgentProfile:

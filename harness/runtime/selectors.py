@@ -3,7 +3,15 @@
 
 from fathom.errors import NotFoundError
 from fathom.selectors import workspace_row_get
-from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger, UserProfile
+from harness.runtime.models import (
+    AgentProfile,
+    ProfileFieldVersion,
+    Session,
+    SessionEvent,
+    Task,
+    Trigger,
+    UserProfile,
+)
 from harness.runtime.profiles import DEFAULT_AGENT, DEFAULT_AGENT_SLUG
 
 
@@ -52,3 +60,22 @@ def agent_profiles_with_default(*, workspace, profiles: list[AgentProfile]) -> l
     if AgentProfile.objects.filter(workspace=workspace, slug=DEFAULT_AGENT_SLUG).exists():
         return profiles
     return [agent_profile_default_get(workspace=workspace), *profiles]
+
+
+# --- background tasks and profile history ------------------------------------------------------------------
+
+def task_get(*, workspace, task_id) -> Task:
+    return workspace_row_get(Task, workspace=workspace, pk=task_id, noun="task")
+
+
+def session_tasks(*, session: Session, state: str = ""):
+    """The session's tasks (optionally in one state)."""
+    tasks = Task.objects.filter(session=session)
+    return tasks.filter(state=state) if state else tasks
+
+
+def profile_history(*, profile, field: str = ""):
+    """The values a profile's fields had before each write replaced them, newest first."""
+    owner = {"agent_profile": profile} if isinstance(profile, AgentProfile) else {"user_profile": profile}
+    versions = ProfileFieldVersion.objects.filter(**owner) if profile.pk else ProfileFieldVersion.objects.none()
+    return versions.filter(field=field) if field else versions

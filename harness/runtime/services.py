@@ -284,5 +284,5 @@ def _emit(turn: Turn, kind: str, data: dict) -> SessionEvent:
 
 
 def _trigger_data(trigger: Trigger) -> dict:
-    return {"trigger_id": str(trigger.pk), "kind": trigger.kind, "source": trigger.source, "author": trigger.author,
-            "content": trigger.content}
+    return {"trigger_id": str(trigger.pk), "kind": trigger.kind, "variant": trigger.get_kind_display(),
+            "source": trigger.source, "author": trigger.author, "content": trigger.content}

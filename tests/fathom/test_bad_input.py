@@ -38,7 +38,9 @@ OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS 
 
 LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/v1/festinger/conflicts",
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
-                  "/v1/profiles/users", "/v1/festinger/loops"]
+                  "/v1/profiles/users",
+                  "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
+                  "/v1/profiles/users/{user}/history", "/v1/festinger/loops"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
@@ -47,7 +49,9 @@ QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
-                   "/v1/festinger/conflicts/{bad}"]
+                   "/v1/festinger/conflicts/{bad}",
+                   "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
+                   "/v1/profiles/users/{bad}/history"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
