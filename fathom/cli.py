@@ -38,6 +38,9 @@ def register(subparsers):
                         help="pool processes (default: FATHOM_WORKER_CONCURRENCY)")
     worker.add_argument("--name", default=f"worker{os.getpid()}@%h",
                         help="the worker's node name, unique per broker (%%h is the host name)")
+    worker.add_argument("--pool", choices=["prefork", "threads"], default="prefork",
+                        help="processes, or threads for I/O-bound model calls (the quality queue; then "
+                             "--concurrency threads, at most FATHOM_DB_POOL_MAX_SIZE)")
     worker.set_defaults(handler=_worker)
 
     beat = subparsers.add_parser("beat", help="run only celery beat (exactly one per deployment)")
@@ -93,7 +96,11 @@ def _worker(command, options):
                            f"got {options['queues']!r}")
     if options["concurrency"] < 1:
         raise CommandError("--concurrency must be at least 1")
-    _become(processes.worker_argv(queues=queues, concurrency=options["concurrency"], name=options["name"]))
+    if options["pool"] == "threads" and options["concurrency"] > settings.FATHOM_DB_POOL_MAX_SIZE:
+        raise CommandError(f"--concurrency of a thread pool must be at most FATHOM_DB_POOL_MAX_SIZE "
+                           f"({settings.FATHOM_DB_POOL_MAX_SIZE}): each thread may hold a connection of its pool")
+    _become(processes.worker_argv(queues=queues, concurrency=options["concurrency"], name=options["name"],
+                                  pool=options["pool"]))
 
 
 def _beat(command, options):

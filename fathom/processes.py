@@ -3,8 +3,8 @@ each as its children, and `fathom web`, `fathom worker` and `fathom beat` run on
 machine, say, pointed at the same DATABASE_URL and REDIS_URL).
 
 Processes per command line, for sizing the database's connections: web and the proxy are one uvicorn
-process each;
-a worker is one main process plus `concurrency` prefork pool processes; beat is one process."""
+process each; a worker is one main process plus `concurrency` prefork pool processes, or one process with
+`concurrency` threads (pool "threads": the quality worker); beat is one process."""
 
 import sys
 
@@ -26,10 +26,18 @@ def proxy_argv(*, host: str, port: int) -> list[str]:
             "--no-access-log", "--timeout-graceful-shutdown", "3"]
 
 
-def worker_argv(*, queues: list[str], concurrency: int, name: str) -> list[str]:
-    """A Celery worker on `queues` with `concurrency` pool processes, named `name` (`%h` is the host)."""
-    return [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(queues),
+def worker_argv(*, queues: list[str], concurrency: int, name: str, pool: str = "prefork") -> list[str]:
+    """A Celery worker on `queues` with `concurrency` pool processes (or threads, with pool "threads"),
+    named `name` (`%h` is the host)."""
+    return [sys.executable, "-m", "celery", "-A", "fathom", "worker", "-Q", ",".join(queues), "-P", pool,
             "-c", str(concurrency), "-n", name, "--loglevel", "INFO", "--without-mingle", "--without-gossip"]
+
+
+def quality_worker_argv(*, name: str = "quality@%h") -> list[str]:
+    """The worker of the `quality` queue: verifiers and swarm specialists are I/O-bound model calls, so
+    one process runs FATHOM_QUALITY_WORKER_THREADS of them at once on threads."""
+    return worker_argv(queues=["quality"], concurrency=settings.FATHOM_QUALITY_WORKER_THREADS, name=name,
+                       pool="threads")
 
 
 def beat_argv() -> list[str]:

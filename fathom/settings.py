@@ -68,6 +68,12 @@ FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, m
 # harness (issue 15) adds to the stack.
 # Festinger's proxy (its own uvicorn process, FATHOM_PROXY_PORT) is one more.
 FATHOM_STACK_PROCESSES = 6 + FATHOM_WORKER_CONCURRENCY
+# The quality worker (`fathom up`'s thread-pool worker on the `quality` queue: verifiers, swarm
+# specialists) runs this many threads, each holding at most one connection of its one process's pool
+# while a task runs, so it may not have more threads than the pool has connections. I/O-bound model
+# calls: five specialists and their aggregator run at once with 8.
+FATHOM_QUALITY_WORKER_THREADS = env_int("FATHOM_QUALITY_WORKER_THREADS", min(8, FATHOM_DB_POOL_MAX_SIZE), minimum=1,
+                                        maximum=FATHOM_DB_POOL_MAX_SIZE)
 FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
 # Beside the stack: management commands, a shell, a test run and the workers it starts.
 FATHOM_DB_SPARE_PROCESSES = env_int("FATHOM_DB_SPARE_PROCESSES", 4, minimum=0, maximum=1000)
@@ -212,6 +218,10 @@ SPECTACULAR_SETTINGS = {
 # --- Celery -------------------------------------------------------------------------------------------
 FATHOM_QUEUES = ("fires", "quality", "memory", "maintenance")
 TASK_SOFT_TIME_LIMIT = env_int("FATHOM_TASK_SOFT_TIME_LIMIT", 600, minimum=1)
+# Whether a new workspace's quality harness (seed 001) starts enabled; each workspace's own switch is
+# in admin (quality settings). The test run turns it off: tests that script a fire's main loop alone
+# stay as they are, and the quality tests turn it on for their workspace.
+FATHOM_QUALITY_DEFAULT_ENABLED = env_bool("FATHOM_QUALITY_DEFAULT_ENABLED", True)
 TASK_TIME_LIMIT = TASK_SOFT_TIME_LIMIT + 60
 
 

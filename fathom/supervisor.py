@@ -1,4 +1,5 @@
-"""`fathom up`: one foreground process that owns the web server, a worker and beat as children.
+"""`fathom up`: one foreground process that owns the web server, a worker, the quality worker (threads)
+and beat as children.
 
 - Their logs come out prefixed; Ctrl-C (or SIGTERM, SIGHUP) stops them all, and the embedded servers,
   within 10 s.
@@ -67,8 +68,9 @@ def stack_children(*, host: str, port: int) -> list[Child]:
     return [
         Child("web", processes.web_argv(host=host, port=port)),
         *proxy,
-        Child("worker", processes.worker_argv(queues=list(settings.FATHOM_QUEUES),
+        Child("worker", processes.worker_argv(queues=[q for q in settings.FATHOM_QUEUES if q != "quality"],
                                               concurrency=settings.FATHOM_WORKER_CONCURRENCY, name="fathom@%h")),
+        Child("quality", processes.quality_worker_argv()),
         Child("beat", processes.beat_argv()),
     ]
 
@@ -108,7 +110,7 @@ def run_stack(command, *, host: str, port: int) -> None:
             out.write("[up] stopping")
             started = time.monotonic()
             supervisor.stop()
-            out.write(f"[up] web, proxy, worker and beat stopped in {time.monotonic() - started:.1f} s")
+            out.write(f"[up] web, proxy, workers and beat stopped in {time.monotonic() - started:.1f} s")
         if settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS:
             stopped = embedded.stop_all(settings.DATA_DIR)
             out.write(f"[up] stopped embedded {', '.join(stopped) or 'services'} "

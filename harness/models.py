@@ -1,6 +1,14 @@
 """The harness's tables, defined in its parts and gathered here for Django."""
 
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
+from harness.quality.models import (  # noqa: F401
+    Feedback,
+    QualityAttempt,
+    QualityPrompt,
+    QualityRetryPolicy,
+    QualityRun,
+    QualitySettings,
+)
 from harness.runtime.models import (  # noqa: F401
     AgentProfile,
     HarnessSettings,

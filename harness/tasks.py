@@ -7,6 +7,8 @@ from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError
 from fathom.transient import retries
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.quality import flow as quality_flow
+from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import background
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
@@ -20,15 +22,19 @@ def session_tick(self, session_id: str) -> str:
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
 
 
+QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent again
+
+
 @shared_task(name="maintenance.harness_sweep", acks_late=True, ignore_result=True, **retries(max_retries=2),
              soft_time_limit=60, time_limit=90, expires=60)
 def harness_sweep() -> int:
     """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
-    again the unfinished fires outside sessions whose runner died, and sweep background tasks
-    (timed out, lost with their worker, waiting where capacity is free)."""
+    again the unfinished fires outside sessions whose runner died, sweep background tasks (timed
+    out, lost with their worker, waiting where capacity is free), and send again the verifier groups
+    and swarms a dead quality worker left unanswered."""
     swept = background.tasks_sweep()
     return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
-            + swept["started"])
+            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS)))
 
 
 @shared_task(name="fires.task_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries())

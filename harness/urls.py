@@ -3,6 +3,7 @@
 from django.urls import path
 
 from harness.fires import api as fires
+from harness.quality import api as quality
 from harness.runtime import api as runtime
 from harness.runtime import api_tasks as tasks
 
@@ -17,6 +18,7 @@ urlpatterns = [
     path("fires", fires.FireListView.as_view(), name="fires"),
     path("fires/<str:fire_id>", fires.FireDetailView.as_view(), name="fire"),
     path("fires/<str:fire_id>/cancel", fires.FireCancelView.as_view(), name="fire-cancel"),
+    path("fires/<str:fire_id>/feedback", quality.FireFeedbackView.as_view(), name="fire-feedback"),
     path("introspect", fires.IntrospectView.as_view(), name="introspect"),
     path("profiles/agents", runtime.AgentProfileListCreateView.as_view(), name="agent-profiles"),
     path("profiles/agents/<slug:slug>", runtime.AgentProfileDetailView.as_view(), name="agent-profile"),

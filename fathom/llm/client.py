@@ -11,7 +11,8 @@ died in it.
 Options understood here (everything else goes to the provider, e.g. temperature, max_tokens,
 tool_choice, stop, seed): `actor_id` (who is calling, for the trace; default: the current span's),
 `call_id`, `model` (a registry model name, or "provider:model", instead of the role's),
-`max_attempts`, `deadline` (seconds for all attempts), `offline_policy` (see `fathom.llm.offline`)."""
+`max_attempts`, `deadline` (seconds for all attempts), `offline_policy` (see `fathom.llm.offline`),
+`fresh_context` (no model middleware: nothing recalled into the prompt, nothing learned from it)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,7 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     actor_id = options.pop("actor_id", None)
     call_id = options.pop("call_id", None) or f"llm-{secrets.token_hex(6)}"
     chosen = options.pop("model", None)
+    fresh_context = bool(options.pop("fresh_context", False))
     if chosen is None:
         model = registry.resolve(workspace=workspace_id, role=role)
     elif isinstance(chosen, registry.ResolvedModel):
@@ -108,6 +110,8 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     request = LLMRequest(workspace_id=workspace_id, role=role, model=model, messages=list(messages),
                          tools=list(tools) if tools else None, response_format=response_format,
                          options=merged, stream=stream, call_id=call_id)
+    if fresh_context:
+        request.metadata["fresh_context"] = True
     return request, actor_id
 
 

@@ -71,7 +71,10 @@ class ModelMiddleware:
 
 
 def run_before(request: LLMRequest) -> tuple[list, Completion | None]:
-    """Run every `before`; returns the middlewares entered and a short-circuit completion, if any."""
+    """Run every `before`; returns the middlewares entered and a short-circuit completion, if any.
+    A request made with `fresh_context` (the quality harness's verifier) runs none of them."""
+    if request.metadata.get("fresh_context"):
+        return [], None
     entered = []
     for middleware in loaded():
         entered.append(middleware)

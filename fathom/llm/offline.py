@@ -8,7 +8,8 @@ product usable with no key and says plainly that it is offline.
 - A tool-calling request follows the caller's policy, passed as the `offline_policy` option: an
   object with `next_step(request) -> ToolCall | str` (a tool to call next, or the final text). For
   fires, `SearchThenRespond("search")`: search the lake with the user's words, then answer with
-  what was found, citing the ids.
+  what was found, citing the ids. A policy with `without_tools = True` answers requests without
+  tools too (the quality harness's roles: harness.quality.agents.OfflineQuality).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class OfflineProvider:
 
     def complete(self, request, *, timeout: float | None = None) -> Completion:
         policy = request.options.get("offline_policy")
-        if policy is not None and request.tools:
+        if policy is not None and (request.tools or getattr(policy, "without_tools", False)):
             step = policy.next_step(request)
             if isinstance(step, ToolCall):
                 return self._completion(request, "", (step,), StopReason.TOOL_CALLS)

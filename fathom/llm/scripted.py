@@ -11,6 +11,7 @@ fixture in tests/conftest.py does the first line for you):
     script.call_tool("search", {"query": "capital"})    # ... or asks for a tool
     script.fail("rate_limited", retry_after=1)          # ... or fails like a provider would
     script.reply(stream_error_after=2, text="a b c d")  # ... or breaks a stream after 2 chunks
+    script.reply("slow", latency=1.0)                   # ... or answers after 1 s (parallelism tests)
 
     completion = complete(workspace=workspace, role="main", messages=[Message.user("Capital of France?")])
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -98,7 +100,7 @@ class Script:
 
     def reply(self, text: str = "", *, tool_calls=(), stop_reason: str | None = None, input_tokens: int | None = None,
               output_tokens: int | None = None, cached_tokens: int = 0, stream_error_after: int | None = None,
-              request_id: str | None = None) -> Script:
+              request_id: str | None = None, latency: float = 0) -> Script:
         """Queue an answer. Tokens default to a count of the prompt's and answer's characters / 4."""
         calls = [c.to_dict() if isinstance(c, ToolCall) else dict(c) for c in tool_calls]
         for index, call in enumerate(calls):
@@ -108,7 +110,7 @@ class Script:
             "text": text, "tool_calls": calls,
             "stop_reason": stop_reason or (StopReason.TOOL_CALLS if calls else StopReason.END),
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_tokens": cached_tokens,
-            "stream_error_after": stream_error_after, "request_id": request_id,
+            "stream_error_after": stream_error_after, "request_id": request_id, "latency": latency,
         })
         return self
 
@@ -155,6 +157,8 @@ class ScriptedProvider:
 
     def complete(self, request, *, timeout: float | None = None) -> Completion:
         item = self._next(request)
+        if item.get("latency"):
+            time.sleep(item["latency"])  # a simulated model's latency
         return _completion(request, item)
 
     def stream(self, request, *, timeout: float | None = None) -> Iterator[StreamChunk]:

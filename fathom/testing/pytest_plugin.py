@@ -12,6 +12,8 @@ _data_dir.mkdir(parents=True, exist_ok=True)
 os.environ["FATHOM_DATA_DIR"] = str(_data_dir)
 # Tests (and the workers they start) embed with the deterministic embedder, never a paid provider.
 os.environ["FATHOM_EMBEDDER"] = "hashing"
+# The quality harness wraps only the fires of workspaces whose test turns it on (tests/harness/quality).
+os.environ["FATHOM_QUALITY_DEFAULT_ENABLED"] = "false"
 
 
 def pytest_unconfigure(config):

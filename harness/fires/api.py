@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from harness.fires import selectors, services
 from harness.fires.models import Fire, FireToolCall, FireTurn
+from harness.quality.api import QualityOutput
 from harness.runtime import selectors as runtime_selectors
 from harness.runtime.services import harness_settings_get, message_send
 
@@ -38,11 +39,13 @@ class FireSummaryOutput(serializers.ModelSerializer):
 class FireOutput(FireSummaryOutput):
     turns = FireTurnOutput(many=True, read_only=True)
     children = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    quality = QualityOutput(read_only=True, allow_null=True, help_text="the quality harness's record (null when "
+                                                                      "it did not wrap the fire)")
 
     class Meta(FireSummaryOutput.Meta):
         fields = FireSummaryOutput.Meta.fields + [
             "work_set", "disabled_tools", "plan", "response", "review", "writes", "error", "cancel_requested_at",
-            "children", "turns"]
+            "children", "turns", "quality"]
 
 
 def fire_detail(fire: Fire) -> dict:

@@ -1,7 +1,10 @@
 """run_threaded_fire: the one entry point of every fire (reactive, self-directing, introspective).
 
+    pre-flight  the quality harness classifies (and plans) once (harness.quality.flow)
     main loop   model <-> tools, each model response and each tool result committed before the
                 next model call; ends on respond (or, at the turn cap, a forced final respond)
+    verify      the quality harness's post-flight: contract and verifier; the fire parks while its
+                verifier group runs on the quality worker, then accepts or retries (back to main)
     writes      the per-fire writes and the session's output, once (harness.fires.writes)
     review      one model call whose only outcomes are propose_provenance or skip
     done
@@ -29,6 +32,7 @@ from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
+from harness.quality import flow as quality
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, SessionEvent
@@ -62,14 +66,21 @@ def run_threaded_fire(fire: Fire) -> Fire:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
             fire.save(update_fields=["status", "started_at", "trace_id"])
         try:
-            if fire.phase == Fire.Phase.MAIN:
-                _main_loop(fire, limits)
+            while fire.phase in (Fire.Phase.MAIN, Fire.Phase.VERIFY):
+                if fire.phase == Fire.Phase.MAIN:
+                    _main_loop(fire, limits, quality.preflight(fire))
+                if fire.phase == Fire.Phase.VERIFY:
+                    quality.postflight(fire)  # on to writes, or back to main for a retry
             if fire.phase == Fire.Phase.WRITES:
                 writes.fire_writes(fire)
             if fire.phase == Fire.Phase.REVIEW:
                 _review_pass(fire, limits)
         except FireCancelled:
             _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
+        except quality.Parked:
+            flush()
+            root.leave_open()  # the run that resumes the fire when the quality worker is done ends it
+            return fire
         except claims.ClaimLost:
             raise
         except TRANSIENT_ERRORS:
@@ -112,6 +123,8 @@ def _resumed(fire: Fire):
         spans_end(**trace, where={"span_id": first_root}, error=f"{type(exc).__name__}: {exc}")
         raise
     flush()
+    if not fire.is_terminal:
+        return  # parked (harness.quality): the run that finishes the fire ends the first root
     spans_end(**trace, where={"span_id": first_root},
               error="" if fire.status == Fire.Status.FINISHED else f"fire {fire.status}: {fire.error}".strip(": "))
 
@@ -135,12 +148,16 @@ def _earlier_runs(fire: Fire):
 
 # --- main loop ------------------------------------------------------------------------------------------
 
-def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
+def _main_loop(fire: Fire, limits: HarnessSettings, run=None) -> None:
     tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     specs = {False: tool_specs(tools), True: tool_specs([by_name["respond"]])}  # the same every turn
     preamble = render_preamble(fire, history_limit=limits.history_messages)
     turns = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
+    earlier, turns = quality.attempt_split(run, turns)  # a retry's attempt continues after the earlier ones
+    preamble = quality.preamble(fire, run, preamble, earlier=render_messages(
+        fire, earlier, history_limit=limits.history_messages, forced=False, max_turns=limits.max_turns_per_fire,
+        preamble=preamble) if earlier else preamble)
     committed = False
     while True:
         last = turns[-1] if turns else None
@@ -158,7 +175,8 @@ def _main_loop(fire: Fire, limits: HarnessSettings) -> None:
             return
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
-        turns.append(JournalTurn(_model_turn(fire, len(turns) + 1, MAIN, messages, specs[forced], forced=forced)))
+        turns.append(JournalTurn(_model_turn(fire, len(earlier) + len(turns) + 1, MAIN, messages, specs[forced],
+                                             forced=forced)))
         committed = True  # from here on, each commit of the journal has read the cancel request
 
 
@@ -290,11 +308,13 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
                             position=position, name=call["name"],
                             arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
                             plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    before = [dict(step) for step in fire.plan] if plan_step else []
     advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
     # Joins the tool's transaction when there is one; needs its own only for more than one write.
     with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
         if advanced:
             fire.save(update_fields=["plan"])
+            quality.subtasks_advanced(fire, before)
         fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
@@ -303,10 +323,12 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
 
 
 def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
+    before = [dict(step) for step in fire.plan]
     plan_tool.finish(fire.plan)
     fire.response = response
+    quality.subtasks_advanced(fire, before)
     fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
-    fire.phase = Fire.Phase.WRITES
+    fire.phase = quality.phase_after_respond(fire)
     fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
 
 

@@ -28,6 +28,7 @@ class Fire(WorkspaceScoped, Claimable):
 
     class Phase(models.TextChoices):
         MAIN = "main"  # the turn loop, until respond
+        VERIFY = "verify"  # the quality harness's post-flight: contract and verifier (harness.quality)
         WRITES = "writes"  # the per-fire writes, once
         REVIEW = "review"  # the post-response review pass: propose_provenance or skip
         DONE = "done"

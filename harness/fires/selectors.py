@@ -21,8 +21,10 @@ def fires_list(*, workspace, session: Session | None = None):
 
 
 def fire_with_journal(*, fire: Fire) -> Fire:
-    """The fire with its turns, their tool calls and its children, read in four queries."""
-    return Fire.objects.prefetch_related("turns__calls", "children").get(pk=fire.pk)
+    """The fire with its turns, their tool calls, its children and its quality record with its
+    attempts, read in five queries."""
+    return Fire.objects.select_related("quality").prefetch_related("turns__calls", "children",
+                                                                    "quality__attempts").get(pk=fire.pk)
 
 
 def fire_trace(*, fire: Fire) -> list[dict]:

@@ -12,9 +12,10 @@ from fathom.errors import ApplicationError
 from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
+from harness.quality import flow as quality
 from harness.runtime import claims
 from harness.runtime.models import Trigger
-from harness.runtime.services import TurnSnapshot, harness_settings_get
+from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,8 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
         fire = fire_create(workspace=snapshot.session.workspace, mode=mode, messages=messages,
                            session=snapshot.session, turn=turn)
     fire = fire_run(fire_id=fire.pk)
+    if not fire.is_terminal and quality.is_parked(fire):
+        raise TurnParked(f"fire {fire.pk} waits for the quality worker")
     if fire.status == Fire.Status.FAILED:
         raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
 
@@ -125,6 +128,8 @@ def _message(trigger: Trigger) -> dict:
     message = {"id": str(trigger.pk), "content": trigger.content, "author": trigger.author, "source": trigger.source}
     if trigger.payload.get("sit"):
         message["sit"] = trigger.payload["sit"]
+    if trigger.payload.get("iterations"):
+        message["iterations"] = trigger.payload["iterations"]  # the quality harness's deep-synthesis iteration
     return message
 
 

@@ -16,6 +16,8 @@ from harness.runtime.services import message_mark_addressed, message_send
 from lake.models import QA_MARKER_TAG, Delta
 from lake.services import deltas_create, provenance_create
 
+ARTIFACT_KINDS = ("insight", "recommendation", "document")
+
 
 def fire_writes(fire: Fire) -> None:
     with transaction.atomic():
@@ -52,6 +54,12 @@ def lake_writes(fire: Fire) -> dict:
                       "tags": ["kind:mood-shift", f"axis:{mood['axis']}", f"direction:{mood['direction']}", *common],
                       "source": source})
         kinds.append("mood_shift")
+    for card in response.get("cards") or []:  # the artifacts (seed 001): insights, recommendations, documents
+        if card.get("kind") in ARTIFACT_KINDS:
+            cited = [c["id"] for c in card.get("citations") or [] if isinstance(c, dict) and c.get("id")]
+            items.append({"content": card["body"], "source": source, "tags": [
+                f"kind:{card['kind']}", *common, *(f"cites:{i}" for i in cited)]})
+            kinds.append("artifacts")
     wanted = set(response.get("cited_ids", [])) | set(response.get("dropped_ids", []))
     existing = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=wanted).in_bulk()
     for verb, key in (("affirms", "cited_ids"), ("refutes", "dropped_ids")):
@@ -63,7 +71,8 @@ def lake_writes(fire: Fire) -> dict:
     deltas = deltas_create(workspace=fire.workspace, items=items, idempotency_key=f"fire-writes:{fire.pk}").deltas
     written: dict = {"affirms": [], "refutes": []}
     for kind, delta in zip(kinds, deltas, strict=True):
-        if kind in ("affirms", "refutes"):
+        if kind in ("affirms", "refutes", "artifacts"):
+            written.setdefault(kind, [])
             written[kind].append(delta.pk)
         else:
             written[kind] = delta.pk

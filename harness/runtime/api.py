@@ -65,6 +65,9 @@ class SessionMessagesView(generics.ListAPIView):
     class Input(serializers.Serializer):
         content = serializers.CharField(max_length=100_000)
         author = serializers.CharField(required=False, default="", allow_blank=True, max_length=64)
+        iterations = serializers.IntegerField(
+            required=False, min_value=1, max_value=5,
+            help_text="deep-synthesis iteration: the quality harness makes this many attempts and keeps the best")
 
     def get_queryset(self):
         session = selectors.session_get(workspace=self.request.workspace, session_id=self.kwargs["session_id"])
@@ -79,8 +82,10 @@ class SessionMessagesView(generics.ListAPIView):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
+        fields = dict(data.validated_data)
+        iterations = fields.pop("iterations", None)
         trigger = services.message_send(session=session, idempotency_key=request.headers.get("Idempotency-Key", "")[:200],
-                                        **data.validated_data)
+                                        payload={"iterations": iterations} if iterations else None, **fields)
         body = {"trigger_id": str(trigger.pk), **TriggerOutput(trigger).data}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

@@ -138,9 +138,15 @@ class TurnSnapshot:
 TurnWork = Callable[[TurnSnapshot], None]
 
 
+class TurnParked(Exception):
+    """Raised by a turn's work that waits for other tasks (the quality harness's verifier group): the
+    turn stays running, the session is released, and whoever the work waits for ticks it again."""
+
+
 def session_tick(*, session_id, work: TurnWork) -> str:
     """Run at most one turn of the session, if there is work and nobody else runs one: `work` does
-    the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended" or "failed".
+    the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended", "failed"
+    or "parked" (the turn's work waits for other tasks, which tick the session again).
 
     A turn left running by a runner that died is resumed with its original snapshot."""
     session = Session.objects.filter(pk=session_id).first()
@@ -157,7 +163,8 @@ def session_tick(*, session_id, work: TurnWork) -> str:
             outcome = _turn_run(snapshot, work, limits)
     finally:
         claims.release(Session, session.pk)
-    _tick_again_if_needed(session, limits)
+    if outcome != "parked":  # a parked turn is ticked again by what it waits for
+        _tick_again_if_needed(session, limits)
     return outcome
 
 
@@ -212,6 +219,8 @@ def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -
         return "ended"
     try:
         work(snapshot)
+    except TurnParked:
+        return "parked"
     except (claims.ClaimLost, *TRANSIENT_ERRORS):
         raise  # another runner took the session over, or the retried tick resumes the turn
     except Exception as exc:  # noqa: BLE001 - any failure of the work ends the turn as failed, reported

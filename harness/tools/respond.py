@@ -16,6 +16,11 @@ CARD = {
     "type": "object", "required": ["body"], "properties": {
         "kicker": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string", "minLength": 1},
         "route": {"type": "string"},
+        # An artifact (seed 001): written to the lake as kind:<kind> with what it cites.
+        "kind": {"type": "string", "enum": ["insight", "recommendation", "document"]},
+        "citations": {"type": "array", "items": {
+            "type": "object", "required": ["id"], "additionalProperties": False,
+            "properties": {"id": {"type": "string"}, "quote": {"type": "string"}}}},
     },
 }
 

@@ -9,12 +9,13 @@ from django.test import RequestFactory, override_settings
 
 from fathom.api import errors
 from fathom.api.parsers import MAX_JSON_DEPTH
+from harness.fires.services import fire_create
 from harness.runtime import profiles
 from lake import api as lake_api
 
 pytestmark = pytest.mark.django_db
 
-# (method, path) of every endpoint that parses a JSON body; {session}, {agent}, {user} are filled in.
+# (method, path) of every endpoint that parses a JSON body; {session}, {agent}, {user}, {fire} are filled in.
 JSON_BODY_ENDPOINTS = [
     ("post", "/v1/apikeys"),
     ("post", "/v1/deltas"),
@@ -33,6 +34,7 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/profiles/users"),
     ("patch", "/v1/profiles/agents/{agent}"),
     ("patch", "/v1/profiles/users/{user}"),
+    ("post", "/v1/fires/{fire}/feedback"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
@@ -66,7 +68,8 @@ def targets(owner, workspace):
     session = owner.post("/v1/sessions", {}, format="json").json()["id"]
     profiles.agent_profile_create(workspace=workspace, slug="scout", name="Scout")
     profiles.user_profile_create(workspace=workspace, slug="ada", name="Ada")
-    return {"session": session, "agent": "scout", "user": "ada"}
+    fire = fire_create(workspace=workspace, mode="introspective", question="a finished fire")
+    return {"session": session, "agent": "scout", "user": "ada", "fire": str(fire.pk)}
 
 
 def send(client, method, path, body: bytes, **extra):

@@ -27,6 +27,9 @@ def test_commands_refuse_bad_input_clearly(db):
     assert not Workspace.objects.filter(slug="ghost").exists()
     with pytest.raises(CommandError, match="--queues takes some of fires, quality, memory, maintenance"):
         call_command("fathom", "worker", "--queues", "fires,bogus", stdout=StringIO())
+    with pytest.raises(CommandError, match="thread pool must be at most FATHOM_DB_POOL_MAX_SIZE"):
+        call_command("fathom", "worker", "--queues", "quality", "--pool", "threads", "--concurrency", "1000",
+                     stdout=StringIO())
 
 
 def test_with_urls_given_nothing_embedded_starts(tmp_path, db):

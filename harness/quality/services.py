@@ -1,0 +1,61 @@
+"""State changes of the quality harness outside a fire's run: users' feedback, and the calibration the
+beat task rebuilds from it every 5 minutes (seed 001's "Calibration from feedback")."""
+
+from django.db import transaction
+from django.utils import timezone
+
+from fathom.errors import ApplicationError
+from harness.fires.models import Fire
+from harness.quality.flow import quality_settings_get
+from harness.quality.models import Feedback, QualityRun, QualitySettings
+from harness.quality.profile import profile_invalidate
+
+CALIBRATION_EXAMPLES = 3
+MISMATCH_UP_BELOW = 0.6  # a thumbs up on an answer the verifier scored below this is a mismatch
+MISMATCH_DOWN_ABOVE = 0.7  # and a thumbs down on one it scored above this
+CALIBRATION_WINDOW = 200  # the most recent feedback rows looked at
+
+
+def feedback_create(*, fire: Fire, rating: str, comment: str = "", author: str = "") -> Feedback:
+    """Record a user's thumbs on a finished fire's answer, with the verifier's score it had."""
+    if rating not in Feedback.Rating.values:
+        raise ApplicationError(f"rating must be one of {', '.join(Feedback.Rating.values)}")
+    if not fire.is_terminal or not fire.response:
+        raise ApplicationError("feedback is for a fire that has answered")
+    score = QualityRun.objects.filter(fire=fire).values_list("verifier_score", flat=True).first()
+    feedback = Feedback.objects.create(workspace_id=fire.workspace_id, fire=fire, rating=rating, comment=comment,
+                                       author=author, verifier_score=score)
+    profile_invalidate(workspace_id=fire.workspace_id)
+    return feedback
+
+
+def calibration_rebuild(*, workspace_id) -> str:
+    """The workspace's calibration context: up to 3 recent mismatches between the verifier's score and
+    the user's thumbs, each as an example the verifier's system prompt carries. Idempotent."""
+    rows = (Feedback.objects.filter(workspace_id=workspace_id, verifier_score__isnull=False)
+            .select_related("fire").order_by("-created_at")[:CALIBRATION_WINDOW])
+    examples = []
+    for row in rows:
+        up, score = row.rating == Feedback.Rating.UP, row.verifier_score
+        if (up and score < MISMATCH_UP_BELOW) or (not up and score > MISMATCH_DOWN_ABOVE):
+            verdict = "liked" if up else "disliked"
+            examples.append(f"- You scored {score:.2f} an answer the user {verdict}"
+                            f"{f' ({row.comment.strip()[:200]})' if row.comment.strip() else ''}. "
+                            f"Query: {' '.join(row.fire.question.split())[:200]}")
+        if len(examples) == CALIBRATION_EXAMPLES:
+            break
+    text = "\n".join(examples)
+    settings = quality_settings_get(workspace_id=workspace_id)
+    with transaction.atomic():
+        QualitySettings.objects.filter(pk=settings.pk).update(calibration=text, calibration_built_at=timezone.now())
+    return text
+
+
+def calibrations_rebuild() -> int:
+    """Rebuild the calibration of every workspace with feedback (run by beat every 5 minutes)."""
+    workspaces = Feedback.objects.values_list("workspace_id", flat=True).distinct()
+    count = 0
+    for workspace_id in workspaces:
+        calibration_rebuild(workspace_id=workspace_id)
+        count += 1
+    return count

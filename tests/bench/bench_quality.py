@@ -1,0 +1,134 @@
+"""The quality harness's figures (printed, nothing asserted on time).
+
+    .venv/bin/python -m pytest tests/bench/bench_quality.py -s -q -o python_files='bench_*.py'
+
+1. The swarm on the quality worker as `fathom up` starts it (threads): five specialists and the
+   aggregator, each call 1.0 s of simulated model latency; wall time from the chord's send until
+   the aggregate is recorded (ideal 2.0 s: five at once, then one).
+2. Contrastive verification: three verifiers at 1.0 s each, the same way (ideal 1.0 s).
+3. The harness's own overhead per fire with an instant (scripted) model, in this process: a
+   SIMPLE chat fire's session ticks with the harness on (classifier, contract, verifier called in
+   process, events, profile) against the same fire with it off; p50 and p90 of the difference.
+4. Model calls per role of that fire."""
+
+import statistics
+import subprocess
+import time
+import uuid
+
+import pytest
+from django.db import transaction
+
+from fathom import processes
+from fathom.models import Workspace
+from harness.fires.services import fire_create
+from harness.quality import flow, swarm
+from harness.quality.models import QualityAttempt, QualityRun
+from harness.runtime.services import message_send, session_create
+from tests.conftest import REPO_ROOT, stop_worker, wait_for, wait_for_worker, worker_env
+from tests.harness.quality.conftest import Roles, classification, verdict
+from tests.harness.quality.test_flow import respond, verify_all
+from tests.harness.support import session_tick
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LATENCY = 1.0
+OVERHEAD_FIRES = 30
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+@pytest.fixture
+def quality_worker():
+    name = f"bench-quality-{uuid.uuid4().hex[:6]}"
+    argv = processes.quality_worker_argv(name=f"{name}@%h")
+    argv[argv.index("--loglevel") + 1] = "WARNING"
+    process = subprocess.Popen(argv, cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.DEVNULL,
+                               start_new_session=True)
+    wait_for_worker(name, timeout=60)
+    yield
+    stop_worker(process)
+
+
+def _run(workspace, **fields):
+    fire = fire_create(workspace=workspace, mode="introspective", question="Compare the themes of the notes")
+    return QualityRun.objects.create(workspace=workspace, fire=fire, **fields)
+
+
+def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, quality_worker):
+    roles = Roles(workspace)
+    try:
+        for _ in range(5):
+            roles.specialist.reply("an angle's analysis", latency=LATENCY)
+        roles.aggregator.reply("the merged brief", latency=LATENCY)
+        run = _run(workspace, complexity={"level": "COMPLEX", "workflow_type": "synthesis"})
+        started = time.perf_counter()
+        with transaction.atomic():
+            swarm.dispatch(run.fire, run, ["evidence", "patterns", "contradictions", "gaps", "implications"], [])
+        wait_for(lambda: QualityRun.objects.filter(pk=run.pk, waiting_for="").exists(), timeout=60, every=0.01)
+        swarm_wall = time.perf_counter() - started
+        run.refresh_from_db()
+        assert run.swarm["specialists_succeeded"] == 5 and run.swarm["aggregator_succeeded"]
+
+        for _ in range(3):
+            roles.verifier.reply(verdict(0.8), latency=LATENCY)
+        run = _run(workspace, complexity={"level": "COMPLEX", "workflow_type": "synthesis"}, state="verifying")
+        QualityAttempt.objects.create(workspace=workspace, run=run, number=1, response={"body": "an answer"},
+                                      contract={"passed": True, "issues": []})
+        started = time.perf_counter()
+        with transaction.atomic():
+            flow._verification_dispatch(run.fire, run, run.attempts.get(number=1))
+        wait_for(lambda: QualityRun.objects.filter(pk=run.pk, waiting_for="").exists(), timeout=60, every=0.01)
+        contrastive_wall = time.perf_counter() - started
+        assert run.attempts.get(number=1).verifier["contrastive"]
+    finally:
+        roles.reset()
+    print(f"\n[quality] swarm: 5 specialists + aggregator at {LATENCY:.1f} s each: {swarm_wall:.2f} s wall "
+          f"(ideal {2 * LATENCY:.1f}, target <= 2.3)")
+    print(f"[quality] contrastive: 3 verifiers at {LATENCY:.1f} s each: {contrastive_wall:.2f} s wall "
+          f"(ideal {LATENCY:.1f}, target <= 1.3)")
+
+
+def _one_fire(workspace, roles, *, quality: bool) -> float:
+    session = session_create(workspace=workspace)
+    message_send(session=session, content="What is the capital of France?")
+    if quality:
+        roles.classifier.reply(classification("SIMPLE", "chat"))
+        roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[respond()])
+    roles.main.call_tool("skip", {"reason": "-"})
+    started = time.perf_counter()
+    if quality:
+        assert session_tick(session_id=session.pk) == "parked"
+        verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    return time.perf_counter() - started
+
+
+def test_quality_overhead_per_fire_with_an_instant_model():
+    walls = {}
+    calls = {}
+    for quality in (False, True):
+        workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
+        settings = flow.quality_settings_get(workspace_id=workspace.pk)
+        settings.enabled = quality
+        settings.save()
+        roles = Roles(workspace)
+        try:
+            _one_fire(workspace, roles, quality=quality)  # warm-up
+            for script in roles.scripts.values():
+                script.reset()
+            walls[quality] = [_one_fire(workspace, roles, quality=quality) for _ in range(OVERHEAD_FIRES)]
+            calls[quality] = {role: n // OVERHEAD_FIRES for role, n in roles.calls().items()}
+        finally:
+            roles.reset()
+    off, on = statistics.median(walls[False]) * 1000, statistics.median(walls[True]) * 1000
+    overhead = [(b - a) * 1000 for a, b in zip(sorted(walls[False]), sorted(walls[True]), strict=True)]
+    print(f"\n[quality] SIMPLE chat fire with an instant model, {OVERHEAD_FIRES} fires each: p50 {off:.1f} ms "
+          f"without the harness, {on:.1f} ms with it: overhead p50 {on - off:.1f} ms, "
+          f"p90 {percentile(overhead, 90):.1f} ms (target p50 <= 15 ms)")
+    print(f"[quality] model calls per fire and role: with the harness {calls[True]}, without {calls[False]}")
+    assert calls[True] == {"classifier": 1, "main": 2, "verifier": 1} and calls[False] == {"main": 2}
