@@ -212,6 +212,7 @@ SPECTACULAR_SETTINGS = {
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
+        "AutonomyModeEnum": "harness.autonomy.models.AutonomyMode",
     },
 }
 

@@ -5,8 +5,10 @@ from celery import shared_task
 
 from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
+from harness.autonomy import tasks as autonomy_tasks  # noqa: F401 - registers autonomy's tasks
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
 from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import background
