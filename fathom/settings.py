@@ -212,6 +212,11 @@ SPECTACULAR_SETTINGS = {
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
+        "RunStatusEnum": "harness.conductor.models.Run.Status",
+        "AgendaItemStateEnum": "harness.conductor.models.AgendaItem.State",
+        "CapabilityCallStatusEnum": "harness.conductor.models.CapabilityCall.Status",
+        "RunDecisionKindEnum": "harness.conductor.models.Decision.Kind",
+        "RunDecisionActionEnum": "harness.conductor.models.Decision.Action",
         "AutonomyModeEnum": "harness.autonomy.models.AutonomyMode",
     },
 }
@@ -325,6 +330,15 @@ FATHOM_FS_MAX_WRITE_BYTES = env_int("FATHOM_FS_MAX_WRITE_BYTES", 1024 * 1024, mi
 # at once in the workspace and in one session; the rest wait, Pending.
 FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, minimum=1)
 FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
+
+# --- The conductor (harness/conductor) -------------------------------------------------------------
+# The terminal worker runs in the workspace's folder under FATHOM_FS_ROOT (above).
+# web_search's backend: "none" (the tool says no backend is configured), "searxng" (a SearXNG-style
+# JSON endpoint: GET <url>?q=...&format=json -> {"results": [{title, url, content}]}), or the dotted
+# path of a class with search(query, limit) -> [{title, url, snippet}]. Default: searxng when a URL is set.
+FATHOM_WEB_SEARCH_URL = env_url("FATHOM_WEB_SEARCH_URL", ("http", "https"))
+FATHOM_WEB_SEARCH_BACKEND = env_str("FATHOM_WEB_SEARCH_BACKEND", "searxng" if FATHOM_WEB_SEARCH_URL else "none")
+FATHOM_WEB_SEARCH_TIMEOUT_SECONDS = env_float("FATHOM_WEB_SEARCH_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from harness.autonomy import api as autonomy
+from harness.conductor import api as conductor
 from harness.fires import api as fires
 from harness.fires import why
 from harness.producers import api as producers
@@ -32,6 +33,11 @@ urlpatterns = [
     path("tasks/<str:task_id>/cancel", tasks.TaskCancelView.as_view(), name="task-cancel"),
     path("profiles/agents/<slug:slug>/history", tasks.AgentProfileHistoryView.as_view(), name="agent-profile-history"),
     path("profiles/users/<slug:slug>/history", tasks.UserProfileHistoryView.as_view(), name="user-profile-history"),
+    path("runs", conductor.RunListCreateView.as_view(), name="runs"),
+    path("runs/<str:run_id>", conductor.RunDetailView.as_view(), name="run"),
+    path("runs/<str:run_id>/cancel", conductor.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/graph", conductor.RunGraphView.as_view(), name="run-graph"),
+    path("runs/<str:run_id>/events", conductor.RunEventsView.as_view(), name="run-events"),
     path("autonomy/pressure", autonomy.PressureView.as_view(), name="autonomy-pressure"),
     path("autonomy/settings", autonomy.SettingsView.as_view(), name="autonomy-settings"),
     path("autonomy/decisions", autonomy.DecisionListView.as_view(), name="autonomy-decisions"),

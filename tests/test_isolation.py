@@ -166,6 +166,20 @@ def festinger_loops_case(owner) -> IsolationCase:
                          reads=[Probe("GET", "/v1/festinger/loops?session=a-conversation")], secrets=["a's secret"])
 
 
+def conductor_runs_case(owner) -> IsolationCase:
+    from harness.conductor.models import Run
+
+    rid = owner.post("/v1/runs", {"objective": "a's objective"}, format="json").json()["id"]
+    return IsolationCase(
+        list_path="/v1/runs",
+        ids=[rid],
+        probes=[Probe("GET", f"/v1/runs/{rid}"), Probe("GET", f"/v1/runs/{rid}/graph"),
+                Probe("GET", f"/v1/runs/{rid}/events"), Probe("POST", f"/v1/runs/{rid}/cancel")],
+        intact=lambda: Run.objects.get(pk=rid).status == Run.Status.ACCEPTED,
+        secrets=["a's objective"],
+    )
+
+
 def autonomy_case(owner) -> IsolationCase:
     from harness.autonomy.models import AutonomySettings, InboxMark
 
@@ -186,7 +200,7 @@ def autonomy_case(owner) -> IsolationCase:
 
 
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, harness_tasks_case, autonomy_case, festinger_loops_case]
+         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

@@ -34,6 +34,7 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/profiles/users"),
     ("patch", "/v1/profiles/agents/{agent}"),
     ("patch", "/v1/profiles/users/{user}"),
+    ("post", "/v1/runs"),
     ("put", "/v1/autonomy/settings"),
     ("post", "/v1/autonomy/inbox/{directive}"),
     ("post", "/v1/producers/topical/run"),
@@ -45,7 +46,7 @@ LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
                   "/v1/profiles/users",
                   "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
-                  "/v1/profiles/users/{user}/history",
+                  "/v1/profiles/users/{user}/history", "/v1/runs",
                   "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
@@ -58,8 +59,8 @@ PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
                    "/v1/festinger/conflicts/{bad}",
                    "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
-                   "/v1/profiles/users/{bad}/history",
-                   "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why"]
+                   "/v1/profiles/users/{bad}/history", "/v1/runs/{bad}", "/v1/runs/{bad}/graph",
+                   "/v1/runs/{bad}/events", "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
@@ -131,7 +132,7 @@ def test_unstorable_text_in_a_body_is_a_400(owner, targets, method, path, kind):
     text = UNSTORABLE[kind]
     body = {"content": text, "query": text, "name": text, "fact": text, "title": text, "prompt": text,
             "question": text, "reason": text, "tool": text, "slug": text, "role": "viewer", "memory": text,
-            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}}
+            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}, "objective": text}
     error = assert_envelope(send(owner, method, path.format(**targets), json.dumps(body).encode()), 400)
     assert "NUL" in error["message"]
 
