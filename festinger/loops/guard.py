@@ -28,7 +28,6 @@ import json
 import logging
 import re
 import time
-from contextvars import ContextVar
 from dataclasses import dataclass, fields
 
 from django.db import transaction
@@ -37,12 +36,10 @@ from redis.exceptions import RedisError
 from fathom.llm.types import Completion, Message, StopReason
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import current_span
+from festinger.conversation import conversation_session
 from festinger.loops.models import LoopConfig, LoopEvent
 
 log = logging.getLogger(__name__)
-
-# Set by the proxy around a call: the client's X-Festinger-Session (or the proxy's fingerprint).
-conversation_session: ContextVar[str | None] = ContextVar("festinger_conversation_session", default=None)
 
 CONFIG_VERSION_KEY = "festinger:loops:config:version"
 STATE_TTL_SECONDS = 24 * 3600
@@ -409,6 +406,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed", "conversation_session",
+__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed",
            "fingerprint", "loop_config_update",
            "loop_events_record", "loop_settings", "stream_cut_observe"]

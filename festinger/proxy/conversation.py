@@ -22,7 +22,7 @@ from fathom.llm.middleware import LLMRequest
 from fathom.llm.registry import ResolvedModel
 from fathom.llm.types import Completion, Message
 from fathom.tracing.spans import span
-from festinger.loops.guard import conversation_session
+from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 
