@@ -174,6 +174,15 @@ def festinger_case(owner) -> IsolationCase:
     )
 
 
+def festinger_loops_case(owner) -> IsolationCase:
+    from festinger.loops.guard import loop_events_record
+
+    rows = loop_events_record(workspace_id=owner.workspace.pk, session="a-conversation",
+                              events=[{"kind": "repeated_output", "level": 1, "detail": {"output": "a's secret"}}])
+    return IsolationCase(list_path="/v1/festinger/loops", ids=[rows[0].pk],
+                         reads=[Probe("GET", "/v1/festinger/loops?session=a-conversation")], secrets=["a's secret"])
+
+
 def conductor_runs_case(owner) -> IsolationCase:
     from harness.conductor.models import Run
 
@@ -208,7 +217,7 @@ def autonomy_case(owner) -> IsolationCase:
 
 
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case,
+         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case,
          harness_schedules_case]
 
 
