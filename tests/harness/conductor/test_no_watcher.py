@@ -1,5 +1,6 @@
-"""Seed 004, section 6: no watcher runtime starts anywhere. `fathom up` starts web, its workers and beat,
-nothing else; no task or beat entry is a watcher; a run's actors are the conductor and its workers.
+"""Seed 004, section 6: no watcher runtime starts anywhere. `fathom up` starts web, Festinger's proxy, its
+workers and beat, nothing else; no task or beat entry is a watcher; a run's actors are the conductor and
+its workers.
 (The started worker's registered tasks are checked in test_worker.py.)"""
 
 import pytest
@@ -14,7 +15,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_fathom_up_starts_web_the_workers_and_beat_and_no_watcher():
-    assert [child.name for child in stack_children(host="127.0.0.1", port=8000)] == ["web", "worker", "quality", "beat"]
+    assert [child.name for child in stack_children(host="127.0.0.1", port=8000)] == [
+        "web", "proxy", "worker", "quality", "beat"]
 
 
 def test_no_task_and_no_beat_entry_is_a_watcher():
