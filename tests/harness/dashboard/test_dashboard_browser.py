@@ -167,7 +167,8 @@ def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screens
     wait.until(seen.visibility_of_element_located((By.ID, "id_slug"))).send_keys("first")  # no workspace yet
     browser.find_element(By.ID, "id_name").send_keys("First light")
     browser.find_element(By.XPATH, "//button[text()='Create workspace']").click()
-    wait.until(seen.element_to_be_clickable((By.XPATH, "//button[text()='Create an operator key']"))).click()
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "Workspace first created"))
+    browser.find_element(By.XPATH, "//button[text()='Create an operator key']").click()
     secret = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "code.secret"))).text
     assert secret.startswith("fth_")
     browser.find_element(By.ID, "id_content").send_keys("The rover left on Monday.")
