@@ -45,8 +45,9 @@ from harness.quality.contracts import (
     ExpectedOutput,
     WorkflowContract,
     citations_check,
+    workflow_type_of,
 )
-from harness.quality.events import emit, fire_resume
+from harness.quality.events import emit, emitting, fire_resume
 from harness.quality.metrics import context_metrics
 from harness.quality.models import Feedback, QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
@@ -58,7 +59,7 @@ from harness.quality.retry import (
     RetrySettings,
     combined_score,
 )
-from harness.quality.scores import quality_scores
+from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
 from harness.quality.selectors import fire_tool_result_sizes, workspace_stats
 from harness.quality.stream import StreamMonitor
 from lake.models import Delta
@@ -66,6 +67,7 @@ from lake.models import Delta
 logger = logging.getLogger(__name__)
 
 CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
+SOURCE_COUNTED_WORKFLOWS = ("synthesis", "full_pipeline")  # their min_insights follow the source count
 MAX_ITERATIONS = 5
 PROFILE_WINDOW = 500  # the most recent runs whose scores and issues the profile reads
 DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
@@ -118,7 +120,7 @@ def applies(fire: Fire, quality: QualitySettings) -> bool:
 def preflight(fire: Fire) -> QualityRun | None:
     """The fire's QualityRun, made once (classifier call, recorded with its event); None when the
     harness does not wrap this fire. Raises Parked while the fire waits for its swarm."""
-    run = QualityRun.objects.filter(fire=fire).first()
+    run = run_of(fire)
     if run is None:
         if fire.depth or not fire.session_id:
             return None
@@ -139,17 +141,20 @@ def preflight(fire: Fire) -> QualityRun | None:
                 workspace_id=fire.workspace_id, fire=fire, complexity=complexity, sources=[s["id"] for s in sources],
                 iterations=iterations_asked(fire),
                 plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
-            QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
-            emit(fire, run, "harness_complexity", {
-                "level": complexity["level"], "reason": complexity["reason"],
-                "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
-                "is_fallback": complexity["is_fallback"]})
-            if selection is not None:
-                _plan_board(fire, selection.plan)
-                emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
-                                                          "candidates_count": selection.candidates_count})
-            if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
-                swarm.dispatch(fire, run, quality.specialists, sources)
+            run._current_attempt = QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1,
+                                                                 first_turn=0)
+            with emitting(fire, run):
+                emit(fire, run, "harness_complexity", {
+                    "level": complexity["level"], "reason": complexity["reason"],
+                    "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
+                    "is_fallback": complexity["is_fallback"]})
+                if selection is not None:
+                    _plan_board(fire, selection.plan)
+                    emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
+                                                              "candidates_count": selection.candidates_count})
+                if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
+                    swarm.dispatch(fire, run, quality.specialists, sources)
+        fire._quality_run = run
     if run.waiting_for:
         raise Parked(run.waiting_for)
     return run
@@ -174,9 +179,14 @@ def subtasks_advanced(fire: Fire, before: list[dict]) -> None:
     call moved (in its transaction). Only for fires the harness wraps."""
     if not before or not fire.plan:
         return
-    run = QualityRun.objects.filter(fire=fire).first()
+    run = run_of(fire)
     if run is None:
         return
+    with emitting(fire, run):
+        _subtask_events(fire, run, before)
+
+
+def _subtask_events(fire: Fire, run: QualityRun, before: list[dict]) -> None:
     was = {s["step"]: s["status"] for s in before}
     total = len(fire.plan)
     for step in fire.plan:
@@ -248,7 +258,7 @@ def attempt_split(run: QualityRun | None, turns: list) -> tuple[list, list]:
 
 
 def phase_after_respond(fire: Fire) -> str:
-    return Fire.Phase.VERIFY if QualityRun.objects.filter(fire=fire).exists() else Fire.Phase.WRITES
+    return Fire.Phase.VERIFY if run_of(fire) is not None else Fire.Phase.WRITES
 
 
 # --- post-flight ----------------------------------------------------------------------------------------------
@@ -256,7 +266,7 @@ def phase_after_respond(fire: Fire) -> str:
 def postflight(fire: Fire) -> None:
     """Judge the current attempt, once its verifier group has answered: move the fire on (phase main
     for a retry, writes for the answer), or raise Parked while it waits."""
-    run = QualityRun.objects.get(fire=fire)
+    run = run_of(fire)
     attempt = current_attempt(run)
     if not attempt.contract:
         _attempt_judge_start(fire, run, attempt)
@@ -280,9 +290,10 @@ def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
         attempt.save(update_fields=["response", "contract", "stream_alerts"])
-        for alert in alerts:
-            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
-        emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
+        with emitting(fire, run):
+            for alert in alerts:
+                emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
+            emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
         _verification_dispatch(fire, run, attempt)
 
 
@@ -290,9 +301,13 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
     """The answer against its contract, its citations checked against the lake: cited ids must exist
     and have been returned to this fire by a tool (or the pre-flight's retrieval), quotes must be in
     the cited delta. The source count is the distinct existing deltas returned to the fire."""
-    returned = returned_ids(fire) | set(run.sources)
+    citations = citations_of(response)
+    # the tool results are read when something needs them: citations to check, or a contract whose
+    # minimum grows with the sources (synthesis, full pipeline)
+    wanted = citations or str(workflow_type_of(run.complexity.get("workflow_type", ""))) in SOURCE_COUNTED_WORKFLOWS
+    returned = (returned_ids(fire) if wanted else set()) | set(run.sources)
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
-    check = citations_check(workspace=fire.workspace, citations=citations_of(response), returned_ids=returned)
+    check = citations_check(workspace=fire.workspace, citations=citations, returned_ids=returned)
     result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
                                         output_text=response.get("body", ""), artifacts=counts, citations=check)
     return result, check
@@ -330,7 +345,7 @@ def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
         more = attempt.number < run.iterations
         decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
-    with transaction.atomic():
+    with transaction.atomic(), emitting(fire, run):
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
         attempt.save(update_fields=["combined", "decision"])
@@ -352,8 +367,9 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
         max_attempts=run.iterations if run.iterations > 1 else limits.max_attempts,
         contract_issues=attempt.contract["issues"], verifier_issues=attempt.verifier["issues"],
         verifier_feedback=attempt.verifier["feedback"])
-    QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
-                                  first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
+    run._current_attempt = QualityAttempt.objects.create(
+        workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
+        first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
     run.attempt, run.state = number, QualityRun.State.RUNNING
     run.save(update_fields=["attempt", "state"])
     emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
@@ -365,7 +381,7 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
             reason: str) -> None:
     """The best attempt becomes the answer (the latest among equals); degraded when the attempts ran
     out, or the gap persisted, without reaching good enough."""
-    attempts = list(run.attempts.order_by("number"))
+    attempts = [attempt] if attempt.number == 1 else list(run.attempts.order_by("number"))
     best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
     if run.iterations > 1:
         fire.refresh_from_db(fields=["cost"])
@@ -378,18 +394,20 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
         emit(fire, run, "harness_degraded", run.degraded)
-    result, check = contract_evaluate(fire, run, best.response)
-    scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
-    run.scores = {name: score.as_event() for name, score in scores.items()}
+    run.scores = {}
+    if EVENTS_BY_WORKFLOW.get(workflow):  # chat has no score: its contract is not evaluated again
+        result, check = contract_evaluate(fire, run, best.response)
+        scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
+        run.scores = {name: score.as_event() for name, score in scores.items()}
     for name, score in run.scores.items():
         emit(fire, run, name, score)
     run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
     run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
-    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at"])
-    _profile_after_run(fire, run)
     run.context_metrics = context_metrics(
         (name, chars) for name, chars in fire_tool_result_sizes(fire_id=fire.pk) if name != "respond").as_event()
-    run.save(update_fields=["context_metrics", "profile"])
+    _profile_after_run(fire, run, best)
+    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
+                            "context_metrics", "profile"])
     emit(fire, run, "context_metrics", run.context_metrics)
     fire.response = best.response
     if best.verifier.get("is_fallback"):
@@ -462,11 +480,18 @@ def workspace_profile(*, workspace_id):
     return profile_cached(workspace_id=workspace_id, build=lambda: _profile_build(workspace_id))
 
 
-def _profile_build(workspace_id):
+def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | None = None):
+    """The profile; `finishing`: a run being accepted (its final attempt), counted as the newest done run
+    before its row says so."""
     runs = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE)
+    if finishing is not None:
+        runs = runs.exclude(pk=finishing[0].pk)
     finals = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt"))
                   .order_by("-created_at").values_list("combined", "contract", "verifier")[:PROFILE_WINDOW])
-    total = runs.count()
+    total = len(finals) if len(finals) < PROFILE_WINDOW else runs.count()  # one final attempt per done run
+    if finishing is not None:
+        final = finishing[1]
+        finals, total = [(final.combined, final.contract, final.verifier), *finals][:PROFILE_WINDOW], total + 1
     issues = [issue for _, contract, verifier in finals for issue in contract.get("issues", []) + verifier.get(
         "issues", [])]
     scores = [verifier.get("score", 0.0) for _, _, verifier in finals]
@@ -478,11 +503,12 @@ def _profile_build(workspace_id):
                          .count(), issues=issues)
 
 
-def _profile_after_run(fire: Fire, run: QualityRun) -> None:
-    """harness_workspace_profile after each run, and milestone_unlocked when this run crossed 9 -> 10
-    or 49 -> 50 runs."""
+def _profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> None:
+    """harness_workspace_profile after each run (counted in, as its final attempt says), and
+    milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs."""
     profile_invalidate(workspace_id=fire.workspace_id)
-    profile = workspace_profile(workspace_id=fire.workspace_id)
+    profile = profile_cached(workspace_id=fire.workspace_id, build=lambda: _profile_build(
+        fire.workspace_id, finishing=(run, final)))
     run.profile = profile.as_event()
     emit(fire, run, "harness_workspace_profile", run.profile)
     milestone = milestone_crossed(profile.total_runs - 1, profile.total_runs)
@@ -545,4 +571,23 @@ def _json(value) -> str:
 
 
 def is_parked(fire: Fire) -> bool:
-    return QualityRun.objects.filter(fire=fire).exclude(waiting_for="").exists()
+    """Whether the fire's last run parked it (waits for the quality worker)."""
+    run = run_of(fire)
+    return run is not None and bool(run.waiting_for)
+
+
+_UNREAD = object()
+
+
+def run_of(fire: Fire) -> QualityRun | None:
+    """The fire's QualityRun (None when the harness does not wrap it), read once per loaded fire: while
+    a run holds the fire's claim, only that run changes its QualityRun (the quality worker writes it
+    only while the fire is parked, after the run has ended)."""
+    run = fire.__dict__.get("_quality_run", _UNREAD)
+    if run is _UNREAD:  # the run with its current attempt (the latest: attempts are made one after the other)
+        attempt = QualityAttempt.objects.select_related("run").filter(run__fire=fire).order_by("-number").first()
+        run = attempt.run if attempt is not None else None
+        if run is not None:
+            run._current_attempt = attempt
+        fire._quality_run = run
+    return run

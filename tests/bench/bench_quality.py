@@ -9,7 +9,8 @@
 3. The harness's own overhead per fire with an instant (scripted) model, in this process: a
    SIMPLE chat fire's session ticks with the harness on (classifier, contract, verifier called in
    process, events, profile) against the same fire with it off; p50 and p90 of the difference.
-4. Model calls per role of that fire."""
+4. Model calls per role of that fire, and its database statements with the harness and without
+   (the verifier's task and join, run in process here, counted with the harness)."""
 
 import statistics
 import subprocess
@@ -17,7 +18,8 @@ import time
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from fathom import processes
 from fathom.models import Workspace
@@ -111,6 +113,7 @@ def _one_fire(workspace, roles, *, quality: bool) -> float:
 def test_quality_overhead_per_fire_with_an_instant_model():
     walls = {}
     calls = {}
+    statements = {}
     for quality in (False, True):
         workspace = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
         settings = flow.quality_settings_get(workspace_id=workspace.pk)
@@ -123,6 +126,9 @@ def test_quality_overhead_per_fire_with_an_instant_model():
                 script.reset()
             walls[quality] = [_one_fire(workspace, roles, quality=quality) for _ in range(OVERHEAD_FIRES)]
             calls[quality] = {role: n // OVERHEAD_FIRES for role, n in roles.calls().items()}
+            with CaptureQueriesContext(connection) as counted:
+                _one_fire(workspace, roles, quality=quality)
+            statements[quality] = len(counted.captured_queries)
         finally:
             roles.reset()
     off, on = statistics.median(walls[False]) * 1000, statistics.median(walls[True]) * 1000
@@ -131,4 +137,6 @@ def test_quality_overhead_per_fire_with_an_instant_model():
           f"without the harness, {on:.1f} ms with it: overhead p50 {on - off:.1f} ms, "
           f"p90 {percentile(overhead, 90):.1f} ms (target p50 <= 15 ms)")
     print(f"[quality] model calls per fire and role: with the harness {calls[True]}, without {calls[False]}")
+    print(f"[quality] database statements per fire: {statements[True]} with the harness, {statements[False]} "
+          f"without: {statements[True] - statements[False]} the harness's")
     assert calls[True] == {"classifier": 1, "main": 2, "verifier": 1} and calls[False] == {"main": 2}
