@@ -2,7 +2,8 @@
 
     preflight            before the main loop: classify (and, for COMPLEX, plan) once per fire,
                          recorded as its QualityRun; the plan's subtasks become the plan board;
-                         a synthesis over many sources may first park for its swarm (.swarm)
+                         a synthesis over many sources may first park for its swarm (.swarm),
+                         a plan with a layer of parallel subtasks for its child fires (.subtasks)
     preamble             what the main loop adds to its prompt: the contract's requirements
                          (get_quality_preamble), the plan's modifier, the swarm's brief, and for a
                          retry the earlier attempts' turns and the healing prompt
@@ -19,7 +20,8 @@ are enabled; introspective fires (Fathom calling itself) and child fires run wit
 
 Model calls per fire: classifier 1; planner 1 (COMPLEX only); verifier 1 per attempt, or 3 with
 contrastive verification (COMPLEX synthesis, full_pipeline, recommendation); specialists N and the
-aggregator 1 when the swarm runs."""
+aggregator 1 when the swarm runs; a layer of parallel subtasks runs as child fires (.subtasks), each
+making its own fire's calls (main and review pass, no harness)."""
 
 import json
 import logging
@@ -35,7 +37,7 @@ from django.utils import timezone
 
 from fathom.llm import Message
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.quality import agents, swarm
+from harness.quality import agents, subtasks, swarm
 from harness.quality.contracts import (
     ArtifactCounts,
     Citation,
@@ -155,8 +157,12 @@ def preflight(fire: Fire) -> QualityRun | None:
                 if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
                     swarm.dispatch(fire, run, quality.specialists, sources)
         fire._quality_run = run
+    if not run.waiting_for and subtasks.next_layer(run):  # a layer of parallel subtasks: child fires first
+        with transaction.atomic():
+            subtasks.dispatch(fire, run)
     if run.waiting_for:
         raise Parked(run.waiting_for)
+    subtasks.board_mark_done(fire, run)
     return run
 
 
@@ -222,6 +228,9 @@ def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -
     if run.swarm.get("aggregate"):
         messages.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
                                      f"{run.swarm['aggregate']}"))
+    answers = subtasks.answers_message(run)
+    if answers is not None:
+        messages.append(answers)
     attempt = current_attempt(run)
     if attempt.healing_prompt:
         messages = [*earlier, Message.user(attempt.healing_prompt)]
@@ -305,7 +314,7 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
     # the tool results are read when something needs them: citations to check, or a contract whose
     # minimum grows with the sources (synthesis, full pipeline)
     wanted = citations or str(workflow_type_of(run.complexity.get("workflow_type", ""))) in SOURCE_COUNTED_WORKFLOWS
-    returned = (returned_ids(fire) if wanted else set()) | set(run.sources)
+    returned = (returned_ids(fire) if wanted else set()) | set(run.sources) | subtasks.cited_ids(run)
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
     check = citations_check(workspace=fire.workspace, citations=citations, returned_ids=returned)
     result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
@@ -460,11 +469,13 @@ def runs_waiting_resend(*, older_than_seconds: float) -> list:
     lost it): its tasks that already answered return what they recorded. Run by the sweep."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     resent = []
-    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm"], waiting_since__lt=cutoff):
+    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm", "subtasks"], waiting_since__lt=cutoff):
         with transaction.atomic():
             QualityRun.objects.filter(pk=run.pk, waiting_token=run.waiting_token).update(waiting_since=timezone.now())
             if run.waiting_for == "swarm":
                 swarm.send(run_id=run.pk, specialists=run.swarm.get("specialists", []), token=run.waiting_token)
+            elif run.waiting_for == "subtasks":
+                subtasks.send(run_id=run.pk, steps=subtasks.next_layer(run), token=run.waiting_token)
             else:
                 verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
                                   perspectives=perspectives_for(run))
