@@ -3,4 +3,25 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fathom.settings")
-application = get_asgi_application()
+django_application = get_asgi_application()
+
+from django.conf import settings  # noqa: E402 - after the apps are loaded
+from django.utils.module_loading import import_string  # noqa: E402
+
+# Plain ASGI apps of the apps served beside Django under a path prefix (settings.FATHOM_ASGI_MOUNTS).
+_mounts = [(prefix.rstrip("/"), import_string(path)()) for prefix, path in settings.FATHOM_ASGI_MOUNTS.items()]
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":  # Django has no lifespan; the mounted apps need none beyond their first request
+        while True:
+            message = await receive()
+            await send({"type": f"{message['type']}.complete"})
+            if message["type"] == "lifespan.shutdown":
+                return
+    if scope["type"] == "http":
+        for prefix, app in _mounts:
+            if scope["path"] == prefix or scope["path"].startswith(prefix + "/"):
+                await app(scope, receive, send)
+                return
+    await django_application(scope, receive, send)

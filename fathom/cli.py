@@ -1,4 +1,4 @@
-"""The platform's commands: up, web, worker, beat, down, status, workspace, apikey, llm."""
+"""The platform's commands: up, web, proxy, worker, beat, down, status, workspace, apikey, llm."""
 
 import os
 import sys
@@ -24,6 +24,12 @@ def register(subparsers):
     web.add_argument("--host", default=os.environ.get("FATHOM_HTTP_HOST", "127.0.0.1"))
     web.add_argument("--port", type=int, default=settings.HTTP_PORT)
     web.set_defaults(handler=_web)
+
+    proxy = subparsers.add_parser("proxy", help="run only Festinger's Ollama-compatible proxy (one per workspace "
+                                                "and port)")
+    proxy.add_argument("--host", default=settings.FATHOM_PROXY_HOST)
+    proxy.add_argument("--port", type=int, default=settings.FATHOM_PROXY_PORT or 11435)
+    proxy.set_defaults(handler=_proxy)
 
     worker = subparsers.add_parser("worker", help="run only a Celery worker (scale-out: any number, anywhere)")
     worker.add_argument("--queues", default=",".join(settings.FATHOM_QUEUES),
@@ -76,6 +82,10 @@ def _up(command, options):
 
 def _web(command, options):
     _become(processes.web_argv(host=options["host"], port=options["port"]))
+
+
+def _proxy(command, options):
+    _become(processes.proxy_argv(host=options["host"], port=options["port"]))
 
 
 def _worker(command, options):

@@ -1,9 +1,9 @@
-"""The command lines of Fathom's three kinds of process, built in one place: `fathom up` starts one of
+"""The command lines of Fathom's kinds of process, built in one place: `fathom up` starts one of
 each as its children, and `fathom web`, `fathom worker` and `fathom beat` run one alone (on another
 machine, say, pointed at the same DATABASE_URL and REDIS_URL).
 
-Processes per command line, for sizing the database's connections: web is one uvicorn process;
-a worker is one main process plus `concurrency` prefork pool processes, or one process with
+Processes per command line, for sizing the database's connections: web and the proxy are one uvicorn
+process each; a worker is one main process plus `concurrency` prefork pool processes, or one process with
 `concurrency` threads (pool "threads": the quality worker); beat is one process."""
 
 import sys
@@ -16,6 +16,14 @@ from fathom.http_protocol import uvicorn_args
 def web_argv(*, host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "fathom.asgi:application", "--host", host, "--port", str(port),
             "--no-access-log", "--timeout-graceful-shutdown", "3", *uvicorn_args()]
+
+
+def proxy_argv(*, host: str, port: int) -> list[str]:
+    """Festinger's Ollama-compatible proxy, an ASGI server of its own (FATHOM_PROXY_*). Its hot path runs
+    on uvicorn's fastest parts (httptools, uvloop: chosen by uvicorn when installed); it answers errors in
+    Ollama's shape, so it needs none of the web server's envelope."""
+    return [sys.executable, "-m", "uvicorn", "festinger.proxy.asgi:application", "--host", host, "--port", str(port),
+            "--no-access-log", "--timeout-graceful-shutdown", "3"]
 
 
 def worker_argv(*, queues: list[str], concurrency: int, name: str, pool: str = "prefork") -> list[str]:

@@ -63,10 +63,11 @@ else:
 FATHOM_DB_POOL_MAX_SIZE = env_int("FATHOM_DB_POOL_MAX_SIZE", 10, minimum=2, maximum=1000)
 FATHOM_DB_POOL_TIMEOUT = env_float("FATHOM_DB_POOL_TIMEOUT", 10.0, minimum=0.1)
 FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, maximum=256)
-# The processes `fathom up` runs that may connect: itself, web, the prefork worker's parent and its
-# children, beat; and one kept for the thread-pool worker of the `quality` queue, which the quality
+# The processes `fathom up` runs that may connect: itself, web, the proxy, the prefork worker's parent
+# and its children, beat; and one kept for the thread-pool worker of the `quality` queue, which the quality
 # harness (issue 15) adds to the stack.
-FATHOM_STACK_PROCESSES = 5 + FATHOM_WORKER_CONCURRENCY
+# Festinger's proxy (its own uvicorn process, FATHOM_PROXY_PORT) is one more.
+FATHOM_STACK_PROCESSES = 6 + FATHOM_WORKER_CONCURRENCY
 # The quality worker (`fathom up`'s thread-pool worker on the `quality` queue: verifiers, swarm
 # specialists) runs this many threads, each holding at most one connection of its one process's pool
 # while a task runs, so it may not have more threads than the pool has connections. I/O-bound model
@@ -211,6 +212,12 @@ SPECTACULAR_SETTINGS = {
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
+        "RunStatusEnum": "harness.conductor.models.Run.Status",
+        "AgendaItemStateEnum": "harness.conductor.models.AgendaItem.State",
+        "CapabilityCallStatusEnum": "harness.conductor.models.CapabilityCall.Status",
+        "RunDecisionKindEnum": "harness.conductor.models.Decision.Kind",
+        "RunDecisionActionEnum": "harness.conductor.models.Decision.Action",
+        "AutonomyModeEnum": "harness.autonomy.models.AutonomyMode",
     },
 }
 
@@ -267,9 +274,26 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
                                f"anthropic, openai-compatible, offline, scripted; got {FATHOM_DEFAULT_MODEL!r}")
 # Classes with before(request) / after(request, completion), run around every model call in order
 # (see fathom.llm.middleware). Apps add theirs here.
-FATHOM_MODEL_MIDDLEWARE: list[str] = ["festinger.recollection.RecollectionMiddleware"]
+FATHOM_MODEL_MIDDLEWARE: list[str] = [
+    "festinger.loops.guard.LoopGuardMiddleware",  # first: it names the conversation as the caller sent it
+    "festinger.recollection.RecollectionMiddleware",
+    "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
+]
+# --- Festinger's proxy (festinger.proxy): Ollama's and OpenAI's API for local agents ------------------
+# Its own port, started by `fathom up` beside the web server (0: not started), bound to loopback unless
+# FATHOM_PROXY_HOST says otherwise, serving one workspace; FATHOM_PROXY_TOKEN, when set, is a shared
+# Bearer token every request must carry (set it for a non-loopback bind).
+FATHOM_PROXY_PORT = env_int("FATHOM_PROXY_PORT", 11435, minimum=0, maximum=65535)
+FATHOM_PROXY_HOST = env_str("FATHOM_PROXY_HOST", "127.0.0.1")
+FATHOM_PROXY_WORKSPACE = env_str("FATHOM_PROXY_WORKSPACE", "default")
+FATHOM_PROXY_TOKEN = env_str("FATHOM_PROXY_TOKEN")
+# ASGI apps served by the web process beside Django, by path prefix (the proxy with API keys).
+FATHOM_ASGI_MOUNTS = {"/v1/festinger/proxy": "festinger.proxy.serve.main_port_app"}
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
 FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
+# "module.function(*, workspace, data) -> (row with .hash, created)" keeping an image's bytes and naming it by
+# hash: the proxy's base64 images for registry models.
+FATHOM_MEDIA_STORE = "lake.media.media_store"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
@@ -306,6 +330,15 @@ FATHOM_FS_MAX_WRITE_BYTES = env_int("FATHOM_FS_MAX_WRITE_BYTES", 1024 * 1024, mi
 # at once in the workspace and in one session; the rest wait, Pending.
 FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, minimum=1)
 FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
+
+# --- The conductor (harness/conductor) -------------------------------------------------------------
+# The terminal worker runs in the workspace's folder under FATHOM_FS_ROOT (above).
+# web_search's backend: "none" (the tool says no backend is configured), "searxng" (a SearXNG-style
+# JSON endpoint: GET <url>?q=...&format=json -> {"results": [{title, url, content}]}), or the dotted
+# path of a class with search(query, limit) -> [{title, url, snippet}]. Default: searxng when a URL is set.
+FATHOM_WEB_SEARCH_URL = env_url("FATHOM_WEB_SEARCH_URL", ("http", "https"))
+FATHOM_WEB_SEARCH_BACKEND = env_str("FATHOM_WEB_SEARCH_BACKEND", "searxng" if FATHOM_WEB_SEARCH_URL else "none")
+FATHOM_WEB_SEARCH_TIMEOUT_SECONDS = env_float("FATHOM_WEB_SEARCH_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 
 # --- The lake (deltas, embeddings, search) -------------------------------------------------------------
 # The width of every vector column. Fixed when the lake's tables are created: changing it later needs

@@ -63,8 +63,11 @@ class Child:
 
 
 def stack_children(*, host: str, port: int) -> list[Child]:
+    proxy = [Child("proxy", processes.proxy_argv(host=settings.FATHOM_PROXY_HOST, port=settings.FATHOM_PROXY_PORT))
+             ] if settings.FATHOM_PROXY_PORT else []
     return [
         Child("web", processes.web_argv(host=host, port=port)),
+        *proxy,
         Child("worker", processes.worker_argv(queues=[q for q in settings.FATHOM_QUEUES if q != "quality"],
                                               concurrency=settings.FATHOM_WORKER_CONCURRENCY, name="fathom@%h")),
         Child("quality", processes.quality_worker_argv()),
@@ -98,13 +101,16 @@ def run_stack(command, *, host: str, port: int) -> None:
 
         supervisor = Supervisor(stack_children(host=host, port=port), out=out, on_start=lock.record_children)
         out.write(f"[up] Fathom on http://{host}:{port}/  (admin: /admin/, API docs: /v1/docs/). Ctrl-C stops.")
+        if settings.FATHOM_PROXY_PORT:
+            out.write(f"[up] Festinger's Ollama-compatible proxy on http://{settings.FATHOM_PROXY_HOST}:"
+                      f"{settings.FATHOM_PROXY_PORT}/ (workspace {settings.FATHOM_PROXY_WORKSPACE})")
         try:
             gave_up = not supervisor.run(stopping)
         finally:  # on an error of our own too: the children get their grace period, not a SIGKILL
             out.write("[up] stopping")
             started = time.monotonic()
             supervisor.stop()
-            out.write(f"[up] web, workers and beat stopped in {time.monotonic() - started:.1f} s")
+            out.write(f"[up] web, proxy, workers and beat stopped in {time.monotonic() - started:.1f} s")
         if settings.EMBEDDED_POSTGRES or settings.EMBEDDED_REDIS:
             stopped = embedded.stop_all(settings.DATA_DIR)
             out.write(f"[up] stopped embedded {', '.join(stopped) or 'services'} "

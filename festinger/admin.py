@@ -256,3 +256,8 @@ class WorldConfigAdmin(WorkspaceScopedAdmin):
 
     def save_model(self, request, obj, form, change):
         config_update(config=obj, **{name: form.cleaned_data[name] for name in form.changed_data})
+
+
+# The loop detector's and the proxy's admin live beside their code.
+from festinger.loops import admin as loops_admin  # noqa: E402,F401
+from festinger.proxy import admin as proxy_admin  # noqa: E402,F401

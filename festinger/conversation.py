@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter, OrderedDict
+from contextvars import ContextVar
 
 from fathom.redis_client import get_redis
 
@@ -38,6 +39,10 @@ _SEEN_KEY = "festinger:{ws}:conversation:{conversation}:seen"
 _CALLS_KEY = "festinger:{ws}:conversation:{conversation}:writer_calls"
 _HOUR_KEY = "festinger:{ws}:writer_calls:{hour}"
 _KNOWN_MAX = 100_000
+
+# Set by the proxy around a call: the client's X-Festinger-Session, else the proxy's fingerprint of
+# the conversation. Counting and the loop guard both key on it; fires name theirs in the options.
+conversation_session: ContextVar[str | None] = ContextVar("festinger_conversation_session", default=None)
 _known: OrderedDict[tuple, None] = OrderedDict()  # (workspace, conversation, message hash) seen already
 
 
@@ -54,6 +59,7 @@ def conversation_key(*, role: str, options: dict, messages) -> str | None:
     named = options.get("conversation")
     if named is False:
         return None
+    named = named or conversation_session.get()
     if named:
         return _digest(f"named\0{named}")
     if role in SELF_TALK_ROLES:

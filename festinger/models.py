@@ -228,3 +228,8 @@ class ResolutionRun(WorkspaceScoped):
 
     def __str__(self):
         return f"resolution run #{self.pk} ({self.status})"
+
+
+# The proxy's model table and the loop detector's rows live beside the code that uses them.
+from festinger.loops.models import LoopConfig, LoopEvent  # noqa: E402,F401
+from festinger.proxy.models import ProxyRoute  # noqa: E402,F401

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from festinger import api, recollection_api
+from festinger.loops import api as loops_api
 
 urlpatterns = [
     path("festinger/iknowthat", api.IKnowThatView.as_view(), name="festinger-iknowthat"),
@@ -16,4 +17,5 @@ urlpatterns = [
     path("festinger/resolve/runs/<int:run_id>", api.ResolutionRunDetailView.as_view(), name="festinger-resolve-runs"),
     path("festinger/recollection", recollection_api.RecollectionView.as_view(), name="festinger-recollection"),
     path("festinger/reload", recollection_api.ReloadView.as_view(), name="festinger-reload"),
+    path("festinger/loops", loops_api.LoopEventListView.as_view(), name="festinger-loops"),
 ]

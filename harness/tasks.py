@@ -5,8 +5,12 @@ from celery import shared_task
 
 from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
+from harness.autonomy import tasks as autonomy_tasks  # noqa: F401 - registers autonomy's tasks
+from harness.conductor import services as conductor
+from harness.conductor.worker_port import WorkerBusy
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
 from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import background
@@ -30,11 +34,13 @@ QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is s
 def harness_sweep() -> int:
     """Run by beat: tick sessions with work and no live runner (lost ticks, dead workers), enqueue
     again the unfinished fires outside sessions whose runner died, sweep background tasks (timed
-    out, lost with their worker, waiting where capacity is free), and send again the verifier groups
-    and swarms a dead quality worker left unanswered."""
+    out, lost with their worker, waiting where capacity is free), send again the verifier groups
+    and swarms a dead quality worker left unanswered, and enqueue again the conductor's lost calls
+    and steps."""
     swept = background.tasks_sweep()
     return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
-            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS)))
+            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS))
+            + len(conductor.runs_sweep()))
 
 
 @shared_task(name="fires.task_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries())
@@ -67,3 +73,21 @@ def orient_regenerate(fire_id: str, key: str, reason: str):
     """Regenerate the orient for the orient_shift call `key` of a fire: one kind:orient delta per key
     (guarded by its idempotent write, so a redelivery writes nothing twice)."""
     return orient_shift.orient_regenerate(fire_id=fire_id, key=key, reason=reason)
+
+
+# --- the conductor (harness.conductor) ----------------------------------------------------------------------
+
+@shared_task(name="fires.conductor_step", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries())
+def conductor_step(run_id: str) -> str:
+    """One conductor step of a run: dispatch every ready item, or make the one model call the state
+    asks for (guarded by the run's row lock and claim, and by unique rows, so a redelivery is harmless)."""
+    return conductor.run_step(run_id=run_id)
+
+
+@shared_task(name="fires.conductor_call", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries(WorkerBusy))
+def conductor_call(call_id: str) -> str:
+    """Carry out one capability call on its worker, then enqueue the run's next step (guarded by the
+    call's claim; a redelivered call resumes from its fire's or its own journal)."""
+    return conductor.capability_call_run(call_id=call_id)

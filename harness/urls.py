@@ -2,7 +2,11 @@
 
 from django.urls import path
 
+from harness.autonomy import api as autonomy
+from harness.conductor import api as conductor
 from harness.fires import api as fires
+from harness.fires import why
+from harness.producers import api as producers
 from harness.quality import api as quality
 from harness.runtime import api as runtime
 from harness.runtime import api_tasks as tasks
@@ -29,4 +33,18 @@ urlpatterns = [
     path("tasks/<str:task_id>/cancel", tasks.TaskCancelView.as_view(), name="task-cancel"),
     path("profiles/agents/<slug:slug>/history", tasks.AgentProfileHistoryView.as_view(), name="agent-profile-history"),
     path("profiles/users/<slug:slug>/history", tasks.UserProfileHistoryView.as_view(), name="user-profile-history"),
+    path("runs", conductor.RunListCreateView.as_view(), name="runs"),
+    path("runs/<str:run_id>", conductor.RunDetailView.as_view(), name="run"),
+    path("runs/<str:run_id>/cancel", conductor.RunCancelView.as_view(), name="run-cancel"),
+    path("runs/<str:run_id>/graph", conductor.RunGraphView.as_view(), name="run-graph"),
+    path("runs/<str:run_id>/events", conductor.RunEventsView.as_view(), name="run-events"),
+    path("autonomy/pressure", autonomy.PressureView.as_view(), name="autonomy-pressure"),
+    path("autonomy/settings", autonomy.SettingsView.as_view(), name="autonomy-settings"),
+    path("autonomy/decisions", autonomy.DecisionListView.as_view(), name="autonomy-decisions"),
+    path("autonomy/inbox", autonomy.InboxView.as_view(), name="autonomy-inbox"),
+    path("autonomy/inbox/<str:delta_id>", autonomy.InboxItemView.as_view(), name="autonomy-inbox-item"),
+    path("autonomy/directives", autonomy.DirectiveListView.as_view(), name="autonomy-directives"),
+    path("deltas/<str:delta_id>/why", why.DeltaWhyView.as_view(), name="delta-why"),
+    path("producer-runs/<str:run_id>", producers.ProducerRunDetailView.as_view(), name="producer-run"),
+    path("producers/<str:name>/run", producers.ProducerRunView.as_view(), name="producer-run-start"),
 ]

@@ -157,8 +157,50 @@ def festinger_case(owner) -> IsolationCase:
     )
 
 
+def festinger_loops_case(owner) -> IsolationCase:
+    from festinger.loops.guard import loop_events_record
+
+    rows = loop_events_record(workspace_id=owner.workspace.pk, session="a-conversation",
+                              events=[{"kind": "repeated_output", "level": 1, "detail": {"output": "a's secret"}}])
+    return IsolationCase(list_path="/v1/festinger/loops", ids=[rows[0].pk],
+                         reads=[Probe("GET", "/v1/festinger/loops?session=a-conversation")], secrets=["a's secret"])
+
+
+def conductor_runs_case(owner) -> IsolationCase:
+    from harness.conductor.models import Run
+
+    rid = owner.post("/v1/runs", {"objective": "a's objective"}, format="json").json()["id"]
+    return IsolationCase(
+        list_path="/v1/runs",
+        ids=[rid],
+        probes=[Probe("GET", f"/v1/runs/{rid}"), Probe("GET", f"/v1/runs/{rid}/graph"),
+                Probe("GET", f"/v1/runs/{rid}/events"), Probe("POST", f"/v1/runs/{rid}/cancel")],
+        intact=lambda: Run.objects.get(pk=rid).status == Run.Status.ACCEPTED,
+        secrets=["a's objective"],
+    )
+
+
+def autonomy_case(owner) -> IsolationCase:
+    from harness.autonomy.models import AutonomySettings, InboxMark
+
+    directive = owner.post("/v1/deltas", {"content": "a's directive", "tags": ["kind:directive"]},
+                           format="json").json()["id"]
+    owner.put("/v1/autonomy/settings", {"mode": "on", "threshold": 1.0}, format="json")
+    run = owner.post("/v1/producers/topical/run", {}, format="json").json()["id"]
+    return IsolationCase(
+        list_path="/v1/autonomy/inbox",
+        ids=[directive],
+        probes=[Probe("POST", f"/v1/autonomy/inbox/{directive}", {"action": "dismiss"}),
+                Probe("GET", f"/v1/producer-runs/{run}"), Probe("GET", f"/v1/deltas/{directive}/why")],
+        intact=lambda: (not InboxMark.objects.filter(delta_id=directive).exists()
+                        and AutonomySettings.objects.get(workspace=owner.workspace).mode == "on"),
+        reads=[Probe("GET", "/v1/autonomy/directives"), Probe("GET", "/v1/autonomy/decisions")],
+        secrets=[directive],
+    )
+
+
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, harness_tasks_case]
+         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

@@ -25,7 +25,7 @@ from fathom.llm.types import (
     Usage,
 )
 
-ROLES = ("main", "verifier", "classifier", "planner", "writer", "resolver", "focus", "embedder")
+ROLES = ("main", "verifier", "classifier", "planner", "writer", "resolver", "focus", "embedder", "conductor", "terminal")
 
 __all__ = [
     "ROLES", "Completion", "ImageRef", "LLMError", "LLMRequest", "Message", "ModelMiddleware", "StopReason",

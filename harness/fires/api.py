@@ -44,8 +44,8 @@ class FireOutput(FireSummaryOutput):
 
     class Meta(FireSummaryOutput.Meta):
         fields = FireSummaryOutput.Meta.fields + [
-            "work_set", "disabled_tools", "plan", "response", "review", "writes", "error", "cancel_requested_at",
-            "children", "turns", "quality"]
+            "work_set", "disabled_tools", "plan", "plan_events", "response", "review", "writes", "error",
+            "cancel_requested_at", "children", "turns", "quality"]
 
 
 def fire_detail(fire: Fire) -> dict:

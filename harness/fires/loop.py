@@ -61,7 +61,7 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
     limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
-            mode=fire.mode, depth=fire.depth, question=fire.question[:500]) as root:
+            mode=fire.mode, depth=fire.depth, question=fire.question[:500], autonomous=fire.autonomous) as root:
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
             fire.save(update_fields=["status", "started_at", "trace_id"])
@@ -308,17 +308,20 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
                             position=position, name=call["name"],
                             arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
                             plan_step=plan_step, result=result, ok=ok, latency_ms=latency_ms)
+    plan_event = plan_tool.call_event(fire, turn.number, call, plan_step, ok=ok)  # a drift, or the plan's revision
     before = [dict(step) for step in fire.plan] if plan_step else []
     advanced = bool(plan_step) and plan_tool.advance(fire.plan, plan_step)
     # Joins the tool's transaction when there is one; needs its own only for more than one write.
-    with transaction.atomic(savepoint=False) if advanced or _in_session(fire) else nullcontext():
+    with transaction.atomic(savepoint=False) if advanced or plan_event or _in_session(fire) else nullcontext():
+        if advanced or plan_event:
+            fire.save(update_fields=["plan", "plan_events"])
         if advanced:
-            fire.save(update_fields=["plan"])
             quality.subtasks_advanced(fire, before)
         fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
-            "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS]})
+            "call_id": call["id"], "plan_step": plan_step, "ok": ok, "result": result[:RESULT_PREVIEW_CHARS],
+            **({"plan_event": plan_event} if plan_event else {})})
     return recorded
 
 
@@ -339,13 +342,17 @@ You are the post-response review pass of a fire that has answered. Your one job:
 fire surfaced should be consolidated into provenance (a named episode, topic or era wrapping the ids below). \
 Only two outcomes: call propose_provenance (level above its constituents, a title, a summary, from_ids, a \
 rationale, test questions), or call skip. Most fires skip; consolidate only a real, nameable stretch that \
-the containers already active do not cover."""
+the containers already active do not cover.
+Standpoint and mood every fire: when the answer below carries no attestation or no mood shift, pass the missing \
+ones in your call too: `attestation` (1-2 first-person sentences on what this fire taught you about yourself) \
+and `mood_shift` (a small drift on one affect axis)."""
 
 
 def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     turns = journal_read(fire=fire, phase=REVIEW)
+    calls = []
     try:
         if not turns:
             _check_cancel(fire)
@@ -362,7 +369,9 @@ def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
         outcome = {"outcome": "error", "error": str(exc)}
     fire.review = outcome
     fire.phase = Fire.Phase.DONE
-    fire.save(update_fields=["review", "phase"])
+    with transaction.atomic():
+        fire.writes = {**fire.writes, **writes.review_writes(fire, calls)}
+        fire.save(update_fields=["review", "phase", "writes"])
 
 
 def _review_brief(fire: Fire) -> str:
@@ -372,6 +381,8 @@ def _review_brief(fire: Fire) -> str:
     return "\n\n".join([
         f"Question: {fire.question}", f"Answer: {fire.response.get('body', '')}",
         f"Cited ids: {', '.join(cited) or 'none'}", "Working set (tool results):\n" + ("\n".join(results) or "none"),
+        f"Attestation: {fire.response.get('attestation') or 'none given: supply one'}",
+        f"Mood shift: {fire.response.get('mood_shift') or 'none given: supply one'}",
     ])
 
 

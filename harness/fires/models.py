@@ -58,6 +58,8 @@ class Fire(WorkspaceScoped, Claimable):
                                 help_text="{messages: [{id, content, ...}], pending: [ids]}: what the fire works on")
     disabled_tools = models.JSONField(default=list, blank=True)
     plan = models.JSONField(default=list, blank=True, help_text="[{step, text, status}]: the active plan")
+    plan_events = models.JSONField(default=list, blank=True,
+                                   help_text="drifts from the plan and its revisions (harness.tools.plan)")
     response = models.JSONField(default=dict, blank=True, help_text="the respond tool's arguments")
     review = models.JSONField(default=dict, blank=True, help_text="the review pass's outcome")
     writes = models.JSONField(default=dict, blank=True, help_text="ids of the per-fire writes")
@@ -86,6 +88,12 @@ class Fire(WorkspaceScoped, Claimable):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
+
+    @property
+    def autonomous(self) -> str:
+        """The autonomy decision that started this fire's Sit ("" for a Sit an operator started, or no Sit)."""
+        return next((str(m["sit"].get("autonomous", "")) for m in self.work_set.get("messages", [])
+                     if isinstance(m.get("sit"), dict)), "")
 
 
 class FireTurn(WorkspaceScoped):

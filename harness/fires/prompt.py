@@ -3,6 +3,7 @@ river's earlier conversation (older parts compacted), the fire's messages, and i
 the active plan at the end. Tool results are stored whole; only rendering compacts old ones."""
 
 import json
+import re
 
 from fathom.llm import Message, ToolCall
 from harness.fires.journal import JournalTurn
@@ -25,8 +26,9 @@ How you work:
 silently truncated; if a part was compacted it says so.
 - The tools are peers: `semantic` recalls by meaning; `expand` walks down from a provenance to its constituents; \
 `ascend` walks up to what contains a delta; the lenses `state`, `pattern`, `time` and `relate` take \
-action="help" to list what they can do; `deliberate` hears several voices; `introspect` asks yourself a scoped \
-question with a full child fire.
+action="help" to list what they can do; `web_search` searches the web (news, what is outside the lake); \
+`deliberate` hears several voices; `introspect` asks yourself a scoped \
+question with a full child fire; `view_full` shows one delta whole when a result cut it short.
 - Acting: `orient_shift` when the conversation reveals a broader shift in the operator's interests (the orient \
 regenerates in the background); `dispatch_helper` and `mint_routine` only draft proposals that an operator \
 approves before anything runs.
@@ -52,19 +54,34 @@ attention; most fires omit it.
 MODE_NOTES = {
     Fire.Mode.REACTIVE: "Mode: reactive. Answer the user's message(s).",
     Fire.Mode.SELF_DIRECTING: "Mode: self-directing (a Sit). The prompt is your own previous utterance: respond "
-                              "to it. If a directive crystallizes, name it.",
+                              "to it. If a directive crystallizes (what you want to look into next), name it in "
+                              "respond's `directive`.",
     Fire.Mode.INTROSPECTIVE: "Mode: introspective. Answer the scoped question with a full fire; your answer "
                              "returns to the caller and is written as your card.",
 }
 
 
+# Seed 000's standpoint trim: a multi-domain synthesis question is answered from what the fire recalls
+# now, so the standpoint's committed lists (long-term memory, the orient) are left out of its prompt
+# and the model cannot paraphrase them instead.
+SYNTHESIS_QUESTION = re.compile(r"\b(compare|comparing|comparison|contrast|versus|vs\.?|connections? between|"
+                                r"relationship between|relate[sd]? to|in common)\b", re.IGNORECASE)
+STANDPOINT_TRIMMED = ("# Standpoint (trimmed: a synthesis question)\nYour long-term memory and current orient are "
+                      "left out of this fire so you answer from what you recall now; reach them with the tools.")
+
+
+def is_synthesis(question: str) -> bool:
+    return bool(SYNTHESIS_QUESTION.search(question or ""))
+
+
 def system_message(fire: Fire) -> str:
     agent = (fire.session.agent_profile_copy if fire.session_id else {}) or _default_agent(fire)
     user = fire.session.user_profile_copy if fire.session_id else {}
+    trimmed = is_synthesis(fire.question)
     parts = []
     for title, key in (("IDENTITY.md", "identity_md"), ("SOUL.md", "soul_md"), ("AGENTS.md", "agents_md"),
                        ("Long-term memory", "memory")):
-        if agent.get(key):
+        if agent.get(key) and not (trimmed and key == "memory"):
             parts.append(f"# {title}\n{agent[key].strip()}")
     if user:
         for title, key in (("USER.md", "user_md"), ("What you remember about the user", "memory")):
@@ -72,8 +89,10 @@ def system_message(fire: Fire) -> str:
                 parts.append(f"# {title}\n{user[key].strip()}")
         if user.get("preferences"):
             parts.append(f"# User preferences\n{json.dumps(user['preferences'], ensure_ascii=False)}")
-    if orient := orient_current(workspace=fire.workspace, river=fire.session.tag if fire.session_id else "",
-                                before=fire.created_at):
+    if trimmed:
+        parts.append(STANDPOINT_TRIMMED)
+    elif orient := orient_current(workspace=fire.workspace, river=fire.session.tag if fire.session_id else "",
+                                  before=fire.created_at):
         parts.append(f"# Current orient [{orient.id}] (what the operator is oriented toward; orient_shift "
                      f"regenerates it)\n{orient.content.strip()}")
     parts.append(GUIDANCE)

@@ -5,6 +5,7 @@ They happen in one transaction together with the fire's move to the review phase
 sees the answer here too (AssistantOutput), its single message is addressed by the respond, and a
 Sit round's next_prompt seeds the next round."""
 
+import jsonschema
 from celery import signature
 from django.db import transaction
 from django.utils import timezone
@@ -13,6 +14,7 @@ from harness.fires.models import Fire
 from harness.runtime.events import event_emit
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import message_mark_addressed, message_send
+from harness.tools.respond import MOOD_SHIFT
 from lake.models import QA_MARKER_TAG, Delta
 from lake.services import deltas_create, provenance_create
 
@@ -34,26 +36,28 @@ def fire_writes(fire: Fire) -> None:
 
 
 def lake_writes(fire: Fire) -> dict:
-    """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, one
+    """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, the kind:directive the
+    respond named (if any), one
     kind:engagement-attest per cited (affirms) and dropped (refutes) id that exists, the Q/A marker
     (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the
     background. Returns the ids written, by kind."""
     response = fire.response
     common = [f"fire:{fire.pk}", f"mode:{fire.mode}"] + ([fire.session.tag] if fire.session_id else [])
+    common += ["autonomous", f"autonomy-decision:{fire.autonomous}"] if fire.autonomous else []
     source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
     addressed = [f"addressed:{m['id']}" for m in fire.work_set.get("messages", []) if m.get("id")]
     card_tags = ["kind:card", *common, *addressed] + (["introspect-self"] if fire.mode == Fire.Mode.INTROSPECTIVE else [])
     items = [{"content": response["body"], "tags": card_tags, "source": source}]
     kinds = ["card"]
     if response.get("attestation"):
-        items.append({"content": response["attestation"], "tags": ["kind:standpoint-attestation", *common],
-                      "source": source})
+        items.append(_attestation_item(response["attestation"], common, source))
         kinds.append("attestation")
     if mood := response.get("mood_shift"):
-        items.append({"content": f"{mood['direction']}{mood['magnitude']} {mood['axis']}: {mood.get('reason', '')}",
-                      "tags": ["kind:mood-shift", f"axis:{mood['axis']}", f"direction:{mood['direction']}", *common],
-                      "source": source})
+        items.append(_mood_item(mood, common, source))
         kinds.append("mood_shift")
+    if response.get("directive"):
+        items.append({"content": response["directive"], "tags": ["kind:directive", *common], "source": source})
+        kinds.append("directive")
     for card in response.get("cards") or []:  # the artifacts (seed 001): insights, recommendations, documents
         if card.get("kind") in ARTIFACT_KINDS:
             cited = [c["id"] for c in card.get("citations") or [] if isinstance(c, dict) and c.get("id")]
@@ -87,6 +91,49 @@ def lake_writes(fire: Fire) -> dict:
     return written
 
 
+def review_writes(fire: Fire, calls) -> dict:
+    """Standpoint and mood every fire (seed 000): what the answer left out, the review pass's call
+    supplies (its `attestation` / `mood_shift` arguments), written once like the other writes. An
+    argument that does not validate, or a review that gave none, leaves it unwritten."""
+    missing = [key for key in ("attestation", "mood_shift") if not fire.response.get(key)]
+    if not missing or not fire.writes.get("card"):
+        return {}
+    supplied = {}
+    for call in calls:
+        for key in missing:
+            value = call.arguments.get(key) if call.ok and isinstance(call.arguments, dict) else None
+            if value and key not in supplied and _valid(key, value):
+                supplied[key] = value
+    if not supplied:
+        return {}
+    common = [f"fire:{fire.pk}", f"mode:{fire.mode}", "supplied-by:review"] + (
+        [fire.session.tag] if fire.session_id else [])
+    common += ["autonomous", f"autonomy-decision:{fire.autonomous}"] if fire.autonomous else []
+    source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
+    kinds = list(supplied)
+    items = [_attestation_item(supplied[k], common, source) if k == "attestation" else _mood_item(supplied[k], common,
+                                                                                                   source)
+             for k in kinds]
+    deltas = deltas_create(workspace=fire.workspace, items=items, idempotency_key=f"fire-review-writes:{fire.pk}").deltas
+    return {kind: delta.pk for kind, delta in zip(kinds, deltas, strict=True)}
+
+
+def _valid(key: str, value) -> bool:
+    if key == "attestation":
+        return isinstance(value, str) and bool(value.strip())
+    return jsonschema.Draft202012Validator(MOOD_SHIFT).is_valid(value)
+
+
+def _attestation_item(text: str, common: list, source: str) -> dict:
+    return {"content": text.strip(), "tags": ["kind:standpoint-attestation", *common], "source": source}
+
+
+def _mood_item(mood: dict, common: list, source: str) -> dict:
+    return {"content": f"{mood['direction']}{mood['magnitude']} {mood['axis']}: {mood.get('reason', '')}",
+            "tags": ["kind:mood-shift", f"axis:{mood['axis']}", f"direction:{mood['direction']}", *common],
+            "source": source}
+
+
 def _judge_axes_enqueue(fire: Fire) -> None:
     transaction.on_commit(lambda: signature("quality.fire_judge_axes").delay(str(fire.pk)))
 
@@ -113,6 +160,6 @@ def _session_output(fire: Fire, written: dict) -> None:
     next_prompt = response.get("next_prompt", "")
     if sit and next_prompt and sit["round"] < sit["cap"]:
         message_send(session=fire.session, content=next_prompt, author="self", source="sit",
-                     payload={"sit": {"round": sit["round"] + 1, "cap": sit["cap"], "fire_id": str(fire.pk)}})
+                     payload={"sit": {**sit, "round": sit["round"] + 1, "fire_id": str(fire.pk)}})
 
 

@@ -1,4 +1,5 @@
-"""Server-Sent Events for the session event stream, served by the ASGI server.
+"""Server-Sent Events for the numbered event streams (a session's, a conductor run's), served by the
+ASGI server.
 
 The stream sends every event numbered above the reader's last one (Last-Event-ID), then waits for
 a Redis notification (or polls every few seconds, so a lost notification only delays it), with
@@ -38,26 +39,34 @@ def event_payload(event) -> dict:
             "created_at": event.created_at}
 
 
-def format_event(event) -> str:
-    data = json.dumps(event_payload(event), cls=DjangoJSONEncoder)
+def format_event(event, payload=event_payload) -> str:
+    data = json.dumps(payload(event), cls=DjangoJSONEncoder)
     return f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
 
 
-async def event_stream(session_id, *, after: int, max_seconds: float):
+def event_stream(session_id, *, after: int, max_seconds: float):
+    """The session's event stream."""
+    return numbered_event_stream(channel=channel_for(session_id), read_after=_session_events_after(session_id),
+                                 payload=event_payload, after=after, max_seconds=max_seconds)
+
+
+async def numbered_event_stream(*, channel: str, read_after, payload, after: int, max_seconds: float):
+    """Any stream of events numbered by `seq` (a session's, a conductor run's): `read_after(after=,
+    limit=)` reads the next ones (in a thread), `channel` is where their writers publish."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
     pubsub = client.pubsub()
     try:
         # Subscribe before the first read, so nothing committed in between goes unnoticed.
-        await pubsub.subscribe(channel_for(session_id))
+        await pubsub.subscribe(channel)
         yield "retry: 2000\n\n"
-        fetch = sync_to_async(_events_after, thread_sensitive=False)
+        fetch = sync_to_async(_closing(read_after), thread_sensitive=False)
         while True:
-            events = await fetch(session_id=session_id, after=after, limit=BATCH)
+            events = await fetch(after=after, limit=BATCH)
             for event in events:
                 after = event.seq
-                yield format_event(event)
+                yield format_event(event, payload)
             if len(events) == BATCH:
                 continue
             remaining = deadline - loop.time()
@@ -72,9 +81,19 @@ async def event_stream(session_id, *, after: int, max_seconds: float):
         await client.aclose()
 
 
-def _events_after(**kwargs) -> list:
+def _session_events_after(session_id):
+    def read(*, after: int, limit: int) -> list:
+        return list(session_events_after(session_id=session_id, after=after, limit=limit))
+
+    return read
+
+
+def _closing(read_after):
     # Runs on an executor thread that no request ends: give its connection back to the pool here.
-    try:
-        return list(session_events_after(**kwargs))
-    finally:
-        close_old_connections()
+    def read(**kwargs) -> list:
+        try:
+            return list(read_after(**kwargs))
+        finally:
+            close_old_connections()
+
+    return read

@@ -13,8 +13,8 @@ MAIN, REVIEW = "main", "review"
 
 # Every tool module, imported once so they register; the order is the order the model sees.
 MODULES = ("plan", "semantic", "expand", "ascend", "deliberate", "lens_state", "lens_pattern", "lens_time",
-           "lens_relate", "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed",
-           "see_image", "engage_feed", "fs", "background", "respond", "review")
+           "lens_relate", "web_search", "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed",
+           "see_image", "engage_feed", "fs", "background", "view_full", "respond", "review")
 
 
 class ToolError(Exception):

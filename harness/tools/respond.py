@@ -43,6 +43,7 @@ def validate(args: dict) -> dict:
         "mood_shift": args.get("mood_shift") or None,
         "cited_ids": _ids(args.get("cited_ids")), "dropped_ids": _ids(args.get("dropped_ids")),
         "next_prompt": (args.get("next_prompt") or "").strip(),
+        "directive": (args.get("directive") or "").strip(),
     }
 
 
@@ -71,5 +72,7 @@ TOOL = register(Tool(
         "cited_ids": {"type": "array", "items": {"type": "string"}},
         "dropped_ids": {"type": "array", "items": {"type": "string"}},
         "next_prompt": {"type": "string"},
+        "directive": {"type": "string", "description": "what you want to look into next, if this fire named it: "
+                                                       "written as a kind:directive delta for the operator's inbox"},
     }},
 ))

@@ -3,7 +3,15 @@ or skip. Only offered in the post-response review pass."""
 
 from fathom.errors import ApplicationError
 from harness.tools.base import REVIEW, Tool, ToolContext, ToolError, register
+from harness.tools.respond import MOOD_SHIFT
 from proposals.services import proposal_draft
+
+# What the review supplies when the answer carried none (harness.fires.writes.review_writes).
+STANDPOINT = {
+    "attestation": {"type": "string", "description": "only when the answer gave none: 1-2 first-person sentences "
+                                                     "on what this fire taught you about yourself"},
+    "mood_shift": {**MOOD_SHIFT, "description": "only when the answer gave none: a small drift on one affect axis"},
+}
 
 
 def skip(ctx: ToolContext, args: dict):
@@ -15,7 +23,8 @@ SKIP = register(Tool(
     description="Nothing here to consolidate: end the fire.",
     run=skip,
     phases=(REVIEW,),
-    parameters={"type": "object", "additionalProperties": False, "properties": {"reason": {"type": "string"}}},
+    parameters={"type": "object", "additionalProperties": False, "properties": {
+        "reason": {"type": "string"}, **STANDPOINT}},
 ))
 
 
@@ -46,5 +55,6 @@ PROPOSE = register(Tool(
                     "from_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                     "rationale": {"type": "string"},
                     "test_questions": {"type": "array", "items": {"type": "string"}},
+                    **STANDPOINT,
                 }},
 ))

@@ -42,7 +42,7 @@ SAMPLE_SECONDS = 0.1
 def test_load_through_the_whole_stack():
     data_dir = Path(tempfile.mkdtemp(prefix="fathom-load-"))
     port = _free_port()
-    env = {**os.environ, "FATHOM_DATA_DIR": str(data_dir), "FATHOM_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "FATHOM_DATA_DIR": str(data_dir), "FATHOM_LOG_LEVEL": "WARNING", "FATHOM_PROXY_PORT": "0"}
     stack = subprocess.Popen([sys.executable, "manage.py", "fathom", "up", "--port", str(port)], cwd=REPO_ROOT,
                              env=env, stdout=open(data_dir / "stack.log", "w"), stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, start_new_session=True)

@@ -45,10 +45,18 @@ def fathom(root: Path, *args: str, timeout: float = 120) -> subprocess.Completed
 
 def stack_env(root: Path) -> dict:
     env = {**os.environ, "FATHOM_DATA_DIR": str(root / "data"), "FATHOM_ADMIN_EMAIL": "ops@example.com",
-           "FATHOM_ADMIN_PASSWORD": "correct horse battery"}
+           "FATHOM_ADMIN_PASSWORD": "correct horse battery", "FATHOM_PROXY_PORT": str(proxy_port(root))}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     return env
+
+
+def proxy_port(root: Path) -> int:
+    """The proxy's port of the stack under `root`: free, and the same for every command on it."""
+    path = root / "proxy-port"
+    if not path.exists():
+        path.write_text(str(free_port()))
+    return int(path.read_text())
 
 
 class Stack:

@@ -34,6 +34,10 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/profiles/users"),
     ("patch", "/v1/profiles/agents/{agent}"),
     ("patch", "/v1/profiles/users/{user}"),
+    ("post", "/v1/runs"),
+    ("put", "/v1/autonomy/settings"),
+    ("post", "/v1/autonomy/inbox/{directive}"),
+    ("post", "/v1/producers/topical/run"),
     ("post", "/v1/fires/{fire}/feedback"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
@@ -42,17 +46,21 @@ LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/
                   "/v1/sessions", "/v1/sessions/{session}/messages", "/v1/fires", "/v1/profiles/agents",
                   "/v1/profiles/users",
                   "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
-                  "/v1/profiles/users/{user}/history"]
+                  "/v1/profiles/users/{user}/history", "/v1/runs",
+                  "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
-                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from")]
+                    ("/v1/fires", "session"), ("/v1/festinger/recollection", "text"), ("/v1/usage", "from"),
+                    ("/v1/autonomy/decisions", "reason"), ("/v1/autonomy/inbox", "state"),
+                    ("/v1/festinger/loops", "session"), ("/v1/festinger/loops", "kind")]
 
 PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/v1/sessions/{bad}",
                    "/v1/sessions/{bad}/events", "/v1/fires/{bad}", "/v1/profiles/agents/{bad}",
                    "/v1/festinger/conflicts/{bad}",
                    "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
-                   "/v1/profiles/users/{bad}/history"]
+                   "/v1/profiles/users/{bad}/history", "/v1/runs/{bad}", "/v1/runs/{bad}/graph",
+                   "/v1/runs/{bad}/events", "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
@@ -67,8 +75,10 @@ def targets(owner, workspace):
     session = owner.post("/v1/sessions", {}, format="json").json()["id"]
     profiles.agent_profile_create(workspace=workspace, slug="scout", name="Scout")
     profiles.user_profile_create(workspace=workspace, slug="ada", name="Ada")
+    directive = owner.post("/v1/deltas", {"content": "look into it", "tags": ["kind:directive"]},
+                           format="json").json()["id"]
     fire = fire_create(workspace=workspace, mode="introspective", question="a finished fire")
-    return {"session": session, "agent": "scout", "user": "ada", "fire": str(fire.pk)}
+    return {"session": session, "agent": "scout", "user": "ada", "directive": directive, "fire": str(fire.pk)}
 
 
 def send(client, method, path, body: bytes, **extra):
@@ -122,7 +132,7 @@ def test_unstorable_text_in_a_body_is_a_400(owner, targets, method, path, kind):
     text = UNSTORABLE[kind]
     body = {"content": text, "query": text, "name": text, "fact": text, "title": text, "prompt": text,
             "question": text, "reason": text, "tool": text, "slug": text, "role": "viewer", "memory": text,
-            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}}
+            "decision": text, "payload": {"x": text}, "preferences": {"tone": text}, "objective": text}
     error = assert_envelope(send(owner, method, path.format(**targets), json.dumps(body).encode()), 400)
     assert "NUL" in error["message"]
 

@@ -168,8 +168,8 @@ def test_max_connections_is_the_pool_bound_times_the_stacks_processes_and_the_sp
                                "s.FATHOM_DB_MAX_CONNECTIONS, s.DATABASES['default']['OPTIONS']['pool'])"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split(maxsplit=2)
 
-    # itself, web, the worker's parent, 3 children, the quality worker, beat: 8 processes of 4
-    assert printed[:2] == ["32", "40"]
+    # itself, web, the proxy, the worker's parent, 3 children, the quality worker, beat: 9 processes of 4
+    assert printed[:2] == ["36", "44"]
     assert printed[2].strip() == "{'min_size': 1, 'max_size': 4, 'timeout': 10.0}"
 
 

@@ -63,7 +63,7 @@ def test_a_child_that_dies_is_restarted_after_a_backoff_and_the_others_keep_runn
 
     def kill_one():
         first = wait_for(lambda: dying.process and dying.process.pid, timeout=60)
-        other_pid = other.process.pid
+        other_pid = wait_for(lambda: other.process and other.process.pid, timeout=60)  # started just after
         # when one is killed
         os.kill(first, signal.SIGKILL)
         second = wait_for(lambda: dying.process and dying.process.pid != first and dying.process.pid, timeout=60)

@@ -10,7 +10,7 @@ import pytest
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
 from festinger import cache, recollection
-from festinger.conversation import message_hashes, unseen
+from festinger.conversation import conversation_key, conversation_session, message_hashes, unseen
 from festinger.models import Concept
 from festinger.services import config_update, world_ensure
 from festinger.writer import concept_write
@@ -186,3 +186,19 @@ def test_an_offline_fire_learns_the_users_words_once_and_none_of_the_harness(wor
         assert encounters(world, token) == 0, token
     # the writer: gnommoweb alone crossed the write threshold (was 14 writes over these three fires)
     assert writes == ["gnommoweb"]
+
+
+def test_a_proxied_conversation_is_counted_under_the_name_the_proxy_gives_it():
+    # The proxy names a conversation by its X-Festinger-Session (else a fingerprint): every request of
+    # it counts against one conversation, whatever its first user message, as the loop guard sees it.
+    token = conversation_session.set("agent-zero-42")
+    try:
+        first = conversation_key(role="proxy", options={}, messages=[Message.user("hello")])
+        later = conversation_key(role="proxy", options={}, messages=[Message.user("a new task")])
+        unlearned = conversation_key(role="proxy", options={"conversation": False}, messages=[Message.user("x")])
+    finally:
+        conversation_session.reset(token)
+    unnamed = conversation_key(role="proxy", options={}, messages=[Message.user("a new task")])
+
+    assert first == later == conversation_key(role="proxy", options={"conversation": "agent-zero-42"}, messages=[])
+    assert unlearned is None and unnamed not in (None, first)

@@ -9,8 +9,9 @@ from harness.tools.base import MAIN, REVIEW, tools_for
 from tests.harness.tool_fire import run_tools
 
 SEED_ORDER = ["plan", "semantic", "expand", "ascend", "deliberate", "state", "pattern", "time", "relate",
-              "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed", "see_image",
-              "engage_feed", "fs_list", "fs_read", "fs_write", "fs_replace", "task_cancel", "wait", "respond"]
+              "web_search", "introspect", "dispatch_helper", "mint_routine", "orient_shift", "mark_addressed", "see_image",
+              "engage_feed", "fs_list", "fs_read", "fs_write", "fs_replace", "task_cancel", "wait", "view_full",
+              "respond"]
 SEED_TOOLS = set(SEED_ORDER)
 
 

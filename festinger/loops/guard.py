@@ -1,0 +1,411 @@
+"""The loop detector (seed 002, T02) and its mitigations (T03), per conversation.
+
+A conversation is named by the proxy (`conversation_session`: the client's `X-Festinger-Session`
+header, else a fingerprint of its first system message and first user message); a call outside the
+proxy (a fire's) by the same fingerprint within its trace, so two fires asking alike are not one
+conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the proxy). Its state lives in Redis, so every
+process of the stack sees the same conversation:
+
+- detection, after each answer: the same normalised assistant output `repeat_count` times within the
+  last `window` outputs; the same tool calls with the same arguments repeating with a period of at
+  most `cycle_max_period` calls, `cycle_repeats` times; a piece of text repeating `stream_repeats`
+  times in a row inside one streamed answer (`StreamRepetition`: the proxy cuts the stream). An
+  output or call sequence once detected counts again at its next repetition.
+- mitigations, before each call, escalating with the conversation's detections: a temperature boost
+  (from the first), a system note forbidding the repeated action (`forbid_after`), the repeated turns
+  dropped from the history (`truncate_after`), and the circuit breaker (`breaker_after`): for
+  `breaker_cooldown_seconds` every call is answered that the conversation is looping, without the
+  model; after the cool-down the conversation starts again from level 0.
+
+`LoopGuardMiddleware` is model middleware (settings.FATHOM_MODEL_MIDDLEWARE), so fires and proxied
+requests get the same treatment. Thresholds are `LoopConfig` rows, read again after every change
+(a version key in Redis). Every detection and mitigation is a `LoopEvent` row and a trace event."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass, fields
+
+from django.db import transaction
+from redis.exceptions import RedisError
+
+from fathom.llm.types import Completion, Message, StopReason
+from fathom.redis_client import get_redis
+from fathom.tracing.spans import current_span
+from festinger.conversation import conversation_session
+from festinger.loops.models import LoopConfig, LoopEvent
+
+log = logging.getLogger(__name__)
+
+CONFIG_VERSION_KEY = "festinger:loops:config:version"
+STATE_TTL_SECONDS = 24 * 3600
+BREAKER_PROVIDER = "festinger-loop-breaker"
+Kind = LoopEvent.Kind
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """A workspace's LoopConfig as plain values (the defaults when it has no row)."""
+
+    enabled: bool = True
+    roles: tuple = ("main", "proxy")
+    repeat_count: int = 3
+    window: int = 12
+    cycle_max_period: int = 3
+    cycle_repeats: int = 3
+    stream_min_chars: int = 12
+    stream_max_chars: int = 400
+    stream_repeats: int = 4
+    temperature_boost: float = 0.3
+    max_temperature: float = 1.5
+    forbid_after: int = 2
+    truncate_after: int = 3
+    breaker_after: int = 4
+    breaker_cooldown_seconds: int = 300
+
+    @classmethod
+    def of(cls, row: LoopConfig) -> LoopSettings:
+        values = {f.name: getattr(row, f.name) for f in fields(cls)}
+        values["roles"] = tuple(role.strip() for role in row.roles.split(",") if role.strip())
+        return cls(**values)
+
+
+# --- thresholds -------------------------------------------------------------------------------------------
+
+_configs: dict[int, tuple[str, LoopSettings]] = {}
+
+
+def loop_settings(workspace_id: int, version: str | None = None) -> LoopSettings:
+    """The workspace's thresholds as saved now (cached per process until the next change)."""
+    if version is None:
+        version = get_redis().get(CONFIG_VERSION_KEY) or "0"
+    cached = _configs.get(workspace_id)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    row = LoopConfig.objects.filter(workspace_id=workspace_id).first()
+    found = LoopSettings.of(row) if row is not None else LoopSettings()
+    _configs[workspace_id] = (version, found)
+    return found
+
+
+def loop_config_update(*, workspace, **values) -> LoopConfig:
+    """Save the workspace's thresholds; every process uses them from its next call on."""
+    row, _ = LoopConfig.objects.get_or_create(workspace=workspace)
+    for name, value in values.items():
+        setattr(row, name, value)
+    row.full_clean()
+    row.save()
+    config_changed()
+    return row
+
+
+def config_changed() -> None:
+    """Every process reads the thresholds again from its next call on (after this commit)."""
+    transaction.on_commit(lambda: get_redis().incr(CONFIG_VERSION_KEY))
+
+
+# --- the middleware ---------------------------------------------------------------------------------------
+
+class LoopGuardMiddleware:
+    """Model middleware: mitigations before the call (or the breaker's answer instead of it), detection
+    after. Put it first in the list: it names the conversation by the messages as the caller sent them,
+    and an open breaker spares every other middleware's work."""
+
+    def before(self, request):
+        try:
+            guard = Conversation.of(request.workspace_id, session_of(request))
+        except RedisError:
+            log.warning("festinger: Redis is unreachable; loop guard skipped", exc_info=True)
+            return None
+        if guard is None or request.role not in guard.settings.roles:
+            return None
+        request.metadata["loops"] = {"session": guard.session, "events": [], "level": guard.level}
+        answer = guard.mitigate(request)
+        request.metadata["loops"]["level"] = guard.level
+        return answer
+
+    def after(self, request, completion):
+        notes = request.metadata.get("loops")
+        if notes is None:
+            return None
+        events = notes["events"]
+        if completion.provider != BREAKER_PROVIDER:
+            try:
+                guard = Conversation.of(request.workspace_id, notes["session"])
+                if guard is not None:
+                    events.extend(guard.observe(completion, cut=request.metadata.get("loop_stream_cut")))
+            except RedisError:
+                log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
+        if events:
+            loop_events_record(workspace_id=request.workspace_id, session=notes["session"], events=events,
+                               model=request.model.name, trace_id=request.trace_id)
+        return None
+
+
+def session_of(request) -> str:
+    """The conversation's name: the proxy's, else the fingerprint of its opening within its trace."""
+    given = conversation_session.get()
+    if given:
+        return given[:128]
+    return fingerprint(next((m.content for m in request.messages if m.role == "system"), ""),
+                       next((m.content for m in request.messages if m.role == "user"), ""), scope=request.trace_id)
+
+
+def fingerprint(system: str, first_user: str, *, scope: str = "") -> str:
+    """A conversation named by its opening: its system prompt and first user message."""
+    digest = hashlib.sha256(f"{scope}\x00{system}\x00{first_user}".encode()).hexdigest()[:32]
+    return f"fp:{digest}"
+
+
+@dataclass
+class Conversation:
+    """One conversation's loop state, read from Redis."""
+
+    workspace_id: int
+    session: str
+    settings: LoopSettings
+    level: int = 0
+    breaker_until: float = 0.0
+    outputs: tuple = ()           # hashes of outputs once detected: their next repetition counts again
+    cycles: tuple = ()            # tool-call signatures of cycles once detected
+    repeated: dict | None = None  # what was repeated last, for the forbidding note
+
+    @classmethod
+    def of(cls, workspace_id: int, session: str) -> Conversation | None:
+        redis = get_redis()
+        with redis.pipeline(transaction=False) as pipe:
+            pipe.get(CONFIG_VERSION_KEY)
+            pipe.hgetall(_key(workspace_id, session))
+            version, state = pipe.execute()
+        settings = loop_settings(workspace_id, version or "0")
+        if not settings.enabled:
+            return None
+        return cls(workspace_id=workspace_id, session=session, settings=settings,
+                   level=int(state.get("level") or 0), breaker_until=float(state.get("breaker_until") or 0),
+                   outputs=tuple(json.loads(state.get("outputs") or "[]")),
+                   cycles=tuple(json.loads(state.get("cycles") or "[]")),
+                   repeated=json.loads(state["repeated"]) if state.get("repeated") else None)
+
+    # before the call
+
+    def mitigate(self, request) -> Completion | None:
+        """Apply this conversation's mitigations to `request`; the breaker's answer when it is open."""
+        events = request.metadata["loops"]["events"]
+        settings, now = self.settings, time.time()
+        if self.breaker_until:
+            if now < self.breaker_until:
+                events.append({"kind": Kind.BREAKER_ANSWERED, "level": self.level,
+                               "detail": {"seconds_left": round(self.breaker_until - now, 1)}})
+                return self._breaker_answer(request, now)
+            events.append({"kind": Kind.BREAKER_CLOSED, "level": self.level, "detail": {}})
+            self.reset()
+        if self.level == 0:
+            return None
+        if self.level >= settings.breaker_after:
+            self.breaker_until = now + settings.breaker_cooldown_seconds
+            get_redis().hset(_key(self.workspace_id, self.session), "breaker_until", self.breaker_until)
+            events.append({"kind": Kind.BREAKER_OPENED, "level": self.level,
+                           "detail": {"cooldown_seconds": settings.breaker_cooldown_seconds}})
+            return self._breaker_answer(request, now)
+        base = request.options.get("temperature")
+        base = float(base) if isinstance(base, int | float) else 0.7
+        boosted = round(min(settings.max_temperature, base + settings.temperature_boost * self.level), 3)
+        request.options["temperature"] = boosted
+        events.append({"kind": Kind.TEMPERATURE_BOOST, "level": self.level,
+                       "detail": {"from": base, "to": boosted}})
+        if self.level >= settings.truncate_after:
+            kept = self._truncated(request.messages)
+            dropped = len(request.messages) - len(kept)
+            if dropped:
+                request.messages = kept
+                events.append({"kind": Kind.TRUNCATE_HISTORY, "level": self.level, "detail": {"dropped": dropped}})
+        if self.level >= settings.forbid_after and self.repeated:
+            note = Message.system(self._forbidding_note())
+            request.messages = [*request.messages[:-1], note, *request.messages[-1:]]
+            events.append({"kind": Kind.FORBID_ACTION, "level": self.level, "detail": {"note": note.content}})
+        return None
+
+    def _breaker_answer(self, request, now: float) -> Completion:
+        what = _describe(self.repeated) if self.repeated else "the same thing"
+        text = (f"Festinger's loop detector stopped this conversation: it kept repeating {what}. The circuit "
+                f"breaker is open for another {max(1, round(self.breaker_until - now))} s; try a different "
+                f"approach or start a new conversation.")
+        return Completion(text=text, stop_reason=StopReason.OTHER, model=request.model.model, provider=BREAKER_PROVIDER)
+
+    def _forbidding_note(self) -> str:
+        return (f"Loop guard: you have repeated {_describe(self.repeated)} several times and it did not move the "
+                f"work on. Do not do it again; choose a different action or a different answer.")
+
+    def _truncated(self, messages: list) -> list:
+        """The history without the repeated turns: assistant outputs and tool-call cycles once detected,
+        with the tool results that answered them. The last message always stays."""
+        outputs, cycles = set(self.outputs), set(self.cycles)
+        dropped_calls, kept = set(), []
+        for index, message in enumerate(messages):
+            last = index == len(messages) - 1
+            if not last and message.role == "assistant":
+                signatures = [_signature(call.name, call.arguments) for call in message.tool_calls]
+                if (message.content and _digest(message.content) in outputs) or (
+                        signatures and set(signatures) <= cycles):
+                    dropped_calls.update(call.id for call in message.tool_calls)
+                    continue
+            if not last and message.role == "tool" and message.tool_call_id in dropped_calls:
+                continue
+            kept.append(message)
+        return kept
+
+    # after the call
+
+    def observe(self, completion: Completion, *, cut: str | None = None) -> list[dict]:
+        """Count the answer into the conversation; the detections it makes (at most one level each)."""
+        settings, redis, key = self.settings, get_redis(), _key(self.workspace_id, self.session)
+        output = _digest(completion.text) if completion.text.strip() else None
+        signatures = [_signature(call.name, call.arguments) for call in completion.tool_calls]
+        with redis.pipeline(transaction=False) as pipe:
+            if output:
+                pipe.lpush(f"{key}:outputs", output)
+                pipe.ltrim(f"{key}:outputs", 0, settings.window - 1)
+            if signatures:
+                pipe.lpush(f"{key}:calls", *signatures)
+                pipe.ltrim(f"{key}:calls", 0, settings.window * settings.cycle_max_period - 1)
+            pipe.lrange(f"{key}:outputs", 0, -1)
+            pipe.lrange(f"{key}:calls", 0, -1)
+            pipe.expire(f"{key}:outputs", STATE_TTL_SECONDS)
+            pipe.expire(f"{key}:calls", STATE_TTL_SECONDS)
+            results = pipe.execute()
+        recent_outputs, recent_calls = results[-4], list(reversed(results[-3]))
+        found = []
+        if output and (output in self.outputs or recent_outputs.count(output) >= settings.repeat_count):
+            self.outputs = tuple(dict.fromkeys((*self.outputs, output)))
+            self.repeated = {"kind": "output", "text": _clip(completion.text)}
+            found.append((Kind.REPEATED_OUTPUT, {"output": _clip(completion.text),
+                                                 "times": recent_outputs.count(output)}))
+        period = _cycle(recent_calls, settings.cycle_max_period, settings.cycle_repeats) if signatures else None
+        if signatures and (period or set(signatures) <= set(self.cycles)):
+            cycle = recent_calls[-period:] if period else signatures
+            self.cycles = tuple(dict.fromkeys((*self.cycles, *cycle)))
+            self.repeated = {"kind": "tools", "calls": [json.loads(s) for s in cycle]}
+            found.append((Kind.TOOL_CYCLE, {"calls": self.repeated["calls"], "period": period or len(signatures)}))
+        if cut:
+            self.repeated = {"kind": "text", "text": _clip(cut)}
+            found.append((Kind.STREAM_REPETITION, {"repeated": _clip(cut), "times": settings.stream_repeats}))
+        if not found:
+            return []
+        self.level += 1
+        redis.hset(key, mapping={"level": self.level, "outputs": json.dumps(self.outputs),
+                                 "cycles": json.dumps(self.cycles), "repeated": json.dumps(self.repeated)})
+        redis.expire(key, STATE_TTL_SECONDS)
+        return [{"kind": kind, "level": self.level, "detail": detail} for kind, detail in found]
+
+    def reset(self) -> None:
+        key = _key(self.workspace_id, self.session)
+        get_redis().delete(key, f"{key}:outputs", f"{key}:calls")
+        self.level, self.breaker_until, self.outputs, self.cycles, self.repeated = 0, 0.0, (), (), None
+
+
+class StreamRepetition:
+    """Watches one streamed answer: `feed(delta)` returns the repeating piece once the text ends with
+    a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row."""
+
+    def __init__(self, settings: LoopSettings):
+        self.settings = settings
+        self.min_chars, self.max_chars, self.repeats = (settings.stream_min_chars, settings.stream_max_chars,
+                                                        max(2, settings.stream_repeats))
+        self.keep = self.max_chars * self.repeats
+        self.tail = ""
+        self.unchecked = 0
+
+    def feed(self, delta: str) -> str | None:
+        if not delta:
+            return None
+        self.tail = (self.tail + delta)[-self.keep:]
+        self.unchecked += len(delta)
+        if self.unchecked < self.min_chars:
+            return None
+        self.unchecked = 0
+        tail, repeats = self.tail, self.repeats
+        for period in range(self.min_chars, min(self.max_chars, len(tail) // repeats) + 1):
+            if tail[-1] != tail[-1 - period] or tail[-period:] != tail[-2 * period:-period]:
+                continue
+            unit = tail[-period:]
+            if tail.endswith(unit * repeats) and unit.strip():
+                return unit
+        return None
+
+
+def stream_cut_observe(*, workspace_id: int, session: str, completion: Completion, unit: str,
+                       model: str = "") -> None:
+    """An answer the proxy cut for repeating `unit`: a detection like any other, recorded."""
+    guard = Conversation.of(workspace_id, session)
+    if guard is None:
+        return
+    events = guard.observe(completion, cut=unit)
+    if events:
+        loop_events_record(workspace_id=workspace_id, session=session, events=events, model=model)
+
+
+# --- the record -------------------------------------------------------------------------------------------
+
+def loop_events_record(*, workspace_id: int, session: str, events: list[dict], model: str = "",
+                       trace_id: str = "") -> list[LoopEvent]:
+    """Keep each detection and mitigation as a LoopEvent row and as an event of the current span."""
+    rows = LoopEvent.objects.bulk_create(
+        LoopEvent(workspace_id=workspace_id, session=session, kind=str(event["kind"]), level=event["level"],
+                  model=model[:200], detail=event.get("detail") or {}, trace_id=trace_id or "")
+        for event in events)
+    span = current_span()
+    if span is not None and hasattr(span, "event"):
+        for event in events:
+            span.event(f"festinger.loop.{event['kind']}", session=session, level=event["level"],
+                       **(event.get("detail") or {}))
+    return rows
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+def _key(workspace_id: int, session: str) -> str:
+    return f"festinger:loop:{workspace_id}:{session}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(_SPACE.sub(" ", text.strip().lower()).encode()).hexdigest()[:20]
+
+
+def _signature(name: str, arguments) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, sort_keys=True, separators=(",", ":"))
+
+
+def _cycle(calls: list[str], max_period: int, repeats: int) -> int | None:
+    """The shortest period p <= max_period with which the last p*repeats calls repeat, if any."""
+    for period in range(1, max_period + 1):
+        span = period * repeats
+        if len(calls) < span:
+            break
+        tail = calls[-span:]
+        if all(tail[i] == tail[i % period] for i in range(span)):
+            return period
+    return None
+
+
+def _describe(repeated: dict) -> str:
+    if repeated.get("kind") == "tools":
+        calls = ", ".join(f"{c['name']}({json.dumps(c['arguments'], sort_keys=True)[:120]})"
+                          for c in repeated.get("calls", []))
+        return f"the tool calls {calls}"
+    return f"the answer {json.dumps(repeated.get('text', ''))}"
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed",
+           "fingerprint", "loop_config_update",
+           "loop_events_record", "loop_settings", "stream_cut_observe"]

@@ -1,0 +1,841 @@
+"""The proxy as a plain ASGI app: Ollama's API and OpenAI's chat completions for one workspace.
+
+    GET|HEAD /                 "Ollama is running"
+    GET  /api/version          Ollama's version (or the API version the proxy speaks)
+    GET  /api/tags             Ollama's models, the routes of admin's table and the registry's models
+    GET  /api/ps               Ollama's running models
+    POST /api/show             a model's details
+    POST /api/chat             NDJSON stream by default, one object with "stream": false
+    POST /api/generate         the same, for a prompt
+    POST /api/embed            passed through to Ollama
+    POST /api/embeddings       passed through to Ollama
+    POST /v1/chat/completions  OpenAI's (SSE with "stream": true)
+    GET  /v1/models            OpenAI's model list
+
+An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
+only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
+the upstream request. Database and Redis work runs in threads: once before the upstream call
+(middleware `before`), once after the client has its last byte (`after`, the trace)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from fathom.errors import ApplicationError
+from fathom.llm import client as llm_client
+from fathom.llm.errors import LLMError
+from fathom.llm.types import Completion, ImageRef, StopReason, Usage
+from fathom.tenancy import Workspace
+from fathom.tracing.spans import span
+from festinger.loops.guard import (
+    BREAKER_PROVIDER,
+    StreamRepetition,
+    fingerprint,
+    loop_settings,
+    stream_cut_observe,
+)
+from festinger.proxy import wire
+from festinger.proxy.conversation import (
+    ProxiedCall,
+    call_notes_context,
+    connections_returned,
+    session_context,
+)
+from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base, registry_names, upstream_for
+from festinger.proxy.wire import WireError
+
+log = logging.getLogger(__name__)
+
+NDJSON = b"application/x-ndjson"
+JSON = b"application/json; charset=utf-8"
+SESSION_HEADER = b"x-festinger-session"
+# Ollama options a registry model understands, under the names `complete` takes.
+_REGISTRY_OPTIONS = {"temperature": "temperature", "top_p": "top_p", "num_predict": "max_tokens", "stop": "stop",
+                     "seed": "seed"}
+
+Resolver = Callable[[dict], Awaitable[int | None]]
+
+
+class ProxyApp:
+    """The proxy for the workspace that `workspace_of(scope)` names (None: 401). `prefix` is stripped
+    from paths (the mount under the main port)."""
+
+    def __init__(self, *, workspace_of: Resolver, prefix: str = "", threads: int = 64):
+        self.workspace_of = workspace_of
+        self.prefix = prefix
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="festinger-proxy")
+        self._client: httpx.AsyncClient | None = None
+        self._background: set[asyncio.Task] = set()
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:  # one per event loop: the app is built before uvicorn's loop runs
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(connect=10, read=None, write=60, pool=60),
+                                             limits=httpx.Limits(max_connections=512, max_keepalive_connections=128))
+        return self._client
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if self.prefix:
+            path = path[len(self.prefix):] or "/"
+        request = Request(scope, receive, send, path)
+        try:
+            workspace_id = await self.workspace_of(scope)
+            if workspace_id is None:
+                await request.error(WireError(401, "unauthorized"))
+                return
+            request.workspace_id = workspace_id
+            await self._route(request)
+        except WireError as exc:
+            await request.error(exc)
+        except LLMError as exc:
+            await request.error(WireError(exc.http_status if exc.http_status in (400, 401, 404, 429) else 502,
+                                          exc.message))
+
+    async def _route(self, request: Request) -> None:
+        method, path = request.method, request.path
+        handler = _ROUTES.get(path)
+        if handler is None:
+            raise WireError(404, "404 page not found")
+        allowed, function = handler
+        if method == "HEAD" and "GET" in allowed:
+            method = "GET"
+        if method not in allowed:
+            raise WireError(405, "405 method not allowed")
+        await function(self, request)
+
+    async def _lifespan(self, receive, send):
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def in_thread(self, function, *args):
+        return asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+
+    def after_response(self, function, *args) -> None:
+        """Run `function` in a thread once the response is out, never delaying it (T33)."""
+        task = asyncio.ensure_future(self.in_thread(_logged(function), *args))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # --- the small routes ------------------------------------------------------------------------------
+
+    async def root(self, request):
+        await request.respond(200, b"Ollama is running", content_type=b"text/plain; charset=utf-8")
+
+    async def version(self, request):
+        base = ollama_base()
+        if base:
+            try:
+                answer = await self.client.get(f"{base}/api/version", timeout=5)
+                if answer.status_code == 200:
+                    await request.respond(200, answer.content, content_type=JSON)
+                    return
+            except httpx.HTTPError:
+                pass
+        await request.json(200, {"version": wire.OLLAMA_API_VERSION})
+
+    async def tags(self, request):
+        models = await self._ollama_models("/api/tags")
+        known = {entry.get("name") for entry in models}
+        for name, family in await self.in_thread(_registry_names, request.workspace_id):
+            if name not in known:
+                models.append(wire.model_entry(name, family=family))
+        await request.json(200, {"models": models})
+
+    async def ps(self, request):
+        await request.json(200, {"models": await self._ollama_models("/api/ps")})
+
+    async def show(self, request):
+        body = wire.json_body(await request.body())
+        name = body.get("model") or body.get("name")
+        if not name or not isinstance(name, str):
+            raise WireError(400, "model is required")
+        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        if upstream is None:
+            raise wire.model_not_found(name)
+        if upstream.kind == OLLAMA:
+            await self._pass_through(request, "/api/show", {**body, "model": upstream.target})
+            return
+        await request.json(200, wire.show_entry(name, family=upstream.family))
+
+    async def embed(self, request):
+        body = wire.json_body(await request.body())
+        name = wire.model_name(body)
+        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        if upstream is None:
+            raise wire.model_not_found(name)
+        if upstream.kind != OLLAMA:
+            raise WireError(400, f'"{name}" does not support embeddings (only an Ollama upstream\'s models do)')
+        await self._pass_through(request, request.path, {**body, "model": upstream.target})
+
+    async def _ollama_models(self, path: str) -> list[dict]:
+        base = ollama_base()
+        if not base:
+            return []
+        try:
+            answer = await self.client.get(f"{base}{path}", timeout=5)
+            return list(answer.json().get("models") or []) if answer.status_code == 200 else []
+        except (httpx.HTTPError, ValueError):
+            log.warning("festinger proxy: the Ollama at %s did not answer %s", base, path)
+            return []
+
+    async def _pass_through(self, request, path: str, body: dict) -> None:
+        try:
+            answer = await self.client.post(f"{ollama_base()}{path}", content=json.dumps(body).encode(),
+                                            headers={"content-type": "application/json"}, timeout=120)
+        except httpx.HTTPError as exc:
+            raise WireError(502, f"the Ollama upstream did not answer: {exc}") from None
+        await request.respond(answer.status_code, answer.content, content_type=JSON)
+
+    # --- chat and generate -----------------------------------------------------------------------------
+
+    async def chat(self, request):
+        body = wire.json_body(await request.body())
+        await self.converse(request, body, kind="chat")
+
+    async def generate(self, request):
+        body = wire.json_body(await request.body())
+        await self.converse(request, body, kind="generate")
+
+    async def converse(self, request, body: dict, *, kind: str, answer_as=None) -> None:
+        """Answer an /api/chat or /api/generate body (`answer_as`: another API's writer of the chunks)."""
+        name = wire.model_name(body)
+        options = wire.options_of(body)
+        if kind == "chat":
+            raw_messages = wire.chat_messages(body)
+        else:
+            prompt, system = body.get("prompt") or "", body.get("system") or ""
+            if not isinstance(prompt, str) or not isinstance(system, str):
+                raise WireError(400, "json: cannot unmarshal prompt: it must be a string")
+            raw_messages = ([{"role": "system", "content": system}] if system else []) + (
+                [{"role": "user", "content": prompt}] if prompt else [])
+            if not raw_messages:  # Ollama loads the model and answers done at once
+                upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+                if upstream is None:
+                    raise wire.model_not_found(name)
+                await request.json(200, {"model": name, "created_at": wire.created_at(), "response": "",
+                                         "done": True, "done_reason": "load"})
+                return
+        stream = body.get("stream", True) is not False
+        session = request.header(SESSION_HEADER) or fingerprint(
+            next((m.get("content") or "" for m in raw_messages if m.get("role") == "system"), ""),
+            next((m.get("content") or "" for m in raw_messages if m.get("role") == "user"), ""))
+        writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
+        call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
+                           session=session, options=options)
+        upstream = await self.in_thread(_prepare, call, name, body.get("raw") is True)
+        if upstream is None:
+            raise wire.model_not_found(name)
+        if upstream.kind == OLLAMA:
+            await self._from_ollama(request, body, call, kind=kind, writer=writer)
+        else:
+            wire.to_tool_specs(body.get("tools"))  # a bad tools list is the client's 400, before any byte
+            wire.to_response_format(body.get("format"))
+            await self._from_registry(request, body, call, kind=kind, writer=writer)
+
+    async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
+        started = time.perf_counter()
+        if call.answer is not None:  # the loop breaker answered
+            await writer.whole(call.answer, started, reason=wire.LOOP_DONE_REASON)
+            self.after_response(call.finish, call.answer, kind)
+            return
+        forwarded = dict(body, model=call.upstream.target)
+        if call.request is not None:
+            messages = call.forwarded_messages()
+            if kind == "chat":
+                forwarded["messages"] = messages
+            elif body.get("raw") is not True:
+                systems = [m["content"] for m in messages if m.get("role") == "system" and m.get("content")]
+                if systems:
+                    forwarded["system"] = "\n\n".join(systems)
+            if call.forwarded_options() != (body.get("options") or {}):
+                forwarded["options"] = call.forwarded_options()
+        watcher = Assembler(kind, StreamRepetition(call.loop_settings))
+        cut = await request.relay(self.client, f"{ollama_base()}/api/{kind}", forwarded, watcher, writer)
+        if watcher.completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
+            self.after_response(call.finish, watcher.completion, kind, cut)
+
+    async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        chunks: asyncio.Queue = asyncio.Queue()
+        cancelled = threading.Event()
+        self.in_thread(_run_registry, call, body, kind, loop, chunks, cancelled)
+        repetition = StreamRepetition(call.loop_settings)
+        text, tool_calls, started_writing = [], [], False
+        try:
+            while True:
+                item = await request.until_disconnect(chunks.get())
+                if isinstance(item, BaseException):
+                    if not started_writing:
+                        raise item
+                    await writer.fail(str(getattr(item, "message", item)))
+                    return
+                if item.completion is not None:
+                    completion = item.completion
+                    reason = wire.LOOP_DONE_REASON if completion.provider == BREAKER_PROVIDER else None
+                    await writer.done(completion, started, reason=reason)
+                    return
+                if item.tool_call is not None:
+                    tool_calls.append(item.tool_call)
+                    await writer.delta(tool_calls=[item.tool_call])
+                    started_writing = True
+                    continue
+                text.append(item.text)
+                unit = repetition.feed(item.text)
+                if unit is not None:
+                    cancelled.set()
+                    completion = Completion(text="".join(text), tool_calls=tuple(tool_calls), model=call.upstream.target,
+                                            stop_reason=StopReason.OTHER, usage=Usage())
+                    await writer.delta(content=item.text)
+                    await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
+                    self.after_response(_stream_cut_observe, call, completion, unit)
+                    return
+                await writer.delta(content=item.text)
+                started_writing = True
+        except ClientGone:
+            cancelled.set()
+
+    async def openai_chat(self, request):
+        body = wire.json_body(await request.body())
+        try:
+            ollama = wire.openai_to_ollama(body)
+        except WireError as exc:
+            raise OpenAIError(exc.status, exc.message) from None
+        if not isinstance(ollama.get("model"), str) or not ollama["model"]:
+            raise OpenAIError(400, "model is required")
+        writer = OpenAIWriter(request, ollama["model"], ollama["stream"],
+                              include_usage=bool((body.get("stream_options") or {}).get("include_usage")))
+        try:
+            await self.converse(request, ollama, kind="chat", answer_as=writer)
+        except WireError as exc:
+            raise OpenAIError(exc.status, exc.message) from None
+
+    async def openai_models(self, request):
+        names = [entry["name"] for entry in await self._ollama_models("/api/tags")]
+        names += [name for name, _ in await self.in_thread(_registry_names, request.workspace_id) if name not in names]
+        await request.json(200, {"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "fathom"} for name in names]})
+
+
+class OpenAIError(WireError):
+    """A WireError answered in OpenAI's error shape."""
+
+
+# --- the request and its writers ------------------------------------------------------------------------
+
+class ClientGone(Exception):
+    """The client closed the connection."""
+
+
+class Request:
+    __slots__ = ("scope", "receive", "send", "path", "method", "workspace_id", "_disconnected", "_started")
+
+    def __init__(self, scope, receive, send, path):
+        self.scope, self.receive, self.send, self.path = scope, receive, send, path
+        self.method = scope["method"]
+        self.workspace_id = None
+        self._disconnected: asyncio.Future | None = None
+        self._started = False
+
+    def header(self, name: bytes) -> str | None:
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return value.decode("latin-1")
+        return None
+
+    async def body(self) -> bytes:
+        chunks = []
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def start(self, status: int, content_type: bytes) -> None:
+        self._started = True
+        await self.send({"type": "http.response.start", "status": status,
+                         "headers": [(b"content-type", content_type)]})
+
+    async def write(self, data: bytes) -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end(self, data: bytes = b"") -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def respond(self, status: int, data: bytes, *, content_type: bytes = JSON) -> None:
+        await self.send({"type": "http.response.start", "status": status,
+                         "headers": [(b"content-type", content_type), (b"content-length", str(len(data)).encode())]})
+        self._started = True
+        if self.method != "HEAD":
+            await self.end(data)
+        else:
+            await self.end()
+
+    async def json(self, status: int, obj) -> None:
+        await self.respond(status, json.dumps(obj).encode())
+
+    async def error(self, exc: WireError) -> None:
+        if self._started:
+            return
+        if isinstance(exc, OpenAIError) or self.path.startswith("/v1/"):
+            await self.json(exc.status, wire.openai_error(exc.status, exc.message))
+        elif exc.status in (404, 405) and exc.message.startswith(str(exc.status)):
+            await self.respond(exc.status, exc.message.encode(), content_type=b"text/plain")
+        else:
+            await self.json(exc.status, {"error": exc.message})
+
+    def disconnected(self) -> asyncio.Future:
+        """Resolves when the client goes away (the request body has been read already)."""
+        if self._disconnected is None:
+            async def watch():
+                while True:
+                    message = await self.receive()
+                    if message["type"] == "http.disconnect":
+                        return
+            self._disconnected = asyncio.ensure_future(watch())
+        return self._disconnected
+
+    async def until_disconnect(self, awaitable):
+        """`awaitable`'s result, or ClientGone when the client leaves first."""
+        task = asyncio.ensure_future(awaitable)
+        gone = self.disconnected()
+        done, _ = await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        task.cancel()
+        raise ClientGone()
+
+    async def relay(self, client: httpx.AsyncClient, url: str, body: dict, watcher: Assembler, writer) -> str | None:
+        """Forward `body` to an Ollama upstream and its answer to the client as it comes. Returns the
+        repeating piece when the loop guard cut the stream."""
+        relay = asyncio.ensure_future(self._relay(client, url, body, watcher, writer))
+        gone = self.disconnected()
+        done, _ = await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        if relay in done:
+            return relay.result()
+        relay.cancel()  # closes the upstream response: Ollama stops generating
+        try:
+            await relay
+        except (asyncio.CancelledError, Exception):
+            pass
+        return None
+
+    async def _relay(self, client, url, body, watcher: Assembler, writer) -> str | None:
+        try:
+            async with client.stream("POST", url, content=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"}) as answer:
+                if answer.status_code != 200:
+                    data = await answer.aread()
+                    if writer.translates:
+                        raise OpenAIError(answer.status_code, _error_message(data))
+                    await self.respond(answer.status_code, data, content_type=JSON)
+                    return None
+                if not writer.translates:
+                    await self.start(200, answer.headers.get("content-type", "application/x-ndjson").encode())
+                async for piece in answer.aiter_raw():
+                    cut = watcher.feed(piece)
+                    if writer.translates:
+                        for obj in watcher.take():
+                            await writer.ollama_object(obj)
+                        if cut is not None:
+                            await writer.done(watcher.completion_so_far(), watcher.started,
+                                              reason=wire.LOOP_DONE_REASON)
+                            return cut
+                        continue
+                    passed = watcher.passed_bytes()
+                    if cut is not None:
+                        await self.write(passed)
+                        await self.end(wire.ndjson(watcher.cut_chunk()))
+                        return cut
+                    if passed:
+                        await self.write(passed)
+                if writer.translates:
+                    for obj in watcher.take(final=True):
+                        await writer.ollama_object(obj)
+                    if not writer.finished:
+                        await writer.done(watcher.completion_so_far(), watcher.started)
+                else:
+                    rest = watcher.buffer  # a whole answer ("stream": false) has no closing newline
+                    watcher.take(final=True)
+                    await self.end(rest)
+                watcher.close()
+                return None
+        except httpx.HTTPError as exc:
+            if not self._started:
+                raise WireError(502, f"the Ollama upstream did not answer: {exc}") from None
+            await writer.fail(f"the Ollama upstream broke off: {exc}")
+            return None
+
+
+class Assembler:
+    """Reads an Ollama upstream's NDJSON as it passes: the answer so far (for learning and the loop
+    guard's in-answer repetition) and, when asked, the objects themselves."""
+
+    def __init__(self, kind: str, repetition: StreamRepetition):
+        self.kind = kind
+        self.repetition = repetition
+        self.thinking_repetition = StreamRepetition(repetition.settings)
+        self.buffer = b""
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.tool_calls: list = []
+        self.final: dict | None = None
+        self.completion: Completion | None = None
+        self.pending: list[dict] = []
+        self.last: dict | None = None
+        self.started = time.perf_counter()
+        self._passed: list[bytes] = []
+
+    def feed(self, piece: bytes) -> str | None:
+        """Take bytes of the answer; the repeating piece if the loop guard cuts the stream here."""
+        self.buffer += piece
+        self._passed = []
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            self._passed.append(line + b"\n")
+            cut = self._line(line)
+            if cut is not None:
+                return cut
+        return None
+
+    def _line(self, line: bytes) -> str | None:
+        if not line.strip():
+            return None
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        self.pending.append(obj)
+        self.last = obj
+        message = obj.get("message") or {}
+        delta = message.get("content") if self.kind == "chat" else obj.get("response")
+        thought = message.get("thinking") or obj.get("thinking")
+        if thought:
+            self.thinking.append(thought)
+        for raw in message.get("tool_calls") or ():
+            call = wire.tool_call_of(raw)
+            if call is not None:
+                self.tool_calls.append(call)
+        if delta:
+            self.text.append(delta)
+        if obj.get("done"):
+            self.final = obj
+            self.completion = self.completion_so_far()
+            return None
+        if thought:  # a reasoning model's thinking loops as often as its answer
+            cut = self.thinking_repetition.feed(thought)
+            if cut is not None:
+                return cut
+        if delta:
+            return self.repetition.feed(delta)
+        return None
+
+    def take(self, final: bool = False) -> list[dict]:
+        if final and self.buffer.strip():
+            self._line(self.buffer)
+            self.buffer = b""
+        taken, self.pending = self.pending, []
+        return taken
+
+    def passed_bytes(self) -> bytes:
+        return b"".join(self._passed)
+
+    def cut_chunk(self) -> dict:
+        """The closing object of a stream the loop guard cut."""
+        self.completion = self.completion_so_far()
+        model = (self.last or {}).get("model", "")
+        closing = {"model": model, "created_at": wire.created_at(), "done": True,
+                   "done_reason": wire.LOOP_DONE_REASON, "total_duration": int((time.perf_counter() - self.started) * 1e9)}
+        if self.kind == "chat":
+            closing["message"] = {"role": "assistant", "content": ""}
+        else:
+            closing["response"] = ""
+        return closing
+
+    def completion_so_far(self) -> Completion:
+        final = self.final or {}
+        usage = Usage(int(final.get("prompt_eval_count") or 0), int(final.get("eval_count") or 0))
+        reason = StopReason.MAX_TOKENS if final.get("done_reason") == "length" else StopReason.END
+        return Completion(text="".join(self.text), tool_calls=tuple(self.tool_calls), stop_reason=reason,
+                          usage=usage, model=str(final.get("model") or ""), provider="ollama")
+
+    def close(self) -> None:
+        if self.completion is None:
+            self.completion = self.completion_so_far()
+
+
+class _Writer:
+    """Writes an answer to the client as Ollama chunks (streamed) or one object."""
+
+    translates = False  # whether an Ollama upstream's objects are rewritten (OpenAI) or relayed as bytes
+
+    def __init__(self, request: Request, model: str, stream: bool):
+        self.request, self.model, self.stream = request, model, stream
+        self.text: list[str] = []
+        self.tool_calls: list = []
+        self.finished = False
+
+    async def delta(self, *, content: str = "", tool_calls=()) -> None:
+        if not self.stream:
+            self.text.append(content)
+            self.tool_calls.extend(tool_calls)
+            return
+        if not self.request._started:
+            await self.request.start(200, NDJSON)
+        await self.request.write(wire.ndjson(self._chunk(content, tool_calls)))
+
+    async def done(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
+        self.finished = True
+        if self.stream:
+            if not self.request._started:
+                await self.request.start(200, NDJSON)
+            await self.request.end(wire.ndjson(self._done(completion, started, "", (), reason)))
+            return
+        text = "".join(self.text) or (completion.text if not self.text else "")
+        calls = self.tool_calls or list(completion.tool_calls)
+        await self.request.json(200, self._done(completion, started, text, calls, reason))
+
+    async def whole(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
+        if self.stream:
+            await self.delta(content=completion.text, tool_calls=completion.tool_calls)
+        else:
+            self.text, self.tool_calls = [completion.text], list(completion.tool_calls)
+        await self.done(completion, started, reason=reason)
+
+    async def fail(self, message: str) -> None:
+        """An error after the answer began: Ollama's error object as the stream's last line."""
+        self.finished = True
+        if not self.request._started:
+            await self.request.json(502, {"error": message})
+            return
+        await self.request.end(wire.ndjson({"error": message}))
+
+
+class ChatWriter(_Writer):
+    def _chunk(self, content, tool_calls):
+        return wire.chat_chunk(self.model, content=content, tool_calls=tool_calls)
+
+    def _done(self, completion, started, content, tool_calls, reason):
+        return wire.chat_done(self.model, completion, started, content=content, tool_calls=tool_calls, reason=reason)
+
+
+class GenerateWriter(_Writer):
+    def _chunk(self, content, tool_calls):
+        return wire.generate_chunk(self.model, content)
+
+    def _done(self, completion, started, content, tool_calls, reason):
+        return wire.generate_done(self.model, completion, started, text=content, reason=reason)
+
+
+class OpenAIWriter(_Writer):
+    """OpenAI's chat completion: SSE `chat.completion.chunk`s ending in `data: [DONE]`, or one object."""
+
+    translates = True
+
+    def __init__(self, request, model, stream, *, include_usage: bool = False):
+        super().__init__(request, model, stream)
+        self.id = wire.openai_completion_id()
+        self.created = int(time.time())
+        self.include_usage = include_usage
+        self.sent_role = False
+
+    async def ollama_object(self, obj: dict) -> None:
+        """One object of an Ollama upstream's answer, rewritten."""
+        if obj.get("error"):
+            await self.fail(str(obj["error"]))
+            return
+        message = obj.get("message") or {}
+        calls = [c for c in (wire.tool_call_of(raw) for raw in message.get("tool_calls") or ()) if c is not None]
+        if message.get("content") or calls:
+            await self.delta(content=message.get("content") or "", tool_calls=calls)
+        if obj.get("done"):
+            final = Completion(usage=Usage(int(obj.get("prompt_eval_count") or 0), int(obj.get("eval_count") or 0)),
+                               stop_reason=StopReason.MAX_TOKENS if obj.get("done_reason") == "length" else StopReason.END)
+            await self.done(final, time.perf_counter(), reason=obj.get("done_reason"))
+
+    async def delta(self, *, content: str = "", tool_calls=()) -> None:
+        if not self.stream:
+            self.text.append(content)
+            self.tool_calls.extend(tool_calls)
+            return
+        if not self.request._started:
+            await self.request.start(200, b"text/event-stream")
+        delta = {} if self.sent_role else {"role": "assistant"}
+        self.sent_role = True
+        if content:
+            delta["content"] = content
+        if tool_calls:
+            delta["tool_calls"] = wire.openai_tool_calls([wire.ollama_tool_call(c) for c in tool_calls])
+        await self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+
+    async def done(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        calls = self.tool_calls or list(completion.tool_calls)
+        finish = "stop" if reason == wire.LOOP_DONE_REASON else wire.openai_finish_reason(
+            "length" if completion.stop_reason == StopReason.MAX_TOKENS else reason, bool(calls))
+        usage = {"prompt_tokens": completion.usage.input_tokens, "completion_tokens": completion.usage.output_tokens,
+                 "total_tokens": completion.usage.total_tokens}
+        if self.stream:
+            if not self.request._started:
+                await self.request.start(200, b"text/event-stream")
+            await self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            if self.include_usage:
+                await self._event({"choices": [], "usage": usage})
+            await self.request.end(b"data: [DONE]\n\n")
+            return
+        text = "".join(self.text) or completion.text
+        message = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = wire.openai_tool_calls([wire.ollama_tool_call(c) for c in calls])
+        await self.request.json(200, {"id": self.id, "object": "chat.completion", "created": self.created,
+                                      "model": self.model, "choices": [{"index": 0, "message": message,
+                                                                        "finish_reason": finish}],
+                                      "usage": usage})
+
+    async def fail(self, message: str) -> None:
+        self.finished = True
+        if not self.request._started:
+            await self.request.json(502, wire.openai_error(502, message))
+            return
+        await self.request.end(b"data: " + json.dumps(wire.openai_error(502, message)).encode() + b"\n\n")
+
+    async def _event(self, payload: dict) -> None:
+        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                 **payload}
+        await self.request.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+
+
+# --- in threads --------------------------------------------------------------------------------------
+
+def _upstream_for(workspace_id: int, name: str) -> Upstream | None:
+    with connections_returned():
+        return upstream_for(workspace_id=workspace_id, name=name)
+
+
+def _registry_names(workspace_id: int):
+    with connections_returned():
+        return registry_names(workspace_id=workspace_id)
+
+
+def _prepare(call: ProxiedCall, name: str, raw_prompt: bool) -> Upstream | None:
+    """Resolve the model; for an Ollama upstream, run the middleware's `before`."""
+    with connections_returned():
+        call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
+        call.loop_settings = loop_settings(call.workspace_id)
+    if call.upstream is not None and call.upstream.kind == OLLAMA and not raw_prompt:
+        call.prepare()
+    return call.upstream
+
+
+def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled) -> None:
+    """Stream a registry model's answer into `chunks` (the middleware runs inside `fathom.llm.stream`)."""
+    put = lambda item: loop.call_soon_threadsafe(chunks.put_nowait, item)  # noqa: E731
+    options = {_REGISTRY_OPTIONS[k]: v for k, v in call.options.items() if k in _REGISTRY_OPTIONS}
+    with session_context(call.session), connections_returned(), call_notes_context(call.notes):
+        try:
+            messages = wire.to_messages(call.raw_messages, store_image=_image_store(call.workspace_id))
+            with span("festinger.proxy.call", workspace=call.workspace_id, actor_id="festinger:proxy",
+                      call_id=call.call_id) as trace:
+                trace.set(model=call.upstream.name, upstream=call.upstream.kind, target=call.upstream.target,
+                          endpoint=kind)
+                answer = llm_client.stream(workspace=call.workspace_id, role="proxy", messages=messages,
+                                           tools=wire.to_tool_specs(body.get("tools")),
+                                           response_format=wire.to_response_format(body.get("format")),
+                                           model=call.upstream.model, **options)
+                try:
+                    for chunk in answer:
+                        if cancelled.is_set():
+                            trace.set(cancelled=True)
+                            return
+                        put(chunk)
+                finally:
+                    answer.close()
+                trace.set(**{k: v for k, v in call.notes.items() if v is not None})
+        except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
+            put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+
+
+def _image_store(workspace_id: int):
+    """Base64 image -> an ImageRef of the lake's copy (registry providers read images by hash)."""
+    store = import_string(settings.FATHOM_MEDIA_STORE)
+    workspace = Workspace(pk=workspace_id)
+
+    def keep(image) -> ImageRef:
+        try:
+            row, _ = store(workspace=workspace, data=wire.image_bytes(image))
+        except ApplicationError as exc:
+            raise WireError(exc.status_code if 400 <= exc.status_code < 500 else 400, f"invalid image: {exc}") from None
+        return ImageRef(row.hash, getattr(row, "media_type", "image/png"))
+
+    return keep
+
+
+def _stream_cut_observe(call: ProxiedCall, completion: Completion, unit: str) -> None:
+    """A registry answer cut for repeating itself: the loop guard counts it like any other answer."""
+    with connections_returned():
+        stream_cut_observe(workspace_id=call.workspace_id, session=call.session, completion=completion, unit=unit,
+                           model=call.upstream.name)
+
+
+def _error_message(data: bytes) -> str:
+    try:
+        return str(json.loads(data).get("error") or data.decode(errors="replace"))
+    except (ValueError, AttributeError):
+        return data.decode(errors="replace")[:500]
+
+
+def _logged(function):
+    def run(*args):
+        try:
+            function(*args)
+        except Exception:
+            log.exception("festinger proxy: the work after a response failed")
+    return run
+
+
+_ROUTES = {
+    "/": (("GET",), ProxyApp.root),
+    "/api/version": (("GET",), ProxyApp.version),
+    "/api/tags": (("GET",), ProxyApp.tags),
+    "/api/ps": (("GET",), ProxyApp.ps),
+    "/api/show": (("POST",), ProxyApp.show),
+    "/api/chat": (("POST",), ProxyApp.chat),
+    "/api/generate": (("POST",), ProxyApp.generate),
+    "/api/embed": (("POST",), ProxyApp.embed),
+    "/api/embeddings": (("POST",), ProxyApp.embed),
+    "/v1/chat/completions": (("POST",), ProxyApp.openai_chat),
+    "/v1/models": (("GET",), ProxyApp.openai_models),
+}

@@ -1,0 +1,149 @@
+"""One proxied call through the model middleware (recollections in, the loop guard around it).
+
+For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
+`ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
+project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
+images and every other field kept, changed only where the middleware changed them); `finish` (in a
+thread, after the client has its last byte) runs every `after` with the assembled answer (counting,
+cues to the memory queue, loop detection) inside a `festinger.proxy.call` span. For a registry
+model, `fathom.llm.stream` runs the same middleware itself."""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from django.db import connections
+
+from fathom.llm import middleware
+from fathom.llm.middleware import LLMRequest
+from fathom.llm.registry import ResolvedModel
+from fathom.llm.types import Completion, Message
+from fathom.tracing.spans import span
+from festinger.conversation import conversation_session
+from festinger.proxy import wire
+from festinger.proxy.upstreams import Upstream
+
+PROXY_ROLE = "proxy"
+# Filled by `NotesMiddleware.after` for the proxy's span: what was forwarded after all middleware.
+call_notes: ContextVar[dict | None] = ContextVar("festinger_proxy_call_notes", default=None)
+
+
+class NotesMiddleware:
+    """Model middleware, last in the list: tells the proxy (when a proxied call runs) the system
+    prompt as it was forwarded and what the recollection recalled, for the call's trace."""
+
+    def after(self, request, completion):
+        notes = call_notes.get()
+        if notes is not None:
+            system = next((m.content for m in request.messages if m.role == "system"), "")
+            notes.update(forwarded_system=_clip(system, 4000), messages=len(request.messages),
+                         festinger=request.metadata.get("festinger"), loops=_loop_level(request.metadata))
+        return None
+
+
+@dataclass
+class ProxiedCall:
+    workspace_id: int
+    upstream: Upstream | None
+    raw_messages: list[dict]
+    session: str | None
+    options: dict = field(default_factory=dict)
+    request: LLMRequest | None = None
+    entered: list = field(default_factory=list)
+    answer: Completion | None = None
+    notes: dict = field(default_factory=dict)
+    loop_settings: object = None
+    call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
+
+    def prepare(self) -> None:
+        """Run every middleware's `before` (for an Ollama upstream); sets `answer` when one answered."""
+        with session_context(self.session), connections_returned():
+            model = ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
+            self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
+                                      messages=wire.to_messages(self.raw_messages), options=dict(self.options),
+                                      call_id=self.call_id)
+            self._originals = {id(message): raw for message, raw in zip(self.request.messages, self.raw_messages,
+                                                                          strict=True)}
+            self._original_messages = list(self.request.messages)
+            self.entered, self.answer = middleware.run_before(self.request)
+
+    def forwarded_messages(self) -> list[dict]:
+        """The messages to send upstream: the client's objects where the middleware left them alone,
+        with new content where it changed it, and the ones it added."""
+        used, forwarded = set(), []
+        for message in self.request.messages:
+            raw = self._originals.get(id(message))
+            if raw is None:
+                raw = self._edited_original(message, used)
+            if raw is None:
+                forwarded.append(wire.message_dict(message))
+                continue
+            used.add(id(raw))
+            forwarded.append(raw if raw.get("content", "") == message.content else {**raw, "content": message.content})
+        return forwarded
+
+    def forwarded_options(self) -> dict:
+        return self.request.options
+
+    def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
+        """After the response: every `after` (counting, learning, loop detection) and the trace."""
+        with session_context(self.session), connections_returned(), call_notes_context(self.notes):
+            with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
+                      call_id=self.call_id) as call:
+                call.set(model=self.upstream.name, upstream=self.upstream.kind, target=self.upstream.target,
+                         endpoint=kind, text=_clip(completion.text, 500), stream_cut=bool(stream_cut))
+                if stream_cut:
+                    self.request.metadata["loop_stream_cut"] = stream_cut
+                self.request.trace_id = call.trace_id
+                middleware.run_after(self.entered, self.request, completion)
+                call.set(**{k: v for k, v in self.notes.items() if v is not None})
+
+    def _edited_original(self, message: Message, used: set) -> dict | None:
+        # A message the middleware replaced (the recollection prepended to the system prompt): the
+        # client's object of the same role whose content the new one ends with.
+        for original, raw in zip(self._original_messages, self.raw_messages, strict=True):
+            if id(raw) in used or original.role != message.role:
+                continue
+            if original.content and message.content.endswith(original.content):
+                return raw
+        return None
+
+
+@contextmanager
+def session_context(session: str | None):
+    token = conversation_session.set(session)
+    try:
+        yield
+    finally:
+        conversation_session.reset(token)
+
+
+@contextmanager
+def call_notes_context(notes: dict):
+    token = call_notes.set(notes)
+    try:
+        yield
+    finally:
+        call_notes.reset(token)
+
+
+@contextmanager
+def connections_returned():
+    """A proxy thread gives its database connection back to the pool when its work is done."""
+    try:
+        yield
+    finally:
+        connections.close_all()
+
+
+def _loop_level(metadata: dict):
+    loops = metadata.get("loops")
+    return None if loops is None else {"session": loops["session"], "level": loops["level"],
+                                       "events": [str(e["kind"]) for e in loops["events"]]}
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

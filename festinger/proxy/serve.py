@@ -1,0 +1,75 @@
+"""The proxy's two doors: its own port (`fathom up` runs `festinger.proxy.asgi`, one workspace per
+port, no credentials from loopback, FATHOM_PROXY_TOKEN as a shared Bearer token when set), and the
+main port's `/v1/festinger/proxy/...`, where the usual API key names the workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+
+from django.conf import settings
+from django.db import connections
+
+from fathom.services import apikey_authenticate, workspace_default_ensure
+from fathom.tenancy import Workspace
+from festinger.proxy.app import ProxyApp
+from festinger.proxy.wire import WireError
+
+log = logging.getLogger(__name__)
+
+MOUNT_PREFIX = "/v1/festinger/proxy"
+
+
+def own_port_app(*, workspace_slug: str | None = None, token: str | None = None) -> ProxyApp:
+    """The proxy of one workspace (FATHOM_PROXY_WORKSPACE), guarded by FATHOM_PROXY_TOKEN when set."""
+    slug = workspace_slug or settings.FATHOM_PROXY_WORKSPACE
+    token = settings.FATHOM_PROXY_TOKEN if token is None else token
+    found: list[int] = []
+
+    def lookup() -> int:
+        try:
+            if slug == "default":
+                return workspace_default_ensure().pk
+            row = Workspace.objects.filter(slug=slug).first()
+            if row is None:
+                raise LookupError(f"FATHOM_PROXY_WORKSPACE names no workspace: {slug!r}")
+            return row.pk
+        finally:
+            connections.close_all()
+
+    async def workspace_of(scope) -> int | None:
+        if token and not hmac.compare_digest(_bearer(scope).encode(), token.encode()):
+            return None
+        if not found:
+            try:
+                found.append(await asyncio.to_thread(lookup))
+            except LookupError as exc:  # a configuration error: said on every request until it is fixed
+                raise WireError(503, str(exc)) from None
+        return found[0]
+
+    return ProxyApp(workspace_of=workspace_of)
+
+
+def main_port_app() -> ProxyApp:
+    """The proxy under the main port (settings.FATHOM_ASGI_MOUNTS): the Bearer API key names the workspace."""
+
+    def key_workspace(secret: str) -> int | None:
+        try:
+            key = apikey_authenticate(secret=secret) if secret else None
+            return key.workspace_id if key is not None else None
+        finally:
+            connections.close_all()
+
+    async def workspace_of(scope) -> int | None:
+        return await asyncio.to_thread(key_workspace, _bearer(scope))
+
+    return ProxyApp(workspace_of=workspace_of, prefix=MOUNT_PREFIX, threads=16)
+
+
+def _bearer(scope) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            scheme, _, secret = value.decode("latin-1").partition(" ")
+            return secret.strip() if scheme.lower() == "bearer" else ""
+    return ""

@@ -1,0 +1,127 @@
+"""Which upstream answers a model name a client sends to the proxy, first match wins:
+
+1. the workspace's `ProxyRoute` of that name (admin's table), with or without Ollama's `:latest`;
+2. a model of the registry by its name (`offline` always exists), or `provider:model`;
+3. the Ollama at OLLAMA_HOST, under the name as given (it answers its own 404 for a name it lacks);
+4. with no OLLAMA_HOST: None, which the proxy answers as Ollama does (404, "try pulling it first").
+
+Resolutions are cached per process and dropped when a route or the registry changes (version keys in
+Redis), so the hot path costs one Redis round trip."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+
+from fathom.llm import registry
+from fathom.llm.errors import LLMNotConfigured
+from fathom.llm.models import LLMModel, Provider
+from fathom.redis_client import get_redis
+from festinger.proxy.models import ProxyRoute
+
+ROUTES_VERSION_KEY = "festinger:proxy:routes:version"
+OLLAMA = "ollama"
+REGISTRY = "registry"
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Who answers: `kind` is "ollama" (`target` is the Ollama model's name) or "registry" (`model`)."""
+
+    name: str
+    kind: str
+    target: str
+    model: registry.ResolvedModel | None = None
+
+    @property
+    def family(self) -> str:
+        return self.model.provider if self.model is not None else OLLAMA
+
+
+def upstream_for(*, workspace_id: int, name: str) -> Upstream | None:
+    """The upstream that answers `name` in the workspace, or None (an unknown model)."""
+    redis = get_redis()
+    versions = tuple(redis.mget(ROUTES_VERSION_KEY, registry.VERSION_KEY)) + (settings.OLLAMA_HOST,)
+    key = (workspace_id, name)
+    with _lock:
+        if _cache.get("versions") != versions:
+            _cache.clear()
+            _cache["versions"] = versions
+        if key in _cache:
+            return _cache[key]
+    found = _resolve(workspace_id, name)
+    with _lock:
+        if _cache.get("versions") == versions:
+            _cache[key] = found
+    return found
+
+
+def registry_names(*, workspace_id: int) -> list[tuple[str, str]]:
+    """(name, family) of every model the proxy serves without Ollama: the workspace's routes to
+    registry models, every registry model and the offline model."""
+    names = {registry.OFFLINE_NAME: Provider.OFFLINE.value}
+    for row in LLMModel.objects.order_by("name").values("name", "provider"):
+        names.setdefault(row["name"], row["provider"])
+    for route in ProxyRoute.objects.filter(workspace_id=workspace_id, enabled=True).order_by("name"):
+        names[route.name] = OLLAMA if route.upstream == ProxyRoute.Upstream.OLLAMA else "registry"
+    return sorted(names.items())
+
+
+def ollama_base() -> str:
+    """OLLAMA_HOST as a base URL ("" when no Ollama is configured)."""
+    host = settings.OLLAMA_HOST
+    if not host:
+        return ""
+    if "://" not in host:
+        host = f"http://{host}"
+    return host.rstrip("/")
+
+
+@transaction.atomic
+def proxy_route_save(*, workspace, name: str, upstream: str, target: str, enabled: bool = True) -> ProxyRoute:
+    """Create or change the route of `name` in the workspace; every proxy process uses it at once."""
+    route, _ = ProxyRoute.objects.get_or_create(workspace=workspace, name=name,
+                                                defaults={"upstream": upstream, "target": target})
+    route.upstream, route.target, route.enabled = upstream, target, enabled
+    route.full_clean()
+    route.save()
+    routes_changed()
+    return route
+
+
+def routes_changed() -> None:
+    transaction.on_commit(lambda: get_redis().incr(ROUTES_VERSION_KEY))
+
+
+# --- internals ------------------------------------------------------------------------------------------
+
+_cache: dict = {}
+_lock = threading.Lock()
+
+
+def _resolve(workspace_id: int, name: str) -> Upstream | None:
+    bare = name[: -len(":latest")] if name.endswith(":latest") else name
+    route = ProxyRoute.objects.filter(workspace_id=workspace_id, name__in={name, bare}, enabled=True).first()
+    if route is not None:
+        if route.upstream == ProxyRoute.Upstream.OLLAMA:
+            return Upstream(name, OLLAMA, route.target) if ollama_base() else None
+        model = _registry_model(route.target)
+        return Upstream(name, REGISTRY, route.target, model) if model is not None else None
+    model = _registry_model(bare)
+    if model is not None:
+        return Upstream(name, REGISTRY, bare, model)
+    if ollama_base():
+        return Upstream(name, OLLAMA, name)
+    return None
+
+
+def _registry_model(name: str) -> registry.ResolvedModel | None:
+    try:
+        if ":" in name and name.split(":", 1)[0] in Provider.values:
+            return registry.from_spec(name)
+        return registry.model_by_name(name)
+    except LLMNotConfigured:
+        return None

@@ -1,0 +1,338 @@
+"""Ollama's and OpenAI's wire shapes, as the proxy speaks them: messages in (to the project's
+`Message`s for the model middleware and registry models), chunks and answers out (Ollama's NDJSON
+objects, OpenAI's chat completion chunks), and errors in each API's own shape and status codes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import time
+from datetime import UTC, datetime
+
+from fathom.llm.types import Completion, Message, StopReason, ToolCall, ToolSpec
+
+# What /api/version answers when no Ollama stands behind the proxy: the Ollama API version it speaks.
+OLLAMA_API_VERSION = "0.12.6"
+LOOP_DONE_REASON = "loop"
+
+_DONE_REASONS = {StopReason.MAX_TOKENS: "length"}
+_FINISH_REASONS = {StopReason.MAX_TOKENS: "length", StopReason.TOOL_CALLS: "tool_calls",
+                   StopReason.CONTENT_FILTER: "content_filter"}
+
+
+class WireError(Exception):
+    """A request the proxy answers with an error, in the API's own shape: Ollama's
+    `{"error": "..."}`, OpenAI's `{"error": {"message", "type", "code"}}`."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def model_not_found(name: str) -> WireError:
+    return WireError(404, f'model "{name}" not found, try pulling it first')
+
+
+def created_at() -> str:
+    """Ollama's timestamp: RFC 3339 in UTC with microseconds."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def ndjson(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def json_body(raw: bytes) -> dict:
+    """The request's JSON object, or a 400 in Ollama's words."""
+    if not raw:
+        raise WireError(400, "missing request body")
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise WireError(400, f"invalid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise WireError(400, "json: cannot unmarshal request: the body must be a JSON object")
+    return body
+
+
+def model_name(body: dict) -> str:
+    name = body.get("model")
+    if name is None or name == "":
+        raise WireError(400, "model is required")
+    if not isinstance(name, str):
+        raise WireError(400, "json: cannot unmarshal model: it must be a string")
+    return name
+
+
+def chat_messages(body: dict) -> list[dict]:
+    messages = body.get("messages")
+    if messages is None:
+        return []
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise WireError(400, "json: cannot unmarshal messages: it must be a list of objects")
+    for message in messages:
+        if not isinstance(message.get("role", ""), str) or not isinstance(message.get("content", ""), str | None):
+            raise WireError(400, "json: cannot unmarshal message: role and content must be strings")
+    return messages
+
+
+def options_of(body: dict) -> dict:
+    options = body.get("options")
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise WireError(400, "json: cannot unmarshal options: it must be an object")
+    return options
+
+
+# --- Ollama messages <-> the project's ---------------------------------------------------------------------
+
+def to_messages(raw_messages: list[dict], *, store_image=None) -> list[Message]:
+    """The conversation as `Message`s: text, roles and tool calls; images only with `store_image`
+    (base64 data -> media hash), else they stay in the raw messages alone."""
+    messages, pending_ids = [], []
+    for index, raw in enumerate(raw_messages):
+        role = raw.get("role") or "user"
+        if role not in ("system", "user", "assistant", "tool"):
+            role = "user"
+        content = raw.get("content") or ""
+        if role == "tool":
+            call_id = raw.get("tool_call_id") or (pending_ids.pop(0) if pending_ids else None) \
+                or raw.get("tool_name") or f"call_{index}"
+            messages.append(Message("tool", content, tool_call_id=call_id, name=raw.get("tool_name")))
+            continue
+        calls = tuple(_tool_call(call, index, n) for n, call in enumerate(raw.get("tool_calls") or ()))
+        pending_ids = [call.id for call in calls]
+        images = tuple(store_image(image) for image in raw.get("images") or ()) if store_image else ()
+        messages.append(Message(role, content, tool_calls=calls, images=images))
+    return messages
+
+
+def image_bytes(image) -> bytes:
+    """An Ollama image (base64, or a data URL) as bytes, or a 400."""
+    if not isinstance(image, str) or not image:
+        raise WireError(400, "invalid image: images must be base64 strings")
+    if image.startswith("data:") and "," in image:
+        image = image.split(",", 1)[1]
+    try:
+        return base64.b64decode(image, validate=True)
+    except ValueError:
+        raise WireError(400, "invalid image: not base64") from None
+
+
+def to_tool_specs(tools) -> list[ToolSpec] | None:
+    if not tools:
+        return None
+    if not isinstance(tools, list):
+        raise WireError(400, "json: cannot unmarshal tools: it must be a list")
+    specs = []
+    for tool in tools:
+        function = (tool or {}).get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise WireError(400, "json: cannot unmarshal tool: each needs function.name")
+        specs.append(ToolSpec(function["name"], function.get("description") or "",
+                              function.get("parameters") or {"type": "object", "properties": {}}))
+    return specs
+
+
+def to_response_format(fmt) -> dict | None:
+    """Ollama's `format` ("json" or a JSON schema) as a `complete` response_format."""
+    if fmt in (None, ""):
+        return None
+    if fmt == "json":
+        return {"type": "json_object"}
+    if isinstance(fmt, dict):
+        return {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt}}
+    raise WireError(400, f"invalid format: {json.dumps(fmt)[:100]} (\"json\" or a JSON schema)")
+
+
+def message_dict(message: Message) -> dict:
+    """A `Message` the middleware added, as an Ollama message."""
+    data = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        data["tool_calls"] = [ollama_tool_call(call) for call in message.tool_calls]
+    return data
+
+
+def ollama_tool_call(call: ToolCall) -> dict:
+    return {"function": {"name": call.name, "arguments": call.arguments}}
+
+
+def tool_call_of(raw: dict) -> ToolCall | None:
+    """A tool call of an Ollama reply (for the loop guard)."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    if not isinstance(function, dict):
+        return None
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = {"raw": arguments}
+    return ToolCall(raw.get("id") or "", str(function.get("name") or ""),
+                    arguments if isinstance(arguments, dict) else {})
+
+
+def _tool_call(raw, index: int, n: int) -> ToolCall:
+    call = tool_call_of(raw) if isinstance(raw, dict) else None
+    if call is None:
+        return ToolCall(f"call_{index}_{n}", "unknown")
+    return ToolCall(call.id or f"call_{index}_{n}", call.name, call.arguments)
+
+
+# --- answers from a registry model, in Ollama's shape -------------------------------------------------------
+
+def done_reason(completion: Completion) -> str:
+    return _DONE_REASONS.get(completion.stop_reason, "stop")
+
+
+def stats(completion: Completion, started: float) -> dict:
+    """Ollama's closing numbers: durations in nanoseconds, prompt and eval counts in tokens."""
+    total = int((time.perf_counter() - started) * 1e9)
+    return {"total_duration": total, "load_duration": 0,
+            "prompt_eval_count": completion.usage.input_tokens, "prompt_eval_duration": 0,
+            "eval_count": completion.usage.output_tokens, "eval_duration": int(completion.latency_ms * 1e6)}
+
+
+def chat_chunk(model: str, *, content: str = "", tool_calls=(), thinking: str = "") -> dict:
+    message = {"role": "assistant", "content": content}
+    if thinking:
+        message["thinking"] = thinking
+    if tool_calls:
+        message["tool_calls"] = [ollama_tool_call(call) for call in tool_calls]
+    return {"model": model, "created_at": created_at(), "message": message, "done": False}
+
+
+def chat_done(model: str, completion: Completion, started: float, *, content: str = "", tool_calls=(),
+              reason: str | None = None) -> dict:
+    chunk = chat_chunk(model, content=content, tool_calls=tool_calls)
+    chunk.update(done=True, done_reason=reason or done_reason(completion), **stats(completion, started))
+    return chunk
+
+
+def generate_chunk(model: str, text: str) -> dict:
+    return {"model": model, "created_at": created_at(), "response": text, "done": False}
+
+
+def generate_done(model: str, completion: Completion, started: float, *, text: str = "",
+                  reason: str | None = None) -> dict:
+    chunk = generate_chunk(model, text)
+    chunk.update(done=True, done_reason=reason or done_reason(completion), context=[],
+                 **stats(completion, started))
+    return chunk
+
+
+def model_entry(name: str, *, family: str, modified: str | None = None) -> dict:
+    """A model of /api/tags that no Ollama holds (a registry model): no size, a stable digest."""
+    return {"name": name, "model": name, "modified_at": modified or "1970-01-01T00:00:00Z", "size": 0,
+            "digest": hashlib.sha256(name.encode()).hexdigest(),
+            "details": {"parent_model": "", "format": "remote", "family": family, "families": [family],
+                        "parameter_size": "", "quantization_level": ""}}
+
+
+def show_entry(name: str, *, family: str) -> dict:
+    entry = model_entry(name, family=family)
+    return {"license": "", "modelfile": f"# {name}: served by Fathom's model registry\nFROM {name}\n",
+            "parameters": "", "template": "{{ .Prompt }}", "details": entry["details"],
+            "model_info": {"general.architecture": family}, "capabilities": ["completion", "tools"],
+            "modified_at": entry["modified_at"]}
+
+
+# --- OpenAI's chat completions ------------------------------------------------------------------------------
+
+def openai_to_ollama(body: dict) -> dict:
+    """An OpenAI chat completion request as the equivalent Ollama /api/chat body."""
+    messages = []
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not all(isinstance(m, dict) for m in raw_messages):
+        raise WireError(400, "messages must be a list of objects")
+    for raw in raw_messages:
+        content = raw.get("content")
+        images = []
+        if isinstance(content, list):  # content parts: text and image_url (data URLs)
+            texts = []
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text":
+                    texts.append(str(part.get("text") or ""))
+                elif part.get("type") == "image_url":
+                    url = (part.get("image_url") or {}).get("url", "") if isinstance(part.get("image_url"), dict) else ""
+                    if url.startswith("data:") and "," in url:
+                        images.append(url.split(",", 1)[1])
+            content = "\n".join(texts)
+        message = {"role": raw.get("role") or "user", "content": content or ""}
+        if images:
+            message["images"] = images
+        if raw.get("tool_calls"):
+            message["tool_calls"] = [
+                {"id": call.get("id"), "function": {"name": (call.get("function") or {}).get("name"),
+                                                    "arguments": _arguments((call.get("function") or {}).get("arguments"))}}
+                for call in raw["tool_calls"] if isinstance(call, dict)]
+        if raw.get("tool_call_id"):
+            message["tool_call_id"] = raw["tool_call_id"]
+        messages.append(message)
+    options = {}
+    for name, option in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed"),
+                         ("max_tokens", "num_predict"), ("max_completion_tokens", "num_predict"),
+                         ("frequency_penalty", "frequency_penalty"), ("presence_penalty", "presence_penalty")):
+        if body.get(name) is not None:
+            options[option] = body[name]
+    if body.get("stop") is not None:
+        options["stop"] = body["stop"] if isinstance(body["stop"], list) else [body["stop"]]
+    ollama = {"model": body.get("model"), "messages": messages, "stream": bool(body.get("stream")),
+              "options": options}
+    if body.get("tools"):
+        ollama["tools"] = body["tools"]
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict):
+        if response_format.get("type") == "json_object":
+            ollama["format"] = "json"
+        elif response_format.get("type") == "json_schema":
+            ollama["format"] = (response_format.get("json_schema") or {}).get("schema") or "json"
+    return ollama
+
+
+def openai_completion_id() -> str:
+    return f"chatcmpl-{secrets.token_hex(12)}"
+
+
+def openai_tool_calls(raw_calls) -> list[dict]:
+    calls = []
+    for index, raw in enumerate(raw_calls or ()):
+        call = tool_call_of(raw)
+        if call is None:
+            continue
+        calls.append({"index": index, "id": call.id or f"call_{secrets.token_hex(8)}", "type": "function",
+                      "function": {"name": call.name, "arguments": json.dumps(call.arguments)}})
+    return calls
+
+
+def openai_finish_reason(done_reason_: str | None, has_tool_calls: bool) -> str:
+    if has_tool_calls:
+        return "tool_calls"
+    return "length" if done_reason_ == "length" else "stop"
+
+
+def openai_usage(final: dict) -> dict:
+    prompt, completion = int(final.get("prompt_eval_count") or 0), int(final.get("eval_count") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def openai_error(status: int, message: str) -> dict:
+    kind = {400: "invalid_request_error", 401: "authentication_error", 404: "invalid_request_error"}.get(
+        status, "api_error")
+    code = "model_not_found" if status == 404 else None
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _arguments(arguments):
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments) if arguments else {}
+        except ValueError:
+            return {"raw": arguments}
+    return arguments or {}

@@ -1,0 +1,10 @@
+"""`fathom autonomy ...`, `fathom produce ...` (and the harness's other commands): through the same services as REST and
+the admin."""
+
+from harness.autonomy.cli import register as register_autonomy
+from harness.producers.cli import register as register_producers
+
+
+def register(subparsers):
+    register_autonomy(subparsers)
+    register_producers(subparsers)

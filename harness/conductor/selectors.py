@@ -1,0 +1,113 @@
+"""Reads of conductor runs: one run, the list, its events, and its graph (seed 004's hierarchy:
+prompt -> conductor -> worker branches -> tool nodes, with the model calls of every actor)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from fathom.errors import NotFoundError
+from fathom.selectors import workspace_row_get
+from fathom.tracing.selectors import LLM, TOOL, trace_get
+from harness.conductor.models import CapabilityCall, Run, RunEvent
+
+CONDUCTOR_SPANS = {"conductor.bootstrap": "bootstrap", "conductor.decide": "decide"}
+WORKER_SPAN = "conductor.worker"
+
+
+def run_get(*, workspace, run_id) -> Run:
+    return workspace_row_get(Run, workspace=workspace, pk=run_id, noun="run")
+
+
+def runs_list(*, workspace):
+    return Run.objects.filter(workspace=workspace).order_by("-created_at", "-id")
+
+
+def run_with_agenda(*, run: Run) -> Run:
+    return (Run.objects.prefetch_related("agenda", "decisions", "calls", "calls__item").get(pk=run.pk))
+
+
+def run_events_after(*, run_id, after: int = 0, limit: int = 200) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")[:limit])
+
+
+def run_graph(*, run: Run) -> dict:
+    """The run as a tree: the prompt (the objective) -> the conductor (its bootstrap and decision
+    model calls) -> one branch per capability call (its worker's model calls) -> the tool calls
+    made in that branch. Every node names its span and its run-scoped ids; `actors` counts the model
+    calls of every actor of the run's trace, none hidden."""
+    spans = _spans(run)
+    conductor_calls, branches = [], defaultdict(list)
+    for span, ancestors in _walk(spans):
+        names = [a["name"] for a in ancestors]
+        if span["name"] == WORKER_SPAN:
+            branches[span["call_id"]].append(span)
+        elif span["name"] == LLM and not any(n == WORKER_SPAN for n in names):
+            phase = next((CONDUCTOR_SPANS[n] for n in reversed(names) if n in CONDUCTOR_SPANS), "other")
+            conductor_calls.append({"kind": "model_call", "phase": phase, **_ids(span, str(run.pk))})
+    workers = []
+    for call in CapabilityCall.objects.filter(run=run).select_related("item").order_by("created_at", "id"):
+        inside = [node for root in branches.get(call.call_id, []) for node, _ in _walk([root])]
+        model_calls = [node for node in inside if node["name"] == LLM]
+        tools = [node for node in inside if node["name"] == TOOL]
+        workers.append({
+            "kind": "worker", "worker": call.worker, "item": call.item.number, "call_id": call.call_id,
+            "actor_id": call.actor_id, "run_id": str(run.pk), "status": call.status, "attempts": call.attempts,
+            "fire_id": str(call.fire_id) if call.fire_id else None, "model_calls": len(model_calls),
+            "span_ids": [root["span_id"] for root in branches.get(call.call_id, [])],
+            "model_call_ids": [node["call_id"] for node in model_calls],
+            "model_calls_by_actor": _count_by(model_calls, "actor_id"),
+            "children": [{"kind": "tool", "name": node["attributes"].get("tool", ""), **_ids(node, str(run.pk)),
+                          "model_calls": sum(inner["name"] == LLM for inner, _ in _walk(node["children"]))}
+                         for node in tools],
+        })
+    actors = trace_actors(spans)
+    return {
+        "run_id": str(run.pk), "trace_id": run.trace_id, "status": run.status,
+        "totals": {"model_calls": sum(actors.values()), "conductor_model_calls": len(conductor_calls),
+                   "bootstrap_calls": sum(c["phase"] == "bootstrap" for c in conductor_calls),
+                   "decision_calls": sum(c["phase"] == "decide" for c in conductor_calls),
+                   "worker_calls": _count_by(workers, "worker"),
+                   "tool_calls": sum(len(w["children"]) for w in workers)},
+        "actors": [{"actor_id": actor, "model_calls": count} for actor, count in sorted(actors.items())],
+        "tree": {"kind": "prompt", "objective": run.objective, "span_id": run.root_span_id, "run_id": str(run.pk),
+                 "children": [{"kind": "conductor", "actor_id": run.actor_id, "run_id": str(run.pk),
+                               "model_calls": len(conductor_calls), "calls": conductor_calls,
+                               "children": workers}]},
+    }
+
+
+def trace_actors(spans: list[dict]) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for span, _ in _walk(spans):
+        if span["name"] == LLM:
+            counts[span["actor_id"]] += 1
+    return dict(counts)
+
+
+def _spans(run: Run) -> list[dict]:
+    if not run.trace_id:
+        return []
+    try:
+        return trace_get(workspace=run.workspace_id, trace_id=run.trace_id)["spans"]
+    except NotFoundError:  # its events were pruned (FATHOM_TRACE_RETENTION_DAYS): the rows still say the rest
+        return []
+
+
+def _walk(roots: list[dict], ancestors: tuple = ()):
+    for node in roots:
+        yield node, ancestors
+        yield from _walk(node["children"], (*ancestors, node))
+
+
+def _ids(span: dict, run_id: str) -> dict:
+    """A node's ids: the run's, the trace's span, the call's; `span_run_id` is the run the span was
+    written under (a research fire's spans carry its fire's id there, the fire being a run of its own)."""
+    return {"run_id": run_id, "span_id": span["span_id"], "call_id": span["call_id"], "actor_id": span["actor_id"],
+            "span_run_id": span["run_id"], "task_id": span["task_id"], "status": span["status"]}
+
+
+def _count_by(rows: list[dict], key: str) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        counts[row[key]] += 1
+    return dict(counts)

@@ -1,0 +1,229 @@
+"""Festinger's proxy: the latency it adds in front of an Ollama, against LiteLLM's proxy in front of the
+same upstream, in one run.
+
+    .venv/bin/python -m pytest tests/bench/bench_proxy.py -s -q -o python_files='bench_*.py'
+
+Three processes besides this one: a fast fake Ollama (tests/bench/fake_ollama_app.py, uvicorn), the
+proxy (`festinger.proxy.asgi`, as `fathom up` runs it, on the test database, with a world whose
+recollection is injected into every prompt and the loop guard on), and LiteLLM's proxy
+(`litellm --model ollama_chat/...`). Sequential requests, whole and streamed: p50 / p99 of the latency
+added over calling the fake directly (streamed: to the first byte and to the last), then 64 concurrent
+streams: requests per second and errors. Prints figures and the issue's targets; never asserts a
+timing (the machine is shared: numbers are noisy)."""
+
+import asyncio
+import math
+import os
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from festinger.models import Concept
+from festinger.services import insert_fact, world_ensure
+from tests.conftest import REPO_ROOT, worker_env
+
+SEQUENTIAL = int(os.environ.get("FATHOM_BENCH_PROXY_REQUESTS", "300"))
+CONCURRENT_STREAMS = 64
+REQUESTS_PER_STREAM = int(os.environ.get("FATHOM_BENCH_PROXY_PER_STREAM", "10"))
+PROMPT = "Please update gnommoweb to use FastAPI instead, and tell me what changed."
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(argv, *, port: int, env=None, health: str = "/", headers=None) -> subprocess.Popen:
+    process = subprocess.Popen(argv, cwd=REPO_ROOT, env=env or os.environ.copy(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}{health}", headers=headers, timeout=2).status_code < 500:
+                return process
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None:
+            raise RuntimeError(f"{argv[:4]} exited with {process.returncode}")
+        time.sleep(0.2)
+    process.kill()
+    raise RuntimeError(f"{argv[:4]} did not start")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def stack(transactional_db, workspace):
+    world_ensure(workspace=workspace)
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    Concept.objects.filter(workspace=workspace, token="gnommoweb").update(encounter_count=20,
+                                                                          saliency=math.log(20))
+    fake_port, proxy_port, litellm_port = free_port(), free_port(), free_port()
+    uvicorn = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
+    processes = [start([*uvicorn, "--port", str(fake_port), "tests.bench.fake_ollama_app:app"], port=fake_port,
+                       health="/api/tags")]
+    fake = f"http://127.0.0.1:{fake_port}"
+    env = {**worker_env(), "OLLAMA_HOST": fake, "FATHOM_PROXY_WORKSPACE": workspace.slug, "FATHOM_LOG_LEVEL": "WARNING"}
+    processes.append(start([*uvicorn, "--port", str(proxy_port), "festinger.proxy.asgi:application"],
+                           port=proxy_port, env=env))
+    litellm_key = f"sk-bench-{secrets.token_hex(16)}"
+    litellm = shutil.which("litellm", path=os.path.dirname(sys.executable)) if os.environ.get(
+        "FATHOM_BENCH_PROXY_LITELLM", "1") != "0" else None
+    if litellm is not None:
+        try:
+            processes.append(start(
+                [litellm, "--model", "ollama_chat/llama3.2", "--api_base", fake, "--host", "127.0.0.1", "--port",
+                 str(litellm_port), "--telemetry", "False", "--num_workers", "1"],
+                port=litellm_port, health="/health/liveliness",
+                env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": litellm_key,
+                     "LITELLM_LOG": "ERROR"}))
+        except RuntimeError as exc:
+            print(f"LiteLLM's proxy did not start ({exc}): compared with nothing")
+            litellm = None
+    try:
+        yield {"fake": fake, "proxy": f"http://127.0.0.1:{proxy_port}",
+               "litellm": f"http://127.0.0.1:{litellm_port}" if litellm else None, "litellm_key": litellm_key}
+    finally:
+        for process in reversed(processes):
+            stop(process)
+
+
+def chat_body(stream: bool) -> dict:
+    return {"model": "llama3.2", "stream": stream, "messages": [
+        {"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": PROMPT}]}
+
+
+def openai_body(stream: bool) -> dict:
+    return {"model": "llama3.2", "stream": stream, "messages": chat_body(stream)["messages"]}
+
+
+def timed(client: httpx.Client, url: str, body: dict, headers: dict, *, stream: bool) -> tuple[float, float]:
+    """(seconds to the first byte, seconds to the last) of one request."""
+    started = time.perf_counter()
+    first = None
+    with client.stream("POST", url, json=body, headers=headers) as answer:
+        for _ in answer.iter_raw():
+            if first is None:
+                first = time.perf_counter() - started
+        assert answer.status_code == 200, answer.read()
+    return first or 0.0, time.perf_counter() - started
+
+
+def sequential(url: str, body: dict, *, stream: bool, headers=None, sessions: bool = False) -> dict:
+    with httpx.Client(timeout=30) as client:
+        firsts, totals = [], []
+        for index in range(SEQUENTIAL + 20):
+            sent = dict(headers or {})
+            if sessions:  # every request its own conversation: the same answer again is no loop
+                sent["X-Festinger-Session"] = f"bench-{index}-{secrets.token_hex(3)}"
+            first, total = timed(client, url, body, sent, stream=stream)
+            if index >= 20:  # warm-up
+                firsts.append(first)
+                totals.append(total)
+    return {"first": firsts, "total": totals}
+
+
+def pct(values, p) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
+
+
+def added(over: dict, base: dict, key: str) -> tuple[float, float]:
+    return pct(over[key], 0.5) - pct(base[key], 0.5), pct(over[key], 0.99) - pct(base[key], 0.99)
+
+
+async def concurrent(url: str, body_of, headers=None, sessions: bool = False) -> tuple[float, int, int]:
+    """64 streams at once, each REQUESTS_PER_STREAM requests in a row: (requests/s, done, errors)."""
+    done, errors = 0, 0
+    limits = httpx.Limits(max_connections=CONCURRENT_STREAMS * 2, max_keepalive_connections=CONCURRENT_STREAMS)
+
+    async def one_stream(client, index):
+        nonlocal done, errors
+        for n in range(REQUESTS_PER_STREAM):
+            sent = dict(headers or {})
+            if sessions:
+                sent["X-Festinger-Session"] = f"c-{index}-{n}-{secrets.token_hex(3)}"
+            try:
+                async with client.stream("POST", url, json=body_of(True), headers=sent) as answer:
+                    async for _ in answer.aiter_raw():
+                        pass
+                    if answer.status_code == 200:
+                        done += 1
+                    else:
+                        errors += 1
+            except httpx.HTTPError:
+                errors += 1
+
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        started = time.perf_counter()
+        await asyncio.gather(*(one_stream(client, index) for index in range(CONCURRENT_STREAMS)))
+        elapsed = time.perf_counter() - started
+    return done / elapsed, done, errors
+
+
+def test_proxy_latency_and_throughput_against_litellm(stack):
+    fake, proxy, litellm = stack["fake"], stack["proxy"], stack["litellm"]
+    litellm_headers = {"Authorization": f"Bearer {stack['litellm_key']}"}
+
+    forwarded = httpx.post(f"{proxy}/api/chat", json=chat_body(False), timeout=30)
+    assert forwarded.status_code == 200, forwarded.text
+    seen = httpx.get(f"{fake}/last").json()["messages"][0]["content"]
+    print(f"\nrecollection injected into the forwarded prompt: {seen.startswith('<recollection>')} "
+          f"({seen.splitlines()[1] if seen.startswith('<recollection>') else seen[:60]!r})")
+    print(f"{SEQUENTIAL} sequential requests per row (after 20 warm-up), {os.cpu_count()} cores shared: noisy")
+
+    rows = {}
+    for stream in (False, True):
+        kind = "stream" if stream else "whole"
+        rows[("direct", kind)] = sequential(f"{fake}/api/chat", chat_body(stream), stream=stream)
+        rows[("fathom", kind)] = sequential(f"{proxy}/api/chat", chat_body(stream), stream=stream, sessions=True)
+        rows[("fathom-openai", kind)] = sequential(f"{proxy}/v1/chat/completions", openai_body(stream), stream=stream,
+                                                   sessions=True)
+        if litellm:
+            rows[("litellm", kind)] = sequential(f"{litellm}/v1/chat/completions", openai_body(stream), stream=stream,
+                                                 headers=litellm_headers)
+
+    print(f"{'':28} {'p50 ms':>9} {'p99 ms':>9} {'added p50':>10} {'added p99':>10}")
+    for (who, kind), row in rows.items():
+        base = rows[("direct", kind)]
+        for key in (("first", "total") if kind == "stream" else ("total",)):
+            a50, a99 = added(row, base, key)
+            label = f"{who} {kind}" + (" first byte" if key == "first" else "")
+            print(f"{label:28} {pct(row[key], 0.5):9.2f} {pct(row[key], 0.99):9.2f} {a50:10.2f} {a99:10.2f}")
+    ours = added(rows[("fathom", "whole")], rows[("direct", "whole")], "total")
+    print(f"target: fathom whole added p50 <= 1.5 ms, p99 <= 5 ms: {ours[0]:.2f} / {ours[1]:.2f} ms")
+    if litellm:
+        theirs = added(rows[("litellm", "whole")], rows[("direct", "whole")], "total")
+        print(f"target: fathom's added p50 <= 0.1x LiteLLM's: {ours[0]:.2f} vs {theirs[0]:.2f} ms "
+              f"({ours[0] / theirs[0] if theirs[0] > 0 else float('nan'):.3f}x)")
+
+    ours_rps, ours_done, ours_errors = asyncio.run(concurrent(f"{proxy}/api/chat", chat_body, sessions=True))
+    print(f"{CONCURRENT_STREAMS} concurrent streams x {REQUESTS_PER_STREAM}: fathom {ours_rps:.0f} req/s "
+          f"({ours_done} done, {ours_errors} errors)")
+    direct_rps, _, _ = asyncio.run(concurrent(f"{fake}/api/chat", chat_body))
+    print(f"{CONCURRENT_STREAMS} concurrent streams x {REQUESTS_PER_STREAM}: the fake alone {direct_rps:.0f} req/s")
+    if litellm:
+        their_rps, their_done, their_errors = asyncio.run(concurrent(f"{litellm}/v1/chat/completions", openai_body,
+                                                                     headers=litellm_headers))
+        print(f"{CONCURRENT_STREAMS} concurrent streams x {REQUESTS_PER_STREAM}: litellm {their_rps:.0f} req/s "
+              f"({their_done} done, {their_errors} errors); target fathom >= 10x: "
+              f"{ours_rps / their_rps if their_rps else float('nan'):.1f}x")
+    assert ours_errors == 0
+    print("medians of totals (ms): " + ", ".join(
+        f"{who}/{kind}={statistics.median(row['total']) * 1000:.2f}" for (who, kind), row in rows.items()))
