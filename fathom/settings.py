@@ -279,6 +279,9 @@ FATHOM_MODEL_MIDDLEWARE: list[str] = [
     "festinger.recollection.RecollectionMiddleware",
     "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
 ]
+# Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
+# streamed chunk (see harness.fires.streaming). Apps add theirs here.
+FATHOM_TURN_STREAM_LISTENERS: list[str] = ["harness.fires.streaming.agent_stream_open"]
 # --- Festinger's proxy (festinger.proxy): Ollama's and OpenAI's API for local agents ------------------
 # Its own port, started by `fathom up` beside the web server (0: not started), bound to loopback unless
 # FATHOM_PROXY_HOST says otherwise, serving one workspace; FATHOM_PROXY_TOKEN, when set, is a shared
@@ -319,6 +322,9 @@ FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
+# The terminal client's defaults (`fathom client --url / --key`); the server does not use them.
+FATHOM_URL = env_url("FATHOM_URL", ("http", "https")) or f"http://127.0.0.1:{HTTP_PORT}"
+FATHOM_API_KEY = env_str("FATHOM_API_KEY")
 
 # --- The runtime's background tasks and file tools (harness.runtime) ----------------------------------------
 # Where fs:// paths live: each workspace has its own folder <root>/<workspace slug>, never left.

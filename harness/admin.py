@@ -8,6 +8,7 @@ from harness.fires.services import fire_cancel
 from harness.producers import admin as producers_admin  # noqa: F401 - registers the producers' admin
 from harness.quality import admin as quality_admin  # noqa: F401 - registers the quality harness's admin
 from harness.runtime import admin as runtime_admin  # registers the tasks' and profile history's admin
+from harness.runtime import schedules_admin  # noqa: F401 - registers its admin
 from harness.runtime.models import (
     AgentProfile,
     HarnessSettings,
@@ -17,6 +18,7 @@ from harness.runtime.models import (
     Turn,
     UserProfile,
 )
+from harness.runtime.schedules import session_delete
 
 
 @admin.register(AgentProfile)
@@ -68,6 +70,13 @@ class SessionAdmin(WorkspaceScopedAdmin):
                        "turn_count", "runner", "runner_heartbeat_at", "created_at", "updated_at"]
     inlines = [TurnInline, TriggerInline, runtime_admin.TaskInline]
 
+    def delete_model(self, request, obj):
+        session_delete(session=obj)  # its schedules' beat entries with it
+
+    def delete_queryset(self, request, queryset):
+        for session in queryset:
+            session_delete(session=session)
+
 
 @admin.register(SessionEvent)
 class SessionEventAdmin(WorkspaceScopedAdmin):
@@ -82,7 +91,8 @@ class SessionEventAdmin(WorkspaceScopedAdmin):
 
 @admin.register(HarnessSettings)
 class HarnessSettingsAdmin(WorkspaceScopedAdmin):
-    list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds"]
+    list_display = ["workspace", "max_turns_per_fire", "sit_round_cap", "refire_cap", "stale_after_seconds",
+                    "stream_batch_ms"]
 
 
 class FireToolCallInline(admin.TabularInline):

@@ -25,6 +25,7 @@ from harness.runtime.models import (  # noqa: F401
     ProfileFieldVersion,
     Session,
     SessionEvent,
+    SessionSchedule,
     Task,
     TaskSlots,
     Trigger,

@@ -13,7 +13,7 @@ from harness.fires import services as fires
 from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
 from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
-from harness.runtime import background
+from harness.runtime import background, schedules
 from harness.runtime import services as runtime
 from harness.tools import orient_shift
 
@@ -24,6 +24,14 @@ def session_tick(self, session_id: str) -> str:
     """Run at most one turn of the session, a fire (guarded by the session's database claim, so
     running twice or on two workers at once is harmless; a redelivered tick resumes the turn)."""
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
+
+
+@shared_task(name=schedules.TICK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries(), soft_time_limit=60, time_limit=90)
+def session_schedule_tick(self, schedule_id: str) -> None:
+    """Sent by beat on a session's heartbeat or cron schedule: queue its trigger (once per message:
+    the task id is the trigger's idempotency key, so a redelivery queues nothing twice)."""
+    schedules.session_schedule_tick(schedule_id=schedule_id, task_id=self.request.id)
 
 
 QUALITY_RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent again

@@ -10,6 +10,7 @@ from harness.producers import api as producers
 from harness.quality import api as quality
 from harness.runtime import api as runtime
 from harness.runtime import api_tasks as tasks
+from harness.runtime import schedules_api
 
 urlpatterns = [
     path("sessions", runtime.SessionListCreateView.as_view(), name="sessions"),
@@ -19,6 +20,8 @@ urlpatterns = [
          name="session-refresh-profile"),
     path("sessions/<str:session_id>/events", runtime.SessionEventsView.as_view(), name="session-events"),
     path("sessions/<str:session_id>/sit", fires.SitView.as_view(), name="session-sit"),
+    path("sessions/<str:session_id>/schedules", schedules_api.SessionSchedulesView.as_view(), name="session-schedules"),
+    path("schedules/<str:schedule_id>", schedules_api.ScheduleDetailView.as_view(), name="schedule"),
     path("fires", fires.FireListView.as_view(), name="fires"),
     path("fires/<str:fire_id>", fires.FireDetailView.as_view(), name="fire"),
     path("fires/<str:fire_id>/cancel", fires.FireCancelView.as_view(), name="fire-cancel"),

@@ -1,5 +1,7 @@
 """Every workspace sees only its own rows: each app's endpoints join the CASES below."""
 
+import uuid
+
 import pytest
 
 from fathom.models import ApiKey
@@ -51,6 +53,21 @@ def harness_fires_case(owner) -> IsolationCase:
                 Probe("GET", f"/v1/sessions/{sid}/events?after=0")],
         intact=lambda: (Fire.objects.get(pk=fid).cancel_requested_at is None
                         and not Trigger.objects.filter(session_id=sid).exists()),
+    )
+
+
+def harness_schedules_case(owner) -> IsolationCase:
+    from harness.runtime.models import SessionSchedule
+
+    sid = owner.post("/v1/sessions", {"title": "a's session"}, format="json").json()["id"]
+    created = owner.post(f"/v1/sessions/{sid}/schedules", {"kind": "cron", "cron": "0 9 * * *",
+                                                          "content": "a's morning note"}, format="json").json()
+    return IsolationCase(  # the list is per session: another workspace's session is a 404, probed below
+        probes=[Probe("GET", f"/v1/schedules/{created['id']}"), Probe("DELETE", f"/v1/schedules/{created['id']}"),
+                Probe("GET", f"/v1/sessions/{sid}/schedules"),
+                Probe("POST", f"/v1/sessions/{sid}/schedules", {"kind": "heartbeat", "every_seconds": 5})],
+        intact=lambda: list(SessionSchedule.objects.filter(session_id=sid).values_list("id", "periodic_task__enabled"))
+        == [(uuid.UUID(created["id"]), True)],
     )
 
 
@@ -200,7 +217,8 @@ def autonomy_case(owner) -> IsolationCase:
 
 
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
-         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case]
+         festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case,
+         harness_schedules_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

@@ -1,17 +1,19 @@
 """The model layer: one call shape for every model in the project.
 
-    from fathom.llm import complete, stream, Message, ToolSpec, ToolCall, Completion
+    from fathom.llm import complete, Message, ToolSpec, ToolCall, Completion
 
     completion = complete(workspace=ws, role="main", messages=[Message.system("..."), Message.user("...")],
                           tools=[ToolSpec("search", "Search the lake", {...json schema...})])
     completion.text, completion.tool_calls, completion.usage, completion.cost, completion.latency_ms
+
+    completion = complete(..., stream=on_chunk)   # on_chunk(StreamChunk) per text delta / tool call, as they come
 
 Roles (`ROLES`; any lowercase word works, these are the ones the admin offers) map to registry
 models per workspace (`fathom.llm.models`); with none configured the offline model answers
 (`fathom.llm.offline`). Tests script answers with `fathom.llm.scripted.Script`. Failures raise
 `fathom.llm.errors.LLMError` subclasses. See `fathom.llm.client` for the options."""
 
-from fathom.llm.client import complete, stream
+from fathom.llm.client import complete
 from fathom.llm.errors import LLMError
 from fathom.llm.middleware import LLMRequest, ModelMiddleware
 from fathom.llm.types import (
@@ -29,5 +31,5 @@ ROLES = ("main", "verifier", "classifier", "planner", "writer", "resolver", "foc
 
 __all__ = [
     "ROLES", "Completion", "ImageRef", "LLMError", "LLMRequest", "Message", "ModelMiddleware", "StopReason",
-    "StreamChunk", "ToolCall", "ToolSpec", "Usage", "complete", "stream",
+    "StreamChunk", "ToolCall", "ToolSpec", "Usage", "complete",
 ]

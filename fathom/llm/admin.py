@@ -20,7 +20,7 @@ class LLMModelForm(forms.ModelForm):
 
     class Meta:
         model = LLMModel
-        fields = ["name", "provider", "model", "base_url", "input_price_per_mtok", "output_price_per_mtok",
+        fields = ["name", "provider", "model", "api", "base_url", "input_price_per_mtok", "output_price_per_mtok",
                   "cached_input_price_per_mtok", "context_window", "max_output_tokens", "timeout_seconds", "options"]
 
     def save(self, commit=True):

@@ -1,4 +1,4 @@
-"""The one way the project calls a model: `complete(...)` or `stream(...)`, by role, for a workspace.
+"""The one way the project calls a model: `complete(...)`, by role, for a workspace, streamed or not.
 
 Every call resolves the role's model (`fathom.llm.registry`), spends one call of its trace's budget
 (`fathom.llm.budget`: past the ceiling it is not made), runs the model middleware around the
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from fathom.llm import middleware, registry
@@ -28,15 +28,23 @@ from fathom.llm.middleware import LLMRequest
 from fathom.llm.providers import get_provider
 from fathom.llm.retry import Attempts, RetryPolicy
 from fathom.llm.types import Completion, Message, StreamChunk, ToolSpec
-from fathom.tracing.spans import flush, span, start_span
+from fathom.tracing.spans import flush, span
 
 SUMMARY_CHARS = 500
 
 
 def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterable[ToolSpec] | None = None,
-             response_format: dict | None = None, **options) -> Completion:
-    """Ask the model that answers `role` in `workspace`; returns its Completion or raises an LLMError."""
-    request, actor_id = _request(workspace, role, messages, tools, response_format, options, stream=False)
+             response_format: dict | None = None, stream: Callable[[StreamChunk], object] | None = None,
+             **options) -> Completion:
+    """Ask the model that answers `role` in `workspace`; returns its Completion or raises an LLMError.
+
+    With `stream` (a callable), the answer is streamed: `stream(chunk)` is called with each text
+    delta (`chunk.text`) and each finished tool call (`chunk.tool_call`) as they arrive, in order,
+    and the same Completion is returned at the end (its text is the deltas joined, unless a
+    middleware's `after` replaced it). Retried only until the first chunk arrives; a stream that breaks later raises LLMStreamInterrupted. An
+    exception raised by `stream` abandons the call and propagates."""
+    request, actor_id = _request(workspace, role, messages, tools, response_format, options,
+                                 stream=stream is not None)
     with span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
               **request_summary(request)) as call:
         request.trace_id = call.trace_id
@@ -45,46 +53,16 @@ def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterab
             _budget_spend(request, call)
             entered, answer = middleware.run_before(request)
             if answer is None:
-                answer = _call_with_retries(request, call)
+                answer = _call_with_retries(request, call) if stream is None else \
+                    _stream_with_retries(request, call, stream)
+            elif stream is not None:
+                _replay(answer, stream)
             completion = middleware.run_after(entered, request, answer)
         except LLMError as exc:
             call.set(code=exc.code)
             raise
         call.set(**response_summary(completion))
         return completion
-
-
-def stream(*, workspace, role: str, messages: Iterable[Message], tools: Iterable[ToolSpec] | None = None,
-           response_format: dict | None = None, **options) -> Iterator[StreamChunk]:
-    """Like `complete`, as a stream: text deltas and finished tool calls as they come, then one last
-    chunk whose `.completion` is the whole answer with usage and cost. Retried only until the first
-    chunk arrives; a stream that breaks later raises LLMStreamInterrupted."""
-    request, actor_id = _request(workspace, role, messages, tools, response_format, options, stream=True)
-    call = start_span("llm.call", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
-                      **request_summary(request))
-    request.trace_id = call.trace_id
-    flush()
-    try:
-        _budget_spend(request, call)
-        entered, answer = middleware.run_before(request)
-        if answer is None:
-            answer = yield from _stream_with_retries(request, call)
-        else:
-            yield from _chunks_of(answer)
-        completion = middleware.run_after(entered, request, answer)
-        call.set(**response_summary(completion))
-        yield StreamChunk(completion=completion)
-    except GeneratorExit:
-        call.set(abandoned=True)
-        call.end()
-        raise
-    except BaseException as exc:
-        if isinstance(exc, LLMError):
-            call.set(code=exc.code)
-        call.end(error=exc)
-        raise
-    else:
-        call.end()
 
 
 # --- the pieces -------------------------------------------------------------------------------------------
@@ -135,8 +113,8 @@ def _call_with_retries(request: LLMRequest, call) -> Completion:
     return _finished(request, answer, started, attempts.number)
 
 
-def _stream_with_retries(request: LLMRequest, call):
-    """Yields the provider's chunks (not its last one); returns the finished Completion."""
+def _stream_with_retries(request: LLMRequest, call, deliver) -> Completion:
+    """Hands the provider's chunks (not its last one) to `deliver`; returns the finished Completion."""
     provider = get_provider(request.model.provider)
     attempts = _attempts(request, call)
     started = time.perf_counter()
@@ -154,7 +132,7 @@ def _stream_with_retries(request: LLMRequest, call):
     while True:
         if chunk.completion is not None:
             return _finished(request, chunk.completion, started, attempts.number)
-        yield chunk
+        deliver(chunk)
         try:
             chunk = next(chunks)
         except StopIteration:
@@ -188,11 +166,12 @@ def _finished(request: LLMRequest, answer: Completion, started: float, attempts:
     )
 
 
-def _chunks_of(completion: Completion) -> Iterator[StreamChunk]:
+def _replay(completion: Completion, deliver) -> None:
+    """A completion that did not come from the model (a middleware answered) streams as one delta."""
     if completion.text:
-        yield StreamChunk(text=completion.text)
+        deliver(StreamChunk(text=completion.text))
     for tool_call in completion.tool_calls:
-        yield StreamChunk(tool_call=tool_call)
+        deliver(StreamChunk(tool_call=tool_call))
 
 
 def request_summary(request: LLMRequest) -> dict:

@@ -3,6 +3,7 @@ answers each role, per workspace or for the whole deployment."""
 
 from decimal import Decimal
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
@@ -14,11 +15,18 @@ role_validator = RegexValidator(r"^(\*|[a-z][a-z0-9_-]{0,47})$", "a role is a lo
 
 
 class Provider(models.TextChoices):
-    OPENAI = "openai", "OpenAI (Chat Completions)"
+    OPENAI = "openai", "OpenAI (Chat Completions or Responses)"
     ANTHROPIC = "anthropic", "Anthropic (Messages)"
     OPENAI_COMPATIBLE = "openai-compatible", "OpenAI-compatible (Ollama, vLLM, llama.cpp) by base URL"
     OFFLINE = "offline", "Offline (deterministic, no network)"
     SCRIPTED = "scripted", "Scripted (tests)"
+
+
+class OpenAIApi(models.TextChoices):
+    """Which of OpenAI's two protocols an openai or openai-compatible model is called through."""
+
+    CHAT_COMPLETIONS = "chat_completions", "Chat Completions (/v1/chat/completions)"
+    RESPONSES = "responses", "Responses (/v1/responses)"
 
 
 class LLMModel(models.Model):
@@ -31,6 +39,8 @@ class LLMModel(models.Model):
     model = models.CharField(max_length=200, help_text="the provider's model name, e.g. gpt-4o-mini")
     base_url = models.URLField(max_length=500, blank=True, help_text="for openai-compatible servers, e.g. "
                                "http://localhost:11434/v1")
+    api = models.CharField(max_length=20, choices=OpenAIApi.choices, default=OpenAIApi.CHAT_COMPLETIONS,
+                           help_text="openai and openai-compatible models: the protocol they are called through")
     api_key_encrypted = models.TextField(blank=True, editable=False)
     api_key_last4 = models.CharField(max_length=4, blank=True, editable=False)
     input_price_per_mtok = models.DecimalField("input $ / 1M tokens", max_digits=12, decimal_places=6,
@@ -55,6 +65,10 @@ class LLMModel(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.provider}:{self.model})"
+
+    def clean(self):
+        if self.api == OpenAIApi.RESPONSES and self.provider not in (Provider.OPENAI, Provider.OPENAI_COMPATIBLE):
+            raise ValidationError({"api": "the Responses API is for openai and openai-compatible models only"})
 
     def set_api_key(self, api_key: str) -> None:
         api_key = (api_key or "").strip()

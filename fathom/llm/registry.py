@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.dispatch import receiver
 
 from fathom.llm.errors import LLMNotConfigured
-from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, Provider
+from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Provider
 from fathom.redis_client import get_redis
 
 VERSION_KEY = "fathom:llm:registry:version"
@@ -36,6 +36,7 @@ class ResolvedModel:
     provider: str
     model: str
     base_url: str = ""
+    api: str = OpenAIApi.CHAT_COMPLETIONS.value
     api_key: str = field(default="", repr=False)
     input_price_per_mtok: float = 0.0
     output_price_per_mtok: float = 0.0
@@ -108,7 +109,7 @@ def from_row(row: LLMModel) -> ResolvedModel:
     if row.provider == Provider.OPENAI_COMPATIBLE and not base_url:
         base_url = ollama_base_url()
     return ResolvedModel(
-        name=row.name, provider=row.provider, model=row.model, base_url=base_url, api_key=api_key,
+        name=row.name, provider=row.provider, model=row.model, base_url=base_url, api=row.api, api_key=api_key,
         input_price_per_mtok=float(row.input_price_per_mtok), output_price_per_mtok=float(row.output_price_per_mtok),
         cached_input_price_per_mtok=(None if row.cached_input_price_per_mtok is None
                                      else float(row.cached_input_price_per_mtok)),

@@ -12,12 +12,14 @@ fixture in tests/conftest.py does the first line for you):
     script.fail("rate_limited", retry_after=1)          # ... or fails like a provider would
     script.reply(stream_error_after=2, text="a b c d")  # ... or breaks a stream after 2 chunks
     script.reply("slow", latency=1.0)                   # ... or answers after 1 s (parallelism tests)
+    script.reply("a long answer", chunk_chars=4, chunk_delay=0.02)  # streamed 4 characters every 20 ms
 
     completion = complete(workspace=workspace, role="main", messages=[Message.user("Capital of France?")])
 
     script.sent[0].messages[-1].content == "Capital of France?"   # what the model was sent
     script.sent[0].tools, .role, .response_format, .options       # the rest of the request
     script.pending                                               # answers not used yet
+    script.first_chunks                                          # when each streamed answer's first chunk left (epoch s)
 
 Calling a scripted model with nothing queued raises `ScriptExhausted` (and says which script).
 `Script.install(workspace, roles=("verifier",))` scripts only some roles; several scripts can
@@ -100,8 +102,13 @@ class Script:
 
     def reply(self, text: str = "", *, tool_calls=(), stop_reason: str | None = None, input_tokens: int | None = None,
               output_tokens: int | None = None, cached_tokens: int = 0, stream_error_after: int | None = None,
-              request_id: str | None = None, latency: float = 0) -> Script:
-        """Queue an answer. Tokens default to a count of the prompt's and answer's characters / 4."""
+              request_id: str | None = None, latency: float = 0, chunk_chars: int | None = None,
+              chunk_delay: float = 0) -> Script:
+        """Queue an answer. Tokens default to a count of the prompt's and answer's characters / 4.
+        Streamed, the text comes a word at a time, or `chunk_chars` characters at a time, with
+        `chunk_delay` seconds before every chunk but the first."""
+        if chunk_chars is not None and chunk_chars < 1:
+            raise ValueError("chunk_chars must be at least 1")
         calls = [c.to_dict() if isinstance(c, ToolCall) else dict(c) for c in tool_calls]
         for index, call in enumerate(calls):
             call.setdefault("id", f"call-{uuid.uuid4().hex[:8]}-{index}")
@@ -111,6 +118,7 @@ class Script:
             "stop_reason": stop_reason or (StopReason.TOOL_CALLS if calls else StopReason.END),
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_tokens": cached_tokens,
             "stream_error_after": stream_error_after, "request_id": request_id, "latency": latency,
+            "chunk_chars": chunk_chars, "chunk_delay": chunk_delay,
         })
         return self
 
@@ -136,11 +144,16 @@ class Script:
         return [_sent_from_json(json.loads(item)) for item in raw]
 
     @property
+    def first_chunks(self) -> list[float]:
+        """When the first chunk of each streamed answer was handed over (time.time()), in order."""
+        return [float(t) for t in get_redis().lrange(self._key("first_chunk"), 0, -1)]
+
+    @property
     def pending(self) -> int:
         return get_redis().llen(self._key("queue"))
 
     def reset(self) -> None:
-        get_redis().delete(self._key("queue"), self._key("sent"))
+        get_redis().delete(self._key("queue"), self._key("sent"), self._key("first_chunk"))
 
     def _push(self, item: dict) -> None:
         pipe = get_redis().pipeline()
@@ -163,16 +176,32 @@ class ScriptedProvider:
 
     def stream(self, request, *, timeout: float | None = None) -> Iterator[StreamChunk]:
         item = self._next(request)
+        if item.get("latency"):
+            time.sleep(item["latency"])  # before the first chunk, as a model thinks before it writes
         completion = _completion(request, item)
-        pieces = re.findall(r"\S+\s*", completion.text)
+        size = item.get("chunk_chars")
+        text = completion.text
+        pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else re.findall(r"\S+\s*", text)
         break_after = item.get("stream_error_after")
+        delay = item.get("chunk_delay") or 0
         for index, piece in enumerate(pieces):
             if break_after is not None and index >= break_after:
                 raise errors.LLMConnectionError("scripted stream broke", provider="scripted", model=request.model.model)
+            if index and delay:
+                time.sleep(delay)
+            if index == 0:
+                self._first_chunk(request)
             yield StreamChunk(text=piece)
         for call in completion.tool_calls:
             yield StreamChunk(tool_call=call)
         yield StreamChunk(completion=completion)
+
+    def _first_chunk(self, request) -> None:
+        key = Script(request.model.model)._key("first_chunk")
+        pipe = get_redis().pipeline()
+        pipe.rpush(key, repr(time.time()))
+        pipe.expire(key, EXPIRE_SECONDS)
+        pipe.execute()
 
     def _next(self, request) -> dict:
         script = Script(request.model.model)

@@ -34,7 +34,7 @@ from django.utils.module_loading import import_string
 from fathom.errors import ApplicationError
 from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
-from fathom.llm.types import Completion, ImageRef, StopReason, Usage
+from fathom.llm.types import Completion, ImageRef, StopReason, StreamChunk, Usage
 from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
 from festinger.loops.guard import (
@@ -761,9 +761,16 @@ def _prepare(call: ProxiedCall, name: str, raw_prompt: bool) -> Upstream | None:
 
 
 def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled) -> None:
-    """Stream a registry model's answer into `chunks` (the middleware runs inside `fathom.llm.stream`)."""
+    """Stream a registry model's answer into `chunks`, the whole completion last (the middleware runs
+    inside `fathom.llm.complete`); a client gone abandons the call at its next chunk."""
     put = lambda item: loop.call_soon_threadsafe(chunks.put_nowait, item)  # noqa: E731
     options = {_REGISTRY_OPTIONS[k]: v for k, v in call.options.items() if k in _REGISTRY_OPTIONS}
+
+    def relay(chunk: StreamChunk) -> None:
+        if cancelled.is_set():
+            raise _ClientGone
+        put(chunk)
+
     with session_context(call.session), connections_returned(), call_notes_context(call.notes):
         try:
             messages = wire.to_messages(call.raw_messages, store_image=_image_store(call.workspace_id))
@@ -771,21 +778,23 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                       call_id=call.call_id) as trace:
                 trace.set(model=call.upstream.name, upstream=call.upstream.kind, target=call.upstream.target,
                           endpoint=kind)
-                answer = llm_client.stream(workspace=call.workspace_id, role="proxy", messages=messages,
-                                           tools=wire.to_tool_specs(body.get("tools")),
-                                           response_format=wire.to_response_format(body.get("format")),
-                                           model=call.upstream.model, **options)
                 try:
-                    for chunk in answer:
-                        if cancelled.is_set():
-                            trace.set(cancelled=True)
-                            return
-                        put(chunk)
-                finally:
-                    answer.close()
+                    completion = llm_client.complete(
+                        workspace=call.workspace_id, role="proxy", messages=messages,
+                        tools=wire.to_tool_specs(body.get("tools")),
+                        response_format=wire.to_response_format(body.get("format")),
+                        model=call.upstream.model, stream=relay, **options)
+                except _ClientGone:
+                    trace.set(cancelled=True)
+                    return
+                put(StreamChunk(completion=completion))
                 trace.set(**{k: v for k, v in call.notes.items() if v is not None})
         except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
             put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+
+
+class _ClientGone(Exception):
+    """Raised from the stream callback when the client has disconnected: abandons the model call."""
 
 
 def _image_store(workspace_id: int):

@@ -6,7 +6,7 @@ project's, runs every `before`, and gives back the messages to forward (Ollama's
 images and every other field kept, changed only where the middleware changed them); `finish` (in a
 thread, after the client has its last byte) runs every `after` with the assembled answer (counting,
 cues to the memory queue, loop detection) inside a `festinger.proxy.call` span. For a registry
-model, `fathom.llm.stream` runs the same middleware itself."""
+model, `fathom.llm.complete` runs the same middleware itself."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ continues where the journal ends."""
 
 import json
 import logging
+import secrets
 import time
 from contextlib import contextmanager, nullcontext
 
@@ -32,6 +33,7 @@ from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
+from harness.fires.streaming import StreamedTurn, turn_listeners_open
 from harness.quality import flow as quality
 from harness.runtime import claims
 from harness.runtime.events import event_emit
@@ -389,9 +391,13 @@ def _review_brief(fire: Fire) -> str:
 # --- model calls and the journal ---------------------------------------------------------------------------
 
 def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
-    """One model call, committed as a FireTurn before anything else happens."""
+    """One model call, streamed to the turn's listeners (harness.fires.streaming) as it is written,
+    then committed as a FireTurn before anything else happens."""
+    call_id = f"llm-{secrets.token_hex(6)}"
+    listeners = turn_listeners_open(StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id))
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
-        workspace=fire.workspace, role="main", messages=messages, tools=specs,
+        workspace=fire.workspace, role="main", messages=messages, tools=specs, call_id=call_id,
+        stream=listeners.feed if listeners else None,
         # The review pass reads a brief the harness composed (question, answer, tool results): no
         # conversation that model middleware (Festinger) should learn from.
         **({"conversation": False} if phase == REVIEW else {}),
@@ -400,6 +406,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
                                          citations_argument="cited_ids", extra_arguments={"depth": "shallow"},
                                          path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
+    listeners.close(completion)
     usage = completion.usage
     turn = FireTurn(workspace_id=fire.workspace_id, fire=fire, number=number, phase=phase, text=completion.text,
                     tool_calls=[c.to_dict() for c in completion.tool_calls], forced=forced,
@@ -411,7 +418,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
             "model_calls": 1, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cost": completion.cost})
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
-            "fire_id": str(fire.pk), "turn": number, "phase": phase, "text": completion.text,
+            "fire_id": str(fire.pk), "turn": number, "phase": phase, "call_id": call_id, "text": completion.text,
             "tool_calls": [{"id": c.id, "name": c.name} for c in completion.tool_calls], "forced": forced})
     flush()  # the call's span, with the turn it was committed as
     return turn

@@ -227,6 +227,9 @@ class HarnessSettings(WorkspaceScoped):
         default=300, help_text="a background task running longer than this fails (timed out)")
     task_max_attempts = models.PositiveSmallIntegerField(
         default=2, help_text="runs a background task gets when its worker dies under it; then it fails")
+    stream_batch_ms = models.PositiveIntegerField(
+        default=50, help_text="a session's fire sends the text it is writing as AgentStream events at most this "
+                              "often (milliseconds; the first at once)")
 
     class Meta:
         verbose_name = "harness settings"
@@ -323,3 +326,38 @@ class ProfileFieldVersion(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.field} v{self.version}"
+
+
+class SessionSchedule(WorkspaceScoped):
+    """A heartbeat (every N seconds) or a cron schedule of a session: a django-celery-beat entry,
+    owned by this row, whose ticks queue a Heartbeat or Cron trigger on the session. A session has
+    at most one heartbeat and any number of cron schedules."""
+
+    class Kind(models.TextChoices):
+        HEARTBEAT = "heartbeat", "Heartbeat"
+        CRON = "cron", "Cron"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="schedules")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    every_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="heartbeat: the interval")
+    cron = models.CharField(max_length=120, blank=True, help_text="cron: minute hour day-of-month month day-of-week")
+    timezone = models.CharField(max_length=64, default="UTC")
+    content = models.TextField(blank=True, help_text="what the trigger says to the agent (optional)")
+    periodic_task = models.OneToOneField("django_celery_beat.PeriodicTask", null=True, blank=True,
+                                         on_delete=models.SET_NULL, related_name="+")
+    last_fired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["session"], condition=models.Q(kind="heartbeat"),
+                                    name="sessionschedule_one_heartbeat"),
+            models.CheckConstraint(
+                condition=(models.Q(kind="heartbeat", every_seconds__gt=0, cron="")
+                           | models.Q(kind="cron", every_seconds__isnull=True) & ~models.Q(cron="")),
+                name="sessionschedule_kind_fields"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} every {self.every_seconds} s" if self.kind == self.Kind.HEARTBEAT else f"cron {self.cron}"

@@ -8,6 +8,7 @@ from harness.runtime.models import (
     ProfileFieldVersion,
     Session,
     SessionEvent,
+    SessionSchedule,
     Task,
     Trigger,
     UserProfile,
@@ -79,3 +80,13 @@ def profile_history(*, profile, field: str = ""):
     owner = {"agent_profile": profile} if isinstance(profile, AgentProfile) else {"user_profile": profile}
     versions = ProfileFieldVersion.objects.filter(**owner) if profile.pk else ProfileFieldVersion.objects.none()
     return versions.filter(field=field) if field else versions
+
+
+# --- schedules ----------------------------------------------------------------------------------------------
+
+def session_schedule_get(*, workspace, schedule_id) -> SessionSchedule:
+    return workspace_row_get(SessionSchedule, workspace=workspace, pk=schedule_id, noun="schedule")
+
+
+def session_schedules_list(*, session: Session):
+    return SessionSchedule.objects.filter(session=session).select_related("periodic_task").order_by("created_at", "id")

@@ -29,6 +29,7 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/sessions"),
     ("post", "/v1/sessions/{session}/messages"),
     ("post", "/v1/sessions/{session}/sit"),
+    ("post", "/v1/sessions/{session}/schedules"),
     ("post", "/v1/introspect"),
     ("post", "/v1/profiles/agents"),
     ("post", "/v1/profiles/users"),
@@ -47,7 +48,8 @@ LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/
                   "/v1/profiles/users",
                   "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
                   "/v1/profiles/users/{user}/history", "/v1/runs",
-                  "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops"]
+                  "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops",
+                  "/v1/sessions/{session}/schedules"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
@@ -60,7 +62,8 @@ PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/
                    "/v1/festinger/conflicts/{bad}",
                    "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
                    "/v1/profiles/users/{bad}/history", "/v1/runs/{bad}", "/v1/runs/{bad}/graph",
-                   "/v1/runs/{bad}/events", "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why"]
+                   "/v1/runs/{bad}/events", "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why",
+                   "/v1/sessions/{bad}/schedules", "/v1/schedules/{bad}"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from django.db import connection
 
-from fathom.llm import Completion, Message, StopReason, ToolCall, ToolSpec, complete, stream
+from fathom.llm import Completion, Message, StopReason, ToolCall, ToolSpec, complete
 from fathom.llm.errors import (
     LLMAuthenticationError,
     LLMDeadlineExceeded,
@@ -21,6 +21,8 @@ from fathom.llm.errors import (
 from fathom.llm.offline import OfflineProvider, SearchThenRespond
 from fathom.llm.scripted import Script
 from fathom.llm.services import model_assign, model_create
+from fathom.tracing import span
+from fathom.tracing.models import TraceEvent
 from tests.conftest import REPO_ROOT, worker_env
 
 SEARCH = ToolSpec("search", "Search the lake", {"type": "object", "properties": {"query": {"type": "string"}},
@@ -186,15 +188,39 @@ def test_a_retry_after_beyond_the_deadline_gives_up_at_once(workspace, scripted_
     assert time.monotonic() - started < 1
 
 
-def test_a_stream_yields_text_then_a_final_completion(workspace, scripted_llm):
+def test_a_streamed_call_hands_over_text_deltas_then_returns_the_whole_completion(workspace, scripted_llm):
     scripted_llm.reply("one two three", output_tokens=3)
 
-    chunks = list(stream(workspace=workspace, role="main", messages=[Message.user("count")]))
+    chunks = []
+    completion = complete(workspace=workspace, role="main", messages=[Message.user("count")], stream=chunks.append)
 
-    assert "".join(c.text for c in chunks if not c.done) == "one two three"
-    assert chunks[-1].done and chunks[-1].completion.text == "one two three"
-    assert chunks[-1].completion.usage.output_tokens == 3 and sum(c.done for c in chunks) == 1
+    assert [c.text for c in chunks] == ["one ", "two ", "three"] and not any(c.done for c in chunks)
+    assert completion.text == "one two three" and completion.usage.output_tokens == 3
     assert scripted_llm.sent[0].stream is True
+
+
+def test_the_scripted_model_streams_in_chunks_of_the_size_asked_with_delays(workspace, scripted_llm):
+    scripted_llm.reply("abcdefghij", chunk_chars=4, chunk_delay=0.01)
+
+    chunks = []
+    completion = complete(workspace=workspace, role="main", messages=[Message.user("x")], stream=chunks.append)
+
+    assert [c.text for c in chunks] == ["abcd", "efgh", "ij"] and completion.text == "abcdefghij"
+    assert len(scripted_llm.first_chunks) == 1
+
+
+def test_a_callback_that_raises_abandons_the_streamed_call(workspace, scripted_llm):
+    scripted_llm.reply("a b c d")
+
+    def stop(chunk):
+        raise RuntimeError("the reader went away")
+
+    with span("trace.prompt", workspace=workspace, actor_id="t") as root:
+        with pytest.raises(RuntimeError):
+            complete(workspace=workspace, role="main", messages=[Message.user("x")], stream=stop)
+
+    call = TraceEvent.objects.get(trace_id=root.trace_id, kind="llm.call.failed")
+    assert "the reader went away" in call.error and scripted_llm.pending == 0
 
 
 def test_a_stream_is_retried_before_it_starts_but_never_after(workspace, scripted_llm):
@@ -202,8 +228,8 @@ def test_a_stream_is_retried_before_it_starts_but_never_after(workspace, scripte
 
     received = []
     with pytest.raises(LLMStreamInterrupted):
-        for chunk in stream(workspace=workspace, role="main", messages=[Message.user("x")]):
-            received.append(chunk.text)
+        complete(workspace=workspace, role="main", messages=[Message.user("x")],
+                 stream=lambda chunk: received.append(chunk.text))
 
     assert received == ["a ", "b "]
     assert scripted_llm.pending == 1  # the broken stream was not retried

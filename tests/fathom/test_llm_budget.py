@@ -10,7 +10,7 @@ import redis
 from django.core.exceptions import ImproperlyConfigured
 
 from fathom.env import env_int_map
-from fathom.llm import Message, complete, stream
+from fathom.llm import Message, complete
 from fathom.llm import budget as budget_module
 from fathom.llm.budget import budget_used
 from fathom.llm.errors import LLMBudgetExceeded
@@ -30,7 +30,7 @@ def test_past_the_total_the_call_is_not_made_and_the_trace_records_budget_exceed
         with pytest.raises(LLMBudgetExceeded) as refused:
             complete(workspace=workspace, role="verifier", messages=Q)
         with pytest.raises(LLMBudgetExceeded):
-            list(stream(workspace=workspace, role="main", messages=Q))
+            complete(workspace=workspace, role="main", messages=Q, stream=lambda chunk: None)
 
     assert answers == ["answer 0", "answer 1", "answer 2"]
     assert scripted_llm.pending == 2 and len(scripted_llm.sent) == 3  # the refused calls were not made

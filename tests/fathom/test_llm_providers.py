@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from fathom.llm import Message, StopReason, ToolCall, ToolSpec, complete, stream
+from fathom.llm import Message, StopReason, ToolCall, ToolSpec, complete
 from fathom.llm.errors import (
     LLMAuthenticationError,
     LLMDeadlineExceeded,
@@ -87,11 +87,12 @@ def test_openai_streaming_text_and_tool_calls(workspace, wire):
         (None, "[DONE]"),
     ])
 
-    chunks = list(stream(workspace=workspace, role="main", messages=[Message.user("x")], tools=[SEARCH]))
+    chunks = []
+    final = complete(workspace=workspace, role="main", messages=[Message.user("x")], tools=[SEARCH],
+                     stream=chunks.append)
 
     assert [c.text for c in chunks if c.text] == ["Let me ", "look."]
     assert [c.tool_call for c in chunks if c.tool_call] == [ToolCall("call_9", "search", {"query": "x"})]
-    final = chunks[-1].completion
     assert final.text == "Let me look." and final.stop_reason is StopReason.TOOL_CALLS
     assert (final.usage.input_tokens, final.usage.output_tokens) == (20, 7)
     assert wire.bodies[0]["stream"] is True and wire.bodies[0]["stream_options"] == {"include_usage": True}
@@ -149,8 +150,8 @@ def test_a_stream_that_fails_before_its_first_chunk_is_retried_but_not_once_star
 
     received = []
     with pytest.raises(LLMStreamInterrupted, match="upstream died"):
-        for piece in stream(workspace=workspace, role="main", messages=[Message.user("x")]):
-            received.append(piece.text)
+        complete(workspace=workspace, role="main", messages=[Message.user("x")],
+                 stream=lambda piece: received.append(piece.text))
 
     assert received == ["partial "] and len(wire.requests) == 2
 
@@ -249,11 +250,12 @@ def test_anthropic_streaming_text_and_tool_use(workspace, wire):
         ("message_stop", {"type": "message_stop"}),
     ])
 
-    chunks = list(stream(workspace=workspace, role="main", messages=[Message.user("x")], tools=[SEARCH]))
+    chunks = []
+    final = complete(workspace=workspace, role="main", messages=[Message.user("x")], tools=[SEARCH],
+                     stream=chunks.append)
 
     assert [c.text for c in chunks if c.text] == ["On ", "it."]
     assert [c.tool_call for c in chunks if c.tool_call] == [ToolCall("toolu_s", "search", {"query": "tides"})]
-    final = chunks[-1].completion
     assert final.stop_reason is StopReason.TOOL_CALLS and final.text == "On it."
     assert (final.usage.input_tokens, final.usage.output_tokens) == (12, 9)
 

@@ -68,7 +68,7 @@ def test_the_admin_shows_only_the_last_four_characters_and_keeps_the_key_when_le
     assert "…WXYZ" in listing and SECRET not in listing and SECRET not in page
     assert row.api_key_encrypted not in page
 
-    form = {"name": "gpt", "provider": "openai", "model": "gpt-4o", "base_url": "", "input_price_per_mtok": "2.5",
+    form = {"name": "gpt", "provider": "openai", "model": "gpt-4o", "api": "chat_completions", "base_url": "", "input_price_per_mtok": "2.5",
             "output_price_per_mtok": "10", "cached_input_price_per_mtok": "", "context_window": "128000",
             "max_output_tokens": "4096", "timeout_seconds": "60", "options": "{}", "api_key": "",
             "assignments-TOTAL_FORMS": "0", "assignments-INITIAL_FORMS": "0"}

@@ -5,7 +5,7 @@ from contextlib import nullcontext
 
 import pytest
 
-from fathom.llm import Message, ToolSpec, complete, stream
+from fathom.llm import Message, ToolSpec, complete
 from fathom.llm.errors import LLMAuthenticationError
 from fathom.tracing import event, span
 from fathom.tracing.models import TraceEvent
@@ -92,7 +92,8 @@ def test_a_sequence_of_model_and_tool_calls_is_a_complete_trace(workspace, scrip
             pass
         with pytest.raises(LLMAuthenticationError):
             complete(workspace=workspace, role="verifier", messages=[Message.user("check")], actor_id="verifier")
-        chunks = list(stream(workspace=workspace, role="main", messages=[Message.user("q")]))
+        chunks = []
+        streamed = complete(workspace=workspace, role="main", messages=[Message.user("q")], stream=chunks.append)
 
     rows = events(root.trace_id)
     kinds = [r.kind for r in rows]
@@ -112,7 +113,7 @@ def test_a_sequence_of_model_and_tool_calls_is_a_complete_trace(workspace, scrip
     assert failed.status == "error" and "bad key" in failed.error
     last = llm[5]
     assert (last.input_tokens, last.output_tokens, last.provider) == (7, 2, "scripted")
-    assert last.call_id == chunks[-1].completion.call_id
+    assert last.call_id == streamed.call_id and "".join(c.text for c in chunks) == "answer"
     assert llm[0].payload["last_user"] == "q" and llm[0].payload["tools"] == ["search"]
     # Every span has exactly one start and one end event, under the right parent.
     spans = {}

@@ -52,7 +52,8 @@ def test_profiles_and_thresholds_are_edited_in_admin(admin_client, workspace):
     response = admin_client.post(f"/admin/harness/harnesssettings/{limits.pk}/change/", {
         "workspace": workspace.pk, "max_turns_per_fire": 4, "sit_round_cap": 3, "refire_cap": 2,
         "refire_delay_seconds": 1, "stale_after_seconds": 120, "history_messages": 10,
-        "task_capacity_workspace": 6, "task_capacity_session": 2, "task_timeout_seconds": 90, "task_max_attempts": 3})
+        "task_capacity_workspace": 6, "task_capacity_session": 2, "task_timeout_seconds": 90, "task_max_attempts": 3,
+        "stream_batch_ms": 50})
     assert response.status_code == 302, response.content.decode()[:2000]
     limits.refresh_from_db()
     assert (limits.max_turns_per_fire, limits.sit_round_cap) == (4, 3)

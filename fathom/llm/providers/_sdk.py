@@ -4,6 +4,7 @@ a per-process cache of clients. The SDKs' own retries are off: `fathom.llm.retry
 from __future__ import annotations
 
 import email.utils
+import json
 import threading
 import time
 
@@ -65,3 +66,14 @@ def retry_after(headers) -> float | None:
     except ValueError:
         parsed = email.utils.parsedate_to_datetime(raw) if raw else None
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def parse_arguments(raw: str | None) -> dict:
+    """Tool arguments as a dict; text that is not a JSON object is kept under "_unparsed"."""
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"_unparsed": raw}
+    return value if isinstance(value, dict) else {"_unparsed": raw}

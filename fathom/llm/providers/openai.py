@@ -1,6 +1,8 @@
 """OpenAI's Chat Completions through the official SDK: text, tools, JSON-schema output, streaming
 with usage. `openai-compatible` is the same protocol at another base URL (Ollama's /v1, vLLM,
-llama.cpp's server), where the key is optional and `max_tokens` is the limit's name."""
+llama.cpp's server), where the key is optional and `max_tokens` is the limit's name. A model whose
+registry row says `api = responses` goes through the Responses API instead
+(`fathom.llm.providers.openai_responses`)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,16 @@ import openai
 
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.media import image_base64
-from fathom.llm.providers._sdk import cached_client, typed_error
+from fathom.llm.models import OpenAIApi
+from fathom.llm.providers import openai_responses
+from fathom.llm.providers._sdk import cached_client, parse_arguments, typed_error
 from fathom.llm.types import Completion, StopReason, StreamChunk, ToolCall, Usage
 
 # Options passed through to the API as they are; anything else is not sent.
 PASSED_OPTIONS = ("temperature", "top_p", "stop", "seed", "tool_choice", "parallel_tool_calls", "frequency_penalty",
                   "presence_penalty", "user", "reasoning_effort", "logit_bias", "n", "extra_body", "extra_headers",
                   "service_tier", "metadata", "store", "prompt_cache_key")
+RESPONSES = OpenAIApi.RESPONSES.value
 STOP_REASONS = {"stop": StopReason.END, "tool_calls": StopReason.TOOL_CALLS, "function_call": StopReason.TOOL_CALLS,
                 "length": StopReason.MAX_TOKENS, "content_filter": StopReason.CONTENT_FILTER}
 
@@ -28,6 +33,8 @@ class OpenAIProvider:
     max_tokens_name = "max_completion_tokens"
 
     def complete(self, request, *, timeout: float) -> Completion:
+        if request.model.api == RESPONSES:
+            return openai_responses.complete(self._client(request), request, timeout=timeout, provider=self.name)
         try:
             raw = self._client(request).chat.completions.with_raw_response.create(
                 **self.params(request), timeout=timeout)
@@ -37,6 +44,11 @@ class OpenAIProvider:
         return self._completion(request, response, raw.headers.get("x-request-id"))
 
     def stream(self, request, *, timeout: float) -> Iterator[StreamChunk]:
+        if request.model.api == RESPONSES:
+            return openai_responses.stream(self._client(request), request, timeout=timeout, provider=self.name)
+        return self._chat_stream(request, timeout=timeout)
+
+    def _chat_stream(self, request, *, timeout: float) -> Iterator[StreamChunk]:
         try:
             raw = self._client(request).chat.completions.with_raw_response.create(
                 **self.params(request), stream=True, stream_options={"include_usage": True}, timeout=timeout)
@@ -139,17 +151,6 @@ class OpenAICompatibleProvider(OpenAIProvider):
             raise LLMNotConfigured(f"the model {request.model.name!r} needs a base URL (or OLLAMA_HOST)",
                                    provider=self.name, model=request.model.model)
         return super()._client(request)
-
-
-def parse_arguments(raw: str | None) -> dict:
-    """Tool arguments as a dict; text that is not a JSON object is kept under "_unparsed"."""
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {"_unparsed": raw}
-    return value if isinstance(value, dict) else {"_unparsed": raw}
 
 
 def _usage(usage) -> Usage:
