@@ -291,11 +291,11 @@ def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -
     the verifier group to the quality worker, in one transaction (the chord goes after commit)."""
     response = fire.response
     result, check = contract_evaluate(fire, run, response)
-    workflow = run.complexity.get("workflow_type", "chat")
-    # Until the main model streams, the stream checks read the final text at the same checkpoints.
-    alerts = [alert.as_event() for alert in StreamMonitor(workflow).feed(response.get("body", ""))]
+    # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
+    # in this process, they read the final answer now (but the checkpoints that alerted already).
+    alerts = [] if monitored(run) else [alert.as_event() for alert in attempt_monitor(run).feed(response.get("body", ""))]
     with transaction.atomic():
-        attempt.response, attempt.stream_alerts = response, alerts
+        attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
         attempt.save(update_fields=["response", "contract", "stream_alerts"])
@@ -528,6 +528,24 @@ def _profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> No
 
 
 # --- events and reads -----------------------------------------------------------------------------------------
+
+def attempt_monitor(run: QualityRun) -> StreamMonitor:
+    """The current attempt's stream monitor, made once per attempt (and process): the checkpoints that
+    alerted already in this attempt are not checked again."""
+    attempt = current_attempt(run)
+    held = getattr(run, "_stream_monitor", None)
+    if held is None or held[0] != attempt.number:
+        monitor = StreamMonitor(run.complexity.get("workflow_type", "chat"))
+        monitor.checked.update(alert["checkpoint"] for alert in attempt.stream_alerts)
+        held = run._stream_monitor = (attempt.number, monitor)
+    return held[1]
+
+
+def monitored(run: QualityRun) -> bool:
+    """Whether the current attempt's text went through its stream monitor in this process."""
+    held = getattr(run, "_stream_monitor", None)
+    return held is not None and held[0] == run.attempt and bool(held[1].text)
+
 
 def current_attempt(run: QualityRun) -> QualityAttempt:
     attempt = getattr(run, "_current_attempt", None)  # read once per loaded run and attempt number
