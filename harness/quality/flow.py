@@ -224,18 +224,17 @@ def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -
         additions.append(f"# Plan (selected before you started)\n{plan['description']}"
                          + (f"\n{plan['prompt_modifier']}" if plan.get("prompt_modifier") else ""))
     system = Message.system("\n\n".join([base[0].content, *additions]))
-    messages = [system, *base[1:]]
+    briefs = []  # what ran before the main pass: the swarm's aggregate, the parallel subtasks' answers
     if run.swarm.get("aggregate"):
-        messages.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
-                                     f"{run.swarm['aggregate']}"))
+        briefs.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
+                                   f"{run.swarm['aggregate']}"))
     answers = subtasks.answers_message(run)
     if answers is not None:
-        messages.append(answers)
+        briefs.append(answers)
     attempt = current_attempt(run)
-    if attempt.healing_prompt:
-        messages = [*earlier, Message.user(attempt.healing_prompt)]
-        messages[0] = system
-    return messages
+    if attempt.healing_prompt:  # a retry keeps the briefs, before the earlier attempts' turns
+        return [system, *briefs, *earlier[1:], Message.user(attempt.healing_prompt)]
+    return [system, *base[1:], *briefs]
 
 
 def get_quality_preamble(fire: Fire, run: QualityRun) -> str:

@@ -102,3 +102,30 @@ def test_a_redelivered_subtask_task_finds_its_child_and_runs_nothing_twice(roles
     # and a second join of the same chord does nothing
     assert not subtask_fires.subtasks_join(run_id=run.pk, token=run.waiting_token)
     assert harness_events(session).count("harness_subtask_start") == 2
+
+
+def test_a_retry_of_the_parent_keeps_the_subtasks_answers_and_runs_no_child_again(roles, session):
+    message_send(session=session, content=QUESTION)
+    roles.classifier.reply(classification("COMPLEX", "chat"))
+    roles.planner.reply(subtask_plan((TITLES[0], True), (TITLES[1], True)))
+    for title in TITLES:
+        roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": f"the answer to {title}"}}])
+        roles.main.call_tool("skip", {"reason": "-"})
+    roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "too short"}}])  # fails the contract
+    roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "Both agree on the shore. " * 4}}])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    run_layer(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(QualityRun.objects.get(pk=run.pk))
+    assert session_tick(session_id=session.pk) == "parked"  # the retry answered; its verifier runs
+    verify_all(QualityRun.objects.get(pk=run.pk))
+    assert session_tick(session_id=session.pk) == "ended"
+    retry_prompt = [m.content or "" for m in roles.main.sent[5].messages]
+    assert any(m.startswith("[harness] the plan's parallel subtasks") for m in retry_prompt)
+    assert any(m.startswith(QUESTION) and "[SELF-CORRECTION: Attempt 2 of 2]" in m for m in retry_prompt)
+    assert Fire.objects.filter(parent__session=session).count() == 2
+    assert roles.calls() == {"classifier": 1, "planner": 1, "main": 7, "verifier": 2}
