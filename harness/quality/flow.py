@@ -33,6 +33,7 @@ from celery import chord, group, signature
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from fathom.llm import Message
@@ -447,10 +448,12 @@ def verification_join(*, run_id, attempt: int, token: str) -> bool:
     """The chord's callback: combine the verdicts into the attempt's and tick the fire's session again.
     False (nothing done) when the run no longer waits for this chord or a verdict is missing."""
     with transaction.atomic():
-        run = QualityRun.objects.select_for_update().select_related("fire").get(pk=run_id)
+        # the attempt read with its run, whose row is locked (the group's joins, a resent chord's)
+        row = QualityAttempt.objects.select_for_update(of=("run",)).select_related("run__fire").get(
+            run_id=run_id, number=attempt)
+        run = row.run
         if run.waiting_for != "verifier" or run.waiting_token != token:
             return False
-        row = QualityAttempt.objects.get(run=run, number=attempt)
         wanted = perspectives_for(run)
         if any(p not in row.perspectives for p in wanted):
             return False
@@ -496,8 +499,14 @@ def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | 
     runs = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE)
     if finishing is not None:
         runs = runs.exclude(pk=finishing[0].pk)
-    finals = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt"))
-                  .order_by("-created_at").values_list("combined", "contract", "verifier")[:PROFILE_WINDOW])
+    feedback = RawSQL(f"SELECT count(DISTINCT fire_id) FROM {Feedback._meta.db_table} WHERE workspace_id = %s",
+                      [workspace_id])
+    rows = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt")).annotate(feedback=feedback)
+                .order_by("-created_at").values_list("combined", "contract", "verifier", "feedback")[:PROFILE_WINDOW])
+    finals = [row[:3] for row in rows]
+    # the workspace's feedback is counted beside its runs (when it has none, on its own)
+    feedback_count = rows[0][3] if rows else Feedback.objects.filter(workspace_id=workspace_id).values(
+        "fire").distinct().count()
     total = len(finals) if len(finals) < PROFILE_WINDOW else runs.count()  # one final attempt per done run
     if finishing is not None:
         final = finishing[1]
@@ -509,8 +518,7 @@ def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | 
     return profile_build(workspace_id=workspace_id, total_runs=total,
                          avg_quality=sum(combined) / len(combined) if combined else None,
                          avg_verifier_score=sum(scores) / len(scores) if scores else None,
-                         feedback_count=Feedback.objects.filter(workspace_id=workspace_id).values("fire").distinct()
-                         .count(), issues=issues)
+                         feedback_count=feedback_count or 0, issues=issues)
 
 
 def _profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> None:

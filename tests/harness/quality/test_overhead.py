@@ -20,10 +20,11 @@ pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN 
 # The harness's statements per SIMPLE chat fire: its pre-flight (the run and its first attempt, the
 # classifier's prompt and call, harness_complexity), the contract and the verifier's dispatch, the
 # fire's second run once the verdict is in (the session's tick again, the decision, the profile,
-# the context metrics, the three events of acceptance written at once). 77 before batching events
-# and reading settings, the run and its attempt once.
-HARNESS_STATEMENTS = 36
-VERIFIER_STATEMENTS = 12  # the verifier's task and the chord's join, on the quality worker
+# the context metrics, the three events of acceptance written at once). 63 (and 14 on the quality
+# worker) before the events of a step were written at once and settings, the run and its attempt
+# read once.
+HARNESS_STATEMENTS = 35
+VERIFIER_STATEMENTS = 11  # the verifier's task and the chord's join, on the quality worker
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
