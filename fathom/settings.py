@@ -281,7 +281,10 @@ FATHOM_MODEL_MIDDLEWARE: list[str] = [
 ]
 # Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
 # streamed chunk (see harness.fires.streaming). Apps add theirs here.
-FATHOM_TURN_STREAM_LISTENERS: list[str] = ["harness.fires.streaming.agent_stream_open"]
+FATHOM_TURN_STREAM_LISTENERS: list[str] = [
+    "harness.fires.streaming.agent_stream_open",
+    "harness.quality.streaming.monitor_open",  # the quality harness's stream checks (harness_stream_alert)
+]
 # --- Festinger's proxy (festinger.proxy): Ollama's and OpenAI's API for local agents ------------------
 # Its own port, started by `fathom up` beside the web server (0: not started), bound to loopback unless
 # FATHOM_PROXY_HOST says otherwise, serving one workspace; FATHOM_PROXY_TOKEN, when set, is a shared

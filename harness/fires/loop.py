@@ -55,12 +55,12 @@ class FireCancelled(Exception):
     pass
 
 
-def run_threaded_fire(fire: Fire) -> Fire:
+def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> Fire:
     """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
     failed or cancelled. A failure of the main loop is recorded on the fire and re-raised; a
     transient error (fathom.transient) is not: it is raised with the fire left running, for the
     retried task to resume from the journal."""
-    limits = harness_settings_get(workspace_id=fire.workspace_id)
+    limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
             mode=fire.mode, depth=fire.depth, question=fire.question[:500], autonomous=fire.autonomous) as root:
@@ -461,5 +461,5 @@ def _session_event(fire: Fire, kind: str, data: dict) -> None:
     """An AgentStream event of a session's fire, which is the session's heartbeat too (ClaimLost if
     another runner took the session over)."""
     if _in_session(fire):
-        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn=fire.turn,
+        event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=kind, data=data, turn_id=fire.turn_id,
                    runner=claims.runner_id())

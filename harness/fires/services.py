@@ -14,7 +14,7 @@ from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
 from harness.quality import flow as quality
 from harness.runtime import claims
-from harness.runtime.models import Trigger
+from harness.runtime.models import HarnessSettings, Trigger
 from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get
 
 logger = logging.getLogger(__name__)
@@ -48,17 +48,19 @@ def fire_create(*, workspace, mode: str, question: str = "", messages: list[dict
         raise
 
 
-def fire_run(*, fire_id) -> Fire:
+def fire_run(*, fire_id=None, fire: Fire | None = None, limits: HarnessSettings | None = None) -> Fire:
     """Run or resume the fire if nobody else does; returns it as it stands afterwards. A transient
-    error (fathom.transient) is raised, the fire left to resume, once its claim is given back."""
-    fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
+    error (fathom.transient) is raised, the fire left to resume, once its claim is given back.
+    `fire` (loaded with its session and workspace) and `limits` spare reading them again."""
+    if fire is None:
+        fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
     if fire.is_terminal:
         return fire
-    limits = harness_settings_get(workspace_id=fire.workspace_id)
+    limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
     if not claims.claim(Fire, fire.pk, stale_after=limits.stale_after_seconds):
         return fire
     try:
-        run_threaded_fire(fire)
+        run_threaded_fire(fire, limits=limits)
     except (claims.ClaimLost, *TRANSIENT_ERRORS):
         raise  # the fire is not over: another runner has it, or the retried task resumes it
     except Exception:  # noqa: BLE001 - recorded on the fire (failed, with its error); callers read that
@@ -108,7 +110,7 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
     on the tick's worker. Triggers other than messages (a task done, a heartbeat, a cron) are in its
     work set as notes of what happened, before the messages."""
     turn = snapshot.turn
-    fire = Fire.objects.filter(turn=turn).first()
+    fire = Fire.objects.select_related("session", "workspace").filter(turn=turn).first()
     if fire is None:
         others = [t for t in snapshot.triggers if not t.is_user_message and t.kind != Trigger.Kind.REFRESH_PROFILE]
         # What happened (a task's result, a heartbeat) first, the messages to answer last.
@@ -117,7 +119,7 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
         mode = Fire.Mode.SELF_DIRECTING if any(m.get("source") == "sit" for m in messages) else Fire.Mode.REACTIVE
         fire = fire_create(workspace=snapshot.session.workspace, mode=mode, messages=messages,
                            session=snapshot.session, turn=turn)
-    fire = fire_run(fire_id=fire.pk)
+    fire = fire_run(fire=fire, limits=snapshot.limits)
     if not fire.is_terminal and quality.is_parked(fire):
         raise TurnParked(f"fire {fire.pk} waits for the quality worker")
     if fire.status == Fire.Status.FAILED:

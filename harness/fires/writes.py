@@ -146,7 +146,7 @@ def _one_line(text: str, limit: int) -> str:
 def _session_output(fire: Fire, written: dict) -> None:
     response = fire.response
     event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=SessionEvent.Kind.ASSISTANT_OUTPUT,
-               turn=fire.turn, data={"fire_id": str(fire.pk), "body": response.get("body", ""),
+               turn_id=fire.turn_id, data={"fire_id": str(fire.pk), "body": response.get("body", ""),
                                      "cards": response.get("cards", []), "cited_ids": response.get("cited_ids", []),
                                      "card_id": written.get("card"), "stop_reason": fire.stop_reason})
     messages = fire.work_set.get("messages", [])

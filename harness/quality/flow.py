@@ -2,7 +2,8 @@
 
     preflight            before the main loop: classify (and, for COMPLEX, plan) once per fire,
                          recorded as its QualityRun; the plan's subtasks become the plan board;
-                         a synthesis over many sources may first park for its swarm (.swarm)
+                         a synthesis over many sources may first park for its swarm (.swarm),
+                         a plan with a layer of parallel subtasks for its child fires (.subtasks)
     preamble             what the main loop adds to its prompt: the contract's requirements
                          (get_quality_preamble), the plan's modifier, the swarm's brief, and for a
                          retry the earlier attempts' turns and the healing prompt
@@ -19,7 +20,8 @@ are enabled; introspective fires (Fathom calling itself) and child fires run wit
 
 Model calls per fire: classifier 1; planner 1 (COMPLEX only); verifier 1 per attempt, or 3 with
 contrastive verification (COMPLEX synthesis, full_pipeline, recommendation); specialists N and the
-aggregator 1 when the swarm runs."""
+aggregator 1 when the swarm runs; a layer of parallel subtasks runs as child fires (.subtasks), each
+making its own fire's calls (main and review pass, no harness)."""
 
 import json
 import logging
@@ -31,11 +33,12 @@ from celery import chord, group, signature
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from fathom.llm import Message
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.quality import agents, swarm
+from harness.quality import agents, subtasks, swarm
 from harness.quality.contracts import (
     ArtifactCounts,
     Citation,
@@ -45,8 +48,9 @@ from harness.quality.contracts import (
     ExpectedOutput,
     WorkflowContract,
     citations_check,
+    workflow_type_of,
 )
-from harness.quality.events import emit, fire_resume
+from harness.quality.events import emit, emitting, fire_resume
 from harness.quality.metrics import context_metrics
 from harness.quality.models import Feedback, QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
@@ -58,7 +62,7 @@ from harness.quality.retry import (
     RetrySettings,
     combined_score,
 )
-from harness.quality.scores import quality_scores
+from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
 from harness.quality.selectors import fire_tool_result_sizes, workspace_stats
 from harness.quality.stream import StreamMonitor
 from lake.models import Delta
@@ -66,6 +70,7 @@ from lake.models import Delta
 logger = logging.getLogger(__name__)
 
 CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
+SOURCE_COUNTED_WORKFLOWS = ("synthesis", "full_pipeline")  # their min_insights follow the source count
 MAX_ITERATIONS = 5
 PROFILE_WINDOW = 500  # the most recent runs whose scores and issues the profile reads
 DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
@@ -118,7 +123,7 @@ def applies(fire: Fire, quality: QualitySettings) -> bool:
 def preflight(fire: Fire) -> QualityRun | None:
     """The fire's QualityRun, made once (classifier call, recorded with its event); None when the
     harness does not wrap this fire. Raises Parked while the fire waits for its swarm."""
-    run = QualityRun.objects.filter(fire=fire).first()
+    run = run_of(fire)
     if run is None:
         if fire.depth or not fire.session_id:
             return None
@@ -139,19 +144,26 @@ def preflight(fire: Fire) -> QualityRun | None:
                 workspace_id=fire.workspace_id, fire=fire, complexity=complexity, sources=[s["id"] for s in sources],
                 iterations=iterations_asked(fire),
                 plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
-            QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
-            emit(fire, run, "harness_complexity", {
-                "level": complexity["level"], "reason": complexity["reason"],
-                "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
-                "is_fallback": complexity["is_fallback"]})
-            if selection is not None:
-                _plan_board(fire, selection.plan)
-                emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
-                                                          "candidates_count": selection.candidates_count})
-            if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
-                swarm.dispatch(fire, run, quality.specialists, sources)
+            run._current_attempt = QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1,
+                                                                 first_turn=0)
+            with emitting(fire, run):
+                emit(fire, run, "harness_complexity", {
+                    "level": complexity["level"], "reason": complexity["reason"],
+                    "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
+                    "is_fallback": complexity["is_fallback"]})
+                if selection is not None:
+                    _plan_board(fire, selection.plan)
+                    emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
+                                                              "candidates_count": selection.candidates_count})
+                if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
+                    swarm.dispatch(fire, run, quality.specialists, sources)
+        fire._quality_run = run
+    if not run.waiting_for and subtasks.next_layer(run):  # a layer of parallel subtasks: child fires first
+        with transaction.atomic():
+            subtasks.dispatch(fire, run)
     if run.waiting_for:
         raise Parked(run.waiting_for)
+    subtasks.board_mark_done(fire, run)
     return run
 
 
@@ -174,9 +186,14 @@ def subtasks_advanced(fire: Fire, before: list[dict]) -> None:
     call moved (in its transaction). Only for fires the harness wraps."""
     if not before or not fire.plan:
         return
-    run = QualityRun.objects.filter(fire=fire).first()
+    run = run_of(fire)
     if run is None:
         return
+    with emitting(fire, run):
+        _subtask_events(fire, run, before)
+
+
+def _subtask_events(fire: Fire, run: QualityRun, before: list[dict]) -> None:
     was = {s["step"]: s["status"] for s in before}
     total = len(fire.plan)
     for step in fire.plan:
@@ -208,15 +225,17 @@ def preamble(fire: Fire, run: QualityRun | None, base: list, *, earlier: list) -
         additions.append(f"# Plan (selected before you started)\n{plan['description']}"
                          + (f"\n{plan['prompt_modifier']}" if plan.get("prompt_modifier") else ""))
     system = Message.system("\n\n".join([base[0].content, *additions]))
-    messages = [system, *base[1:]]
+    briefs = []  # what ran before the main pass: the swarm's aggregate, the parallel subtasks' answers
     if run.swarm.get("aggregate"):
-        messages.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
-                                     f"{run.swarm['aggregate']}"))
+        briefs.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
+                                   f"{run.swarm['aggregate']}"))
+    answers = subtasks.answers_message(run)
+    if answers is not None:
+        briefs.append(answers)
     attempt = current_attempt(run)
-    if attempt.healing_prompt:
-        messages = [*earlier, Message.user(attempt.healing_prompt)]
-        messages[0] = system
-    return messages
+    if attempt.healing_prompt:  # a retry keeps the briefs, before the earlier attempts' turns
+        return [system, *briefs, *earlier[1:], Message.user(attempt.healing_prompt)]
+    return [system, *base[1:], *briefs]
 
 
 def get_quality_preamble(fire: Fire, run: QualityRun) -> str:
@@ -248,7 +267,7 @@ def attempt_split(run: QualityRun | None, turns: list) -> tuple[list, list]:
 
 
 def phase_after_respond(fire: Fire) -> str:
-    return Fire.Phase.VERIFY if QualityRun.objects.filter(fire=fire).exists() else Fire.Phase.WRITES
+    return Fire.Phase.VERIFY if run_of(fire) is not None else Fire.Phase.WRITES
 
 
 # --- post-flight ----------------------------------------------------------------------------------------------
@@ -256,7 +275,7 @@ def phase_after_respond(fire: Fire) -> str:
 def postflight(fire: Fire) -> None:
     """Judge the current attempt, once its verifier group has answered: move the fire on (phase main
     for a retry, writes for the answer), or raise Parked while it waits."""
-    run = QualityRun.objects.get(fire=fire)
+    run = run_of(fire)
     attempt = current_attempt(run)
     if not attempt.contract:
         _attempt_judge_start(fire, run, attempt)
@@ -272,17 +291,18 @@ def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -
     the verifier group to the quality worker, in one transaction (the chord goes after commit)."""
     response = fire.response
     result, check = contract_evaluate(fire, run, response)
-    workflow = run.complexity.get("workflow_type", "chat")
-    # Until the main model streams, the stream checks read the final text at the same checkpoints.
-    alerts = [alert.as_event() for alert in StreamMonitor(workflow).feed(response.get("body", ""))]
+    # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
+    # in this process, they read the final answer now (but the checkpoints that alerted already).
+    alerts = [] if monitored(run) else [alert.as_event() for alert in attempt_monitor(run).feed(response.get("body", ""))]
     with transaction.atomic():
-        attempt.response, attempt.stream_alerts = response, alerts
+        attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
         attempt.save(update_fields=["response", "contract", "stream_alerts"])
-        for alert in alerts:
-            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
-        emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
+        with emitting(fire, run):
+            for alert in alerts:
+                emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
+            emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
         _verification_dispatch(fire, run, attempt)
 
 
@@ -290,9 +310,13 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
     """The answer against its contract, its citations checked against the lake: cited ids must exist
     and have been returned to this fire by a tool (or the pre-flight's retrieval), quotes must be in
     the cited delta. The source count is the distinct existing deltas returned to the fire."""
-    returned = returned_ids(fire) | set(run.sources)
+    citations = citations_of(response)
+    # the tool results are read when something needs them: citations to check, or a contract whose
+    # minimum grows with the sources (synthesis, full pipeline)
+    wanted = citations or str(workflow_type_of(run.complexity.get("workflow_type", ""))) in SOURCE_COUNTED_WORKFLOWS
+    returned = (returned_ids(fire) if wanted else set()) | set(run.sources) | subtasks.cited_ids(run)
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
-    check = citations_check(workspace=fire.workspace, citations=citations_of(response), returned_ids=returned)
+    check = citations_check(workspace=fire.workspace, citations=citations, returned_ids=returned)
     result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
                                         output_text=response.get("body", ""), artifacts=counts, citations=check)
     return result, check
@@ -330,7 +354,7 @@ def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
         more = attempt.number < run.iterations
         decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
-    with transaction.atomic():
+    with transaction.atomic(), emitting(fire, run):
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
         attempt.save(update_fields=["combined", "decision"])
@@ -352,8 +376,9 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
         max_attempts=run.iterations if run.iterations > 1 else limits.max_attempts,
         contract_issues=attempt.contract["issues"], verifier_issues=attempt.verifier["issues"],
         verifier_feedback=attempt.verifier["feedback"])
-    QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
-                                  first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
+    run._current_attempt = QualityAttempt.objects.create(
+        workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
+        first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
     run.attempt, run.state = number, QualityRun.State.RUNNING
     run.save(update_fields=["attempt", "state"])
     emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
@@ -365,7 +390,7 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
             reason: str) -> None:
     """The best attempt becomes the answer (the latest among equals); degraded when the attempts ran
     out, or the gap persisted, without reaching good enough."""
-    attempts = list(run.attempts.order_by("number"))
+    attempts = [attempt] if attempt.number == 1 else list(run.attempts.order_by("number"))
     best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
     if run.iterations > 1:
         fire.refresh_from_db(fields=["cost"])
@@ -378,18 +403,20 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
         emit(fire, run, "harness_degraded", run.degraded)
-    result, check = contract_evaluate(fire, run, best.response)
-    scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
-    run.scores = {name: score.as_event() for name, score in scores.items()}
+    run.scores = {}
+    if EVENTS_BY_WORKFLOW.get(workflow):  # chat has no score: its contract is not evaluated again
+        result, check = contract_evaluate(fire, run, best.response)
+        scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
+        run.scores = {name: score.as_event() for name, score in scores.items()}
     for name, score in run.scores.items():
         emit(fire, run, name, score)
     run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
     run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
-    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at"])
-    _profile_after_run(fire, run)
     run.context_metrics = context_metrics(
         (name, chars) for name, chars in fire_tool_result_sizes(fire_id=fire.pk) if name != "respond").as_event()
-    run.save(update_fields=["context_metrics", "profile"])
+    _profile_after_run(fire, run, best)
+    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
+                            "context_metrics", "profile"])
     emit(fire, run, "context_metrics", run.context_metrics)
     fire.response = best.response
     if best.verifier.get("is_fallback"):
@@ -421,10 +448,12 @@ def verification_join(*, run_id, attempt: int, token: str) -> bool:
     """The chord's callback: combine the verdicts into the attempt's and tick the fire's session again.
     False (nothing done) when the run no longer waits for this chord or a verdict is missing."""
     with transaction.atomic():
-        run = QualityRun.objects.select_for_update().select_related("fire").get(pk=run_id)
+        # the attempt read with its run, whose row is locked (the group's joins, a resent chord's)
+        row = QualityAttempt.objects.select_for_update(of=("run",)).select_related("run__fire").get(
+            run_id=run_id, number=attempt)
+        run = row.run
         if run.waiting_for != "verifier" or run.waiting_token != token:
             return False
-        row = QualityAttempt.objects.get(run=run, number=attempt)
         wanted = perspectives_for(run)
         if any(p not in row.perspectives for p in wanted):
             return False
@@ -442,11 +471,13 @@ def runs_waiting_resend(*, older_than_seconds: float) -> list:
     lost it): its tasks that already answered return what they recorded. Run by the sweep."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     resent = []
-    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm"], waiting_since__lt=cutoff):
+    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm", "subtasks"], waiting_since__lt=cutoff):
         with transaction.atomic():
             QualityRun.objects.filter(pk=run.pk, waiting_token=run.waiting_token).update(waiting_since=timezone.now())
             if run.waiting_for == "swarm":
                 swarm.send(run_id=run.pk, specialists=run.swarm.get("specialists", []), token=run.waiting_token)
+            elif run.waiting_for == "subtasks":
+                subtasks.send(run_id=run.pk, steps=subtasks.next_layer(run), token=run.waiting_token)
             else:
                 verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
                                   perspectives=perspectives_for(run))
@@ -462,11 +493,24 @@ def workspace_profile(*, workspace_id):
     return profile_cached(workspace_id=workspace_id, build=lambda: _profile_build(workspace_id))
 
 
-def _profile_build(workspace_id):
+def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | None = None):
+    """The profile; `finishing`: a run being accepted (its final attempt), counted as the newest done run
+    before its row says so."""
     runs = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE)
-    finals = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt"))
-                  .order_by("-created_at").values_list("combined", "contract", "verifier")[:PROFILE_WINDOW])
-    total = runs.count()
+    if finishing is not None:
+        runs = runs.exclude(pk=finishing[0].pk)
+    feedback = RawSQL(f"SELECT count(DISTINCT fire_id) FROM {Feedback._meta.db_table} WHERE workspace_id = %s",
+                      [workspace_id])
+    rows = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt")).annotate(feedback=feedback)
+                .order_by("-created_at").values_list("combined", "contract", "verifier", "feedback")[:PROFILE_WINDOW])
+    finals = [row[:3] for row in rows]
+    # the workspace's feedback is counted beside its runs (when it has none, on its own)
+    feedback_count = rows[0][3] if rows else Feedback.objects.filter(workspace_id=workspace_id).values(
+        "fire").distinct().count()
+    total = len(finals) if len(finals) < PROFILE_WINDOW else runs.count()  # one final attempt per done run
+    if finishing is not None:
+        final = finishing[1]
+        finals, total = [(final.combined, final.contract, final.verifier), *finals][:PROFILE_WINDOW], total + 1
     issues = [issue for _, contract, verifier in finals for issue in contract.get("issues", []) + verifier.get(
         "issues", [])]
     scores = [verifier.get("score", 0.0) for _, _, verifier in finals]
@@ -474,15 +518,15 @@ def _profile_build(workspace_id):
     return profile_build(workspace_id=workspace_id, total_runs=total,
                          avg_quality=sum(combined) / len(combined) if combined else None,
                          avg_verifier_score=sum(scores) / len(scores) if scores else None,
-                         feedback_count=Feedback.objects.filter(workspace_id=workspace_id).values("fire").distinct()
-                         .count(), issues=issues)
+                         feedback_count=feedback_count or 0, issues=issues)
 
 
-def _profile_after_run(fire: Fire, run: QualityRun) -> None:
-    """harness_workspace_profile after each run, and milestone_unlocked when this run crossed 9 -> 10
-    or 49 -> 50 runs."""
+def _profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> None:
+    """harness_workspace_profile after each run (counted in, as its final attempt says), and
+    milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs."""
     profile_invalidate(workspace_id=fire.workspace_id)
-    profile = workspace_profile(workspace_id=fire.workspace_id)
+    profile = profile_cached(workspace_id=fire.workspace_id, build=lambda: _profile_build(
+        fire.workspace_id, finishing=(run, final)))
     run.profile = profile.as_event()
     emit(fire, run, "harness_workspace_profile", run.profile)
     milestone = milestone_crossed(profile.total_runs - 1, profile.total_runs)
@@ -491,6 +535,24 @@ def _profile_after_run(fire: Fire, run: QualityRun) -> None:
 
 
 # --- events and reads -----------------------------------------------------------------------------------------
+
+def attempt_monitor(run: QualityRun) -> StreamMonitor:
+    """The current attempt's stream monitor, made once per attempt (and process): the checkpoints that
+    alerted already in this attempt are not checked again."""
+    attempt = current_attempt(run)
+    held = getattr(run, "_stream_monitor", None)
+    if held is None or held[0] != attempt.number:
+        monitor = StreamMonitor(run.complexity.get("workflow_type", "chat"))
+        monitor.checked.update(alert["checkpoint"] for alert in attempt.stream_alerts)
+        held = run._stream_monitor = (attempt.number, monitor)
+    return held[1]
+
+
+def monitored(run: QualityRun) -> bool:
+    """Whether the current attempt's text went through its stream monitor in this process."""
+    held = getattr(run, "_stream_monitor", None)
+    return held is not None and held[0] == run.attempt and bool(held[1].text)
+
 
 def current_attempt(run: QualityRun) -> QualityAttempt:
     attempt = getattr(run, "_current_attempt", None)  # read once per loaded run and attempt number
@@ -545,4 +607,23 @@ def _json(value) -> str:
 
 
 def is_parked(fire: Fire) -> bool:
-    return QualityRun.objects.filter(fire=fire).exclude(waiting_for="").exists()
+    """Whether the fire's last run parked it (waits for the quality worker)."""
+    run = run_of(fire)
+    return run is not None and bool(run.waiting_for)
+
+
+_UNREAD = object()
+
+
+def run_of(fire: Fire) -> QualityRun | None:
+    """The fire's QualityRun (None when the harness does not wrap it), read once per loaded fire: while
+    a run holds the fire's claim, only that run changes its QualityRun (the quality worker writes it
+    only while the fire is parked, after the run has ended)."""
+    run = fire.__dict__.get("_quality_run", _UNREAD)
+    if run is _UNREAD:  # the run with its current attempt (the latest: attempts are made one after the other)
+        attempt = QualityAttempt.objects.select_related("run").filter(run__fire=fire).order_by("-number").first()
+        run = attempt.run if attempt is not None else None
+        if run is not None:
+            run._current_attempt = attempt
+        fire._quality_run = run
+    return run

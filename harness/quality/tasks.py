@@ -1,12 +1,12 @@
-"""The quality harness's Celery tasks (queue `quality`, the thread-pool worker): thin, ids in, a
-service called. Each is idempotent (a verdict, a specialist's analysis is recorded once; a join
+"""The quality harness's Celery tasks (queue `quality`, the thread-pool worker; the parallel subtasks'
+child fires on `fires`): thin, ids in, a service called. Each is idempotent (a verdict, a specialist's analysis is recorded once; a join
 checks the chord's token), so acks_late with reject_on_worker_lost is safe: a killed worker's task
 runs again."""
 
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.quality import flow, services, swarm
+from harness.quality import flow, services, subtask_fires, swarm
 
 
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
@@ -36,6 +36,19 @@ def swarm_specialist(run_id: int, angle: str, token: str) -> dict:
 def swarm_aggregate(_results, run_id: int, token: str) -> bool:
     """The swarm chord's callback: the aggregator, harness_swarm_complete, the fire's session ticked."""
     return swarm.aggregate(run_id=run_id, token=token)
+
+
+@shared_task(name="fires.subtask_fire", acks_late=True, reject_on_worker_lost=True, **retries())
+def subtask_fire(run_id: int, step: int, token: str) -> dict:
+    """One parallel subtask of a plan: its child fire, made once and run (the fires queue)."""
+    return subtask_fires.subtask_fire_run(run_id=run_id, step=step)
+
+
+@shared_task(name="fires.subtasks_join", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=60, time_limit=90)
+def subtasks_join(_outcomes, run_id: int, token: str) -> bool:
+    """The parallel subtasks' chord callback: their answers recorded, the parent fire's session ticked."""
+    return subtask_fires.subtasks_join(run_id=run_id, token=token)
 
 
 @shared_task(name="maintenance.quality_calibration", acks_late=True, ignore_result=True, **retries(max_retries=2),

@@ -127,6 +127,7 @@ class TurnSnapshot:
     turn: Turn
     triggers: list[Trigger]
     refired: list[Trigger] = field(default_factory=list)
+    limits: HarnessSettings | None = None  # the workspace's thresholds, as the tick read them
 
     @property
     def messages(self) -> list[Trigger]:
@@ -158,7 +159,7 @@ def session_tick(*, session_id, work: TurnWork) -> str:
     outcome = "idle"
     try:
         turn = Turn.objects.filter(session=session, status=Turn.Status.RUNNING).first()
-        snapshot = _snapshot_of(turn) if turn else _turn_begin(session, limits)
+        snapshot = _snapshot_of(turn, session) if turn else _turn_begin(session, limits)
         if snapshot is not None:
             outcome = _turn_run(snapshot, work, limits)
     finally:
@@ -213,7 +214,7 @@ def _turn_begin(session: Session, limits: HarnessSettings) -> TurnSnapshot | Non
 
 
 def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -> str:
-    turn = snapshot.turn
+    turn, snapshot.limits = snapshot.turn, limits
     if not _has_work(snapshot):
         _turn_close(turn, limits, status=Turn.Status.ENDED)
         return "ended"
@@ -267,10 +268,10 @@ def _unaddressed(session: Session):
                                   addressed=False, given_up_at__isnull=True)
 
 
-def _snapshot_of(turn: Turn) -> TurnSnapshot:
+def _snapshot_of(turn: Turn, session: Session | None = None) -> TurnSnapshot:
     triggers = list(Trigger.objects.filter(turn=turn))
     refired = list(Trigger.objects.filter(pk__in=turn.refired_ids)) if turn.refired_ids else []
-    return TurnSnapshot(session=turn.session, turn=turn, triggers=triggers, refired=refired)
+    return TurnSnapshot(session=session or turn.session, turn=turn, triggers=triggers, refired=refired)
 
 
 def _has_work(snapshot: TurnSnapshot) -> bool:

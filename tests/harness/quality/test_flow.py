@@ -262,3 +262,33 @@ def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_att
     alerts = run.attempts.get(number=1).stream_alerts
     assert [(a["checkpoint"], a["severity"]) for a in alerts] == [(500, "critical"), (2000, "warning")]
     assert harness_events(session).count("harness_stream_alert") == 2
+
+
+REFUSAL = "I can't find anything in the notes about the northern shore, so I cannot compare them. " * 12
+
+
+def test_a_stream_alert_reaches_the_session_while_the_answer_is_written(roles, session):
+    # given a main model that streams a refusal (600 characters and more), word by word, as plain text
+    message_send(session=session, content="What do the notes say about the northern shore?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(REFUSAL)
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the fire runs to its end
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the 500-character check alerted once, while the answer was being written: after the first
+    # streamed delta, before the answer's turn was committed, its contract and the fire's end
+    events = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", "data"))
+    kinds = [kind for kind, _ in events]
+    assert kinds.count("harness_stream_alert") == 1
+    alert_at = kinds.index("harness_stream_alert")
+    alert = events[alert_at][1]
+    assert (alert["severity"], alert["checkpoint"], alert["attempt"]) == ("critical", 500, 1)
+    first_delta = next(n for n, (kind, data) in enumerate(events) if kind == "AgentStream" and "delta" in data)
+    answer_committed = next(n for n, (kind, data) in enumerate(events) if kind == "AgentStream" and data.get("text"))
+    assert first_delta < alert_at < answer_committed < kinds.index("harness_contract") < kinds.index("TurnEnded")
+    # and the attempt keeps it, the post-flight's own check of the final answer adding none
+    run = QualityRun.objects.get(fire__session=session)
+    assert [a["checkpoint"] for a in run.attempts.get(number=1).stream_alerts] == [500]

@@ -152,3 +152,39 @@ def test_a_complex_synthesis_runs_its_swarm_and_contrastive_verifiers_on_the_qua
                  "harness_rqs", "harness_degraded"):
         assert name in kinds
     wait_for_background_work(session)
+
+
+def test_a_plans_parallel_subtasks_run_as_child_fires_on_the_fires_worker(stack, roles, session):
+    # given the two workers, and a COMPLEX question whose plan has two parallel subtasks
+    stack("fires")
+    stack("quality")
+    roles.classifier.reply(classification("COMPLEX", "chat"))
+    for _ in range(3):
+        roles.classifier.reply(classification())  # the judges of the three fires' axes, in the background
+    roles.planner.reply(json.dumps({"plans": [{
+        "description": "Read both sources, then compare", "prompt_modifier": "", "estimated_turns": 2,
+        "suggested_workflow": "chat", "subtasks": [{"title": "read the rover logs", "parallel": True},
+                                                   {"title": "read the lake survey", "parallel": True}]}]}))
+    for _ in range(2):  # each child answers, then skips its review (one child after the other: concurrency 1)
+        roles.main.reply(tool_calls=[respond("a subtask's answer: the shore is rocky, the survey agrees")])
+        roles.main.call_tool("skip", {"reason": "-"})
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the question arrives
+    message_send(session=session, content="Compare what the rover logs and the lake survey say")
+    # then the children run on the fires worker, the join hands the parent back, and it finishes verified
+    wait_for(lambda: Fire.objects.filter(session=session, status="finished").exists(), timeout=90)
+    parent = Fire.objects.get(session=session)
+    children = list(Fire.objects.filter(parent=parent))
+    assert sorted(c.spawned_by.rsplit(":", 1)[1] for c in children) == ["1", "2"]
+    assert all(c.status == "finished" and c.depth == 1 for c in children)
+    run = QualityRun.objects.get(fire=parent)
+    assert sorted(run.plan["subtask_answers"]) == ["1", "2"] and run.state == "done"
+    kinds = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True))
+    assert kinds.count("harness_subtask_start") == 2 and kinds.count("harness_subtask_done") == 2
+    assert kinds.index("harness_subtask_done") < kinds.index("harness_contract")
+    # model calls: planner 1, main 6 (two children's answer and review, the parent's), verifier 1
+    assert {role: n for role, n in roles.calls().items() if role != "classifier"} == {
+        "planner": 1, "main": 6, "verifier": 1}
+    wait_for_background_work(fires=[parent, *children])
