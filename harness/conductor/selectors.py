@@ -61,11 +61,14 @@ def run_graph(*, run: Run) -> dict:
                          for node in tools],
         })
     actors = trace_actors(spans)
+    # The conductor's own calls; another actor's call made inside one (Festinger's writer, learning
+    # from the objective) is listed beside them and counted under its own actor.
+    own_calls = [call for call in conductor_calls if call["actor_id"] == run.actor_id]
     return {
         "run_id": str(run.pk), "trace_id": run.trace_id, "status": run.status,
-        "totals": {"model_calls": sum(actors.values()), "conductor_model_calls": len(conductor_calls),
-                   "bootstrap_calls": sum(c["phase"] == "bootstrap" for c in conductor_calls),
-                   "decision_calls": sum(c["phase"] == "decide" for c in conductor_calls),
+        "totals": {"model_calls": sum(actors.values()), "conductor_model_calls": len(own_calls),
+                   "bootstrap_calls": sum(c["phase"] == "bootstrap" for c in own_calls),
+                   "decision_calls": sum(c["phase"] == "decide" for c in own_calls),
                    "worker_calls": _count_by(workers, "worker"),
                    "tool_calls": sum(len(w["children"]) for w in workers)},
         "actors": [{"actor_id": actor, "model_calls": count} for actor, count in sorted(actors.items())],

@@ -9,6 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from fathom.llm import Message, complete
+from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
 from harness.conductor import policy, services, worker_port
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
@@ -307,3 +309,27 @@ def test_the_sweep_leaves_a_researcher_whose_fire_is_alive(workspace, driver):
     assert services.runs_sweep(stale_after_seconds=3600) == []
     Fire.objects.filter(pk=fire.pk).update(runner="")
     assert services.runs_sweep(stale_after_seconds=3600) == [call.pk]
+
+
+class AskTheWriter:
+    """Model middleware making a call of another actor inside each conductor call, as Festinger's
+    writer does when it learns from an objective."""
+
+    def before(self, request):
+        if request.role == "conductor":
+            with span("festinger.write", workspace=request.workspace_id, actor_id="festinger.writer"):
+                complete(workspace=request.workspace_id, role="writer", messages=[Message.user("learn: kilns")])
+
+
+def test_the_graph_counts_only_the_conductors_own_calls_as_bootstrap_and_decisions(workspace, driver, settings):
+    settings.FATHOM_MODEL_MIDDLEWARE = [*settings.FATHOM_MODEL_MIDDLEWARE, f"{__name__}.AskTheWriter"]
+    run = run_create(workspace=workspace, objective="what do we know about the kiln glaze?")
+    driver.drain()
+    run.refresh_from_db()
+
+    graph = run_graph(run=run)
+
+    assert (graph["totals"]["bootstrap_calls"], graph["totals"]["decision_calls"]) == (1, 1)
+    assert graph["totals"]["conductor_model_calls"] == 2
+    actors = {actor["actor_id"]: actor["model_calls"] for actor in graph["actors"]}
+    assert actors[run.actor_id] == 2 and sum(actors.values()) == graph["totals"]["model_calls"] > 4
