@@ -22,9 +22,9 @@ import jsonschema
 from django.db import transaction
 from django.utils import timezone
 
-from fathom.llm import LLMError, Message, complete
+from fathom.llm import LLMError, Message, ToolCall, complete
 from fathom.llm.errors import LLMBudgetExceeded
-from fathom.llm.offline import SearchThenRespond
+from fathom.llm.offline import OFFLINE_NOTICE, SearchThenRespond, request_digest
 from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
 from fathom.tracing.models import TraceEvent
 from fathom.tracing.services import spans_end
@@ -339,6 +339,7 @@ def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
 
 # --- review pass -----------------------------------------------------------------------------------------
 
+SUPPLY_ONE = "none given: supply one"
 REVIEW_PROMPT = """\
 You are the post-response review pass of a fire that has answered. Your one job: decide whether what this \
 fire surfaced should be consolidated into provenance (a named episode, topic or era wrapping the ids below). \
@@ -383,9 +384,29 @@ def _review_brief(fire: Fire) -> str:
     return "\n\n".join([
         f"Question: {fire.question}", f"Answer: {fire.response.get('body', '')}",
         f"Cited ids: {', '.join(cited) or 'none'}", "Working set (tool results):\n" + ("\n".join(results) or "none"),
-        f"Attestation: {fire.response.get('attestation') or 'none given: supply one'}",
-        f"Mood shift: {fire.response.get('mood_shift') or 'none given: supply one'}",
+        f"Attestation: {fire.response.get('attestation') or SUPPLY_ONE}",
+        f"Mood shift: {fire.response.get('mood_shift') or SUPPLY_ONE}",
     ])
+
+
+class OfflineReview:
+    """The review pass with no language model: skip, saying so, and supply what the answer left
+    out (seed 000: every fire that answers writes an attestation and a mood shift), worded so
+    that nobody takes them for a model's."""
+
+    def next_step(self, request):
+        brief = request.last_user_text
+        arguments = {"reason": f"{OFFLINE_NOTICE} no review without a language model"}
+        if f"Attestation: {SUPPLY_ONE}" in brief:
+            arguments["attestation"] = (f"{OFFLINE_NOTICE} I answered from what the lake holds, without a language "
+                                        "model: I can repeat what was written down, not weigh it.")
+        if f"Mood shift: {SUPPLY_ONE}" in brief:
+            arguments["mood_shift"] = {"direction": "-", "axis": "certainty", "magnitude": 0.05,
+                                       "reason": f"{OFFLINE_NOTICE} answered without a language model"}
+        return ToolCall(id=f"offline-review-{request_digest(request)[:12]}", name="skip", arguments=arguments)
+
+
+OFFLINE_REVIEW = OfflineReview()
 
 
 # --- model calls and the journal ---------------------------------------------------------------------------
@@ -402,9 +423,9 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         # conversation that model middleware (Festinger) should learn from.
         **({"conversation": False} if phase == REVIEW else {}),
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
-        offline_policy=SearchThenRespond("semantic", respond_tool="respond", text_argument="body",
-                                         citations_argument="cited_ids", extra_arguments={"depth": "shallow"},
-                                         path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
+        offline_policy=OFFLINE_REVIEW if phase == REVIEW else SearchThenRespond(
+            "semantic", respond_tool="respond", text_argument="body", citations_argument="cited_ids",
+            extra_arguments={"depth": "shallow"}, path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
     listeners.close(completion)
     usage = completion.usage

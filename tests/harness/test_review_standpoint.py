@@ -40,3 +40,18 @@ def test_a_malformed_mood_from_the_review_is_left_unwritten(scripted_llm, sessio
                   {"mood_shift": {"direction": "+", "axis": "x", "magnitude": 5}})
     assert fire.status == "finished" and "mood_shift" not in fire.writes
     assert fire_write_kinds(fire)["kind:mood-shift"] == 0
+
+
+def test_offline_the_review_says_so_and_still_writes_the_standpoint_and_mood(session):
+    # given no model at all (the offline provider answers every call), a question
+    message_send(session=session, content="what about the tides?")
+
+    session_tick(session_id=session.pk)
+
+    fire = Fire.objects.get(session=session)
+    assert fire.status == "finished" and fire.model_calls == 3  # search, respond, review
+    assert fire.review["outcome"] == "skip" and "[offline]" in fire.review["reason"]
+    kinds = fire_write_kinds(fire)
+    assert kinds["kind:standpoint-attestation"] == 1 and kinds["kind:mood-shift"] == 1
+    assert Delta.objects.get(pk=fire.writes["attestation"]).content.startswith("[offline]")
+    assert Delta.objects.get(pk=fire.writes["mood_shift"]).content.startswith("-0.05 certainty")
