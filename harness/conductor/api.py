@@ -1,7 +1,7 @@
 """REST for conductor runs: start one (202), read it, cancel it, its graph, its events (SSE or JSON)."""
 
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -11,7 +11,7 @@ from harness.conductor import selectors, services
 from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.services import MAX_OBJECTIVE_CHARS
-from harness.runtime.api import SSE_MAX_SECONDS, _int_param
+from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS, _int_param
 from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
 
 
@@ -132,10 +132,7 @@ class RunEventsView(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="only events numbered above this"),
-                    OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
-                    OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
-                    OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False)],
+        parameters=EVENT_STREAM_PARAMETERS,
         responses={(200, "application/json"): RunEventsOutput, (200, "text/event-stream"): str},
         summary="Run events (SSE or JSON polling)",
     )

@@ -114,6 +114,15 @@ class SessionEventsOutput(serializers.Serializer):
     next = serializers.CharField(help_text="the query that polls for what comes next")
 
 
+# The query of an event stream (a session's, a run's): SSE or JSON polling, resumable.
+EVENT_STREAM_PARAMETERS = [
+    OpenApiParameter("after", int, description="only events numbered above this"),
+    OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
+    OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
+    OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False),
+]
+
+
 class SessionEventsView(APIView):
     """The session's events: Server-Sent Events with `Accept: text/event-stream` (resumable with
     Last-Event-ID), otherwise a JSON page for polling (`?after=<seq>`)."""
@@ -121,10 +130,7 @@ class SessionEventsView(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
     @extend_schema(
-        parameters=[OpenApiParameter("after", int, description="only events numbered above this"),
-                    OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
-                    OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
-                    OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False)],
+        parameters=EVENT_STREAM_PARAMETERS,
         responses={(200, "application/json"): SessionEventsOutput, (200, "text/event-stream"): str},
         summary="Session events (SSE or JSON polling)",
     )

@@ -16,26 +16,10 @@ from festinger.loops.models import LoopEvent
 from festinger.proxy.serve import own_port_app
 from festinger.services import world_ensure
 from tests.conftest import wait_for
-from tests.festinger.proxy_support import FakeOllama, serving
+from tests.festinger.proxy_support import serving
 
 Kind = LoopEvent.Kind
 STUCK = "I will list the files in /tmp to find the report."
-
-
-@pytest.fixture
-def fake_ollama():
-    fake = FakeOllama()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxy(transactional_db, workspace, settings, fake_ollama):
-    settings.OLLAMA_HOST = fake_ollama.url
-    world_ensure(workspace=workspace)
-    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
-        yield url
-    cache.forget(workspace.pk)
 
 
 def finished_calls(workspace) -> int:

@@ -14,26 +14,9 @@ from festinger.proxy.serve import own_port_app
 from festinger.proxy.upstreams import proxy_route_save
 from festinger.services import insert_fact, world_ensure
 from lake.models import Media
-from tests.festinger.proxy_support import FakeOllama, serving
+from tests.festinger.proxy_support import serving
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake image bytes").decode()
-
-
-@pytest.fixture
-def fake_ollama():
-    fake = FakeOllama()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxy(transactional_db, workspace, settings, fake_ollama):
-    """The proxy of `workspace` in front of the fake Ollama; yields its base URL."""
-    settings.OLLAMA_HOST = fake_ollama.url
-    world_ensure(workspace=workspace)
-    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
-        yield url
-    cache.forget(workspace.pk)
 
 
 @pytest.fixture

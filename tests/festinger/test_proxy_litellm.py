@@ -6,28 +6,9 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of LiteLLM's price list
 
 import litellm  # noqa: E402
-import pytest  # noqa: E402
 
 from festinger import cache  # noqa: E402
-from festinger.proxy.serve import own_port_app  # noqa: E402
-from festinger.services import insert_fact, world_ensure  # noqa: E402
-from tests.festinger.proxy_support import FakeOllama, serving  # noqa: E402
-
-
-@pytest.fixture
-def fake_ollama():
-    fake = FakeOllama()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxy(transactional_db, workspace, settings, fake_ollama):
-    settings.OLLAMA_HOST = fake_ollama.url
-    world_ensure(workspace=workspace)
-    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
-        yield url
-    cache.forget(workspace.pk)
+from festinger.services import insert_fact  # noqa: E402
 
 
 def test_litellm_ollama_chat_whole_and_streamed(proxy, fake_ollama):

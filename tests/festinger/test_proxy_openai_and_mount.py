@@ -15,27 +15,11 @@ from festinger.loops.guard import loop_events_record
 from festinger.proxy.serve import own_port_app
 from festinger.proxy.upstreams import proxy_route_save
 from festinger.services import world_ensure
-from tests.festinger.proxy_support import FakeOllama, serving
+from tests.festinger.proxy_support import serving
 
 WEATHER_TOOL = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather of a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-
-
-@pytest.fixture
-def fake_ollama():
-    fake = FakeOllama()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
-def proxy(transactional_db, workspace, settings, fake_ollama):
-    settings.OLLAMA_HOST = fake_ollama.url
-    world_ensure(workspace=workspace)
-    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
-        yield url
-    cache.forget(workspace.pk)
 
 
 @pytest.fixture
