@@ -72,7 +72,7 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
                 if fire.phase == Fire.Phase.MAIN:
                     _main_loop(fire, limits, quality.preflight(fire))
                 if fire.phase == Fire.Phase.VERIFY:
-                    quality.postflight(fire)  # on to writes, or back to main for a retry
+                    _verified(fire)
             if fire.phase == Fire.Phase.WRITES:
                 writes.fire_writes(fire)
             if fire.phase == Fire.Phase.REVIEW:
@@ -99,6 +99,16 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
             _end(fire, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
         root.set(status=fire.status, stop_reason=fire.stop_reason, model_calls=fire.model_calls)
     return fire
+
+
+def _verified(fire: Fire) -> None:
+    """The quality harness's post-flight once its verdict is in (Parked until then): on to writes, or
+    back to main for a retry. An accepted answer's per-fire writes commit with the decision."""
+    quality.postflight_wait(fire)
+    with transaction.atomic():
+        quality.postflight(fire)
+        if fire.phase == Fire.Phase.WRITES:
+            writes.fire_writes(fire)
 
 
 @contextmanager
@@ -334,7 +344,11 @@ def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
     quality.subtasks_advanced(fire, before)
     fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
     fire.phase = quality.phase_after_respond(fire)
-    fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
+    verify = fire.phase == Fire.Phase.VERIFY
+    with transaction.atomic() if verify else nullcontext():  # the answer, with its contract and verifier sent
+        fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
+        if verify:
+            quality.postflight_start(fire)
 
 
 # --- review pass -----------------------------------------------------------------------------------------

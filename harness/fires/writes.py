@@ -22,7 +22,7 @@ ARTIFACT_KINDS = ("insight", "recommendation", "document")
 
 
 def fire_writes(fire: Fire) -> None:
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # or as part of the caller's (the harness's acceptance)
         locked = Fire.objects.select_for_update().get(pk=fire.pk)
         if locked.writes_done_at is None:
             written = lake_writes(fire)

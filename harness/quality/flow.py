@@ -272,38 +272,47 @@ def phase_after_respond(fire: Fire) -> str:
 
 # --- post-flight ----------------------------------------------------------------------------------------------
 
-def postflight(fire: Fire) -> None:
-    """Judge the current attempt, once its verifier group has answered: move the fire on (phase main
-    for a retry, writes for the answer), or raise Parked while it waits."""
+def postflight_start(fire: Fire) -> None:
+    """Record the current attempt's answer (the fire's response) and its contract verdict (deterministic,
+    no model call), and send its verifier group to the quality worker: in the caller's transaction, the
+    one that saves the answer (the group goes after commit)."""
     run = run_of(fire)
     attempt = current_attempt(run)
-    if not attempt.contract:
-        _attempt_judge_start(fire, run, attempt)
-    if run.waiting_for or not attempt.verifier:
-        if not run.waiting_for:  # the verdict is missing but nothing is awaited: ask again
-            _verification_dispatch(fire, run, attempt)
-        raise Parked(run.waiting_for)
-    _decide(fire, run, attempt)
-
-
-def _attempt_judge_start(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
-    """Record the attempt's answer and its contract verdict (deterministic, no model call), and send
-    the verifier group to the quality worker, in one transaction (the chord goes after commit)."""
     response = fire.response
     result, check = contract_evaluate(fire, run, response)
     # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if monitored(run) else [alert.as_event() for alert in attempt_monitor(run).feed(response.get("body", ""))]
-    with transaction.atomic():
-        attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
-        attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
-                            "citations": check.as_dict()}
-        attempt.save(update_fields=["response", "contract", "stream_alerts"])
-        with emitting(fire, run):
-            for alert in alerts:
-                emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
-            emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
-        _verification_dispatch(fire, run, attempt)
+    attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
+    attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
+                        "citations": check.as_dict()}
+    attempt.save(update_fields=["response", "contract", "stream_alerts"])
+    with emitting(fire, run):
+        for alert in alerts:
+            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
+        emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
+    _verification_dispatch(fire, run, attempt)
+
+
+def postflight_wait(fire: Fire) -> None:
+    """Raise Parked while the current attempt waits for its verdict; return once it has one."""
+    run = run_of(fire)
+    attempt = current_attempt(run)
+    if not attempt.contract:  # resumed before its answer was judged
+        with transaction.atomic():
+            postflight_start(fire)
+    elif not run.waiting_for and not attempt.verifier:  # the verdict is missing but nothing is awaited: ask again
+        with transaction.atomic():
+            _verification_dispatch(fire, run, attempt)
+    if run.waiting_for:
+        raise Parked(run.waiting_for)
+
+
+def postflight(fire: Fire) -> None:
+    """Judge the current attempt by its verdict (postflight_wait returned): move the fire on, to phase
+    main for a retry, to writes for the answer. Its writes join the caller's transaction, if any."""
+    run = run_of(fire)
+    _decide(fire, run, current_attempt(run))
 
 
 def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[ContractResult, CitationCheck]:
@@ -331,8 +340,11 @@ def _verification_dispatch(fire: Fire, run: QualityRun, attempt: QualityAttempt)
 
 
 def verification_send(*, run_id, attempt: int, token: str, perspectives) -> None:
-    """The verifier group as a chord on the quality queue, after commit: one task per perspective, and
-    the join as its callback."""
+    """The verifier group on the quality queue, after commit: a chord of one task per perspective with
+    the join as its callback; a lone standard verifier is one task, which joins itself."""
+    if tuple(perspectives) == ("standard",):
+        transaction.on_commit(lambda: signature("quality.verify", args=[run_id, attempt, token]).delay())
+        return
     header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token]) for p in perspectives)
     callback = signature("quality.verification_join", args=[run_id, attempt, token])
     transaction.on_commit(lambda: chord(header)(callback))
@@ -354,7 +366,7 @@ def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
         more = attempt.number < run.iterations
         decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
-    with transaction.atomic(), emitting(fire, run):
+    with transaction.atomic(savepoint=False), emitting(fire, run):
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
         attempt.save(update_fields=["combined", "decision"])
@@ -433,11 +445,7 @@ def verification_run(*, run_id, attempt: int, perspective: str) -> dict:
     row = QualityAttempt.objects.select_related("run__fire__workspace").get(run_id=run_id, number=attempt)
     if perspective in row.perspectives:
         return row.perspectives[perspective]
-    fire, response = row.run.fire, row.response
-    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
-    calibration = quality_settings_get(workspace_id=fire.workspace_id).calibration if perspective == "standard" else ""
-    verdict = agents.verify(workspace=fire.workspace, perspective=perspective, query=fire.question,
-                            output=response.get("body", ""), artifact_summary=counts.summary(), calibration=calibration)
+    verdict = _verdict(row, perspective)
     with connection.cursor() as cursor:  # one statement: the group's tasks write the same row at once
         cursor.execute("UPDATE harness_qualityattempt SET perspectives = perspectives || %s::jsonb WHERE id = %s",
                        [_json({perspective: verdict}), row.pk])
@@ -447,22 +455,46 @@ def verification_run(*, run_id, attempt: int, perspective: str) -> dict:
 def verification_join(*, run_id, attempt: int, token: str) -> bool:
     """The chord's callback: combine the verdicts into the attempt's and tick the fire's session again.
     False (nothing done) when the run no longer waits for this chord or a verdict is missing."""
+    row = QualityAttempt.objects.select_related("run__fire").get(run_id=run_id, number=attempt)
+    wanted = perspectives_for(row.run)
+    if any(p not in row.perspectives for p in wanted):
+        return False
+    verdict = row.perspectives["standard"] if wanted == ("standard",) else agents.contrastive_combine(row.perspectives)
+    return _verdict_record(row, verdict, token=token)
+
+
+def verification_alone(*, run_id, attempt: int, token: str) -> bool:
+    """The lone standard verifier of an attempt (no contrastive group): its verdict, recorded as the
+    attempt's, and the fire's session ticked again, in one transaction. False (nothing done, no call
+    made) when the run no longer waits for this task."""
+    row = QualityAttempt.objects.select_related("run__fire__workspace").get(run_id=run_id, number=attempt)
+    if (row.run.waiting_for, row.run.waiting_token) != ("verifier", token):
+        return False
+    verdict = row.perspectives.get("standard") or _verdict(row, "standard")
+    row.perspectives = {**row.perspectives, "standard": verdict}
+    return _verdict_record(row, verdict, token=token, fields=("verifier", "perspectives"))
+
+
+def _verdict(row: QualityAttempt, perspective: str) -> dict:
+    """The verifier `perspective`'s verdict of the attempt's answer: one model call, fresh context."""
+    fire, response = row.run.fire, row.response
+    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
+    calibration = quality_settings_get(workspace_id=fire.workspace_id).calibration if perspective == "standard" else ""
+    return agents.verify(workspace=fire.workspace, perspective=perspective, query=fire.question,
+                         output=response.get("body", ""), artifact_summary=counts.summary(), calibration=calibration)
+
+
+def _verdict_record(row: QualityAttempt, verdict: dict, *, token: str, fields=("verifier",)) -> bool:
+    """The attempt's verdict, recorded if its run still waits for the verifier sent with `token` (the
+    conditional UPDATE takes the run's row: of two joins at once, a resent chord's, one records it),
+    and the fire's session ticked again after commit."""
     with transaction.atomic():
-        # the attempt read with its run, whose row is locked (the group's joins, a resent chord's)
-        row = QualityAttempt.objects.select_for_update(of=("run",)).select_related("run__fire").get(
-            run_id=run_id, number=attempt)
-        run = row.run
-        if run.waiting_for != "verifier" or run.waiting_token != token:
+        if not QualityRun.objects.filter(pk=row.run_id, waiting_for="verifier", waiting_token=token).update(
+                waiting_for="", waiting_token="", waiting_since=None):
             return False
-        wanted = perspectives_for(run)
-        if any(p not in row.perspectives for p in wanted):
-            return False
-        row.verifier = row.perspectives["standard"] if wanted == ("standard",) else agents.contrastive_combine(
-            row.perspectives)
-        row.save(update_fields=["verifier"])
-        run.waiting_for, run.waiting_token, run.waiting_since = "", "", None
-        run.save(update_fields=["waiting_for", "waiting_token", "waiting_since"])
-        fire_resume(run.fire)
+        row.verifier = verdict
+        row.save(update_fields=fields)
+        fire_resume(row.run.fire)
     return True
 
 

@@ -9,6 +9,14 @@ from fathom.transient import retries
 from harness.quality import flow, services, subtask_fires, swarm
 
 
+@shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, **retries(),
+             soft_time_limit=120, time_limit=180)
+def verify(run_id: int, attempt: int, token: str) -> bool:
+    """The lone standard verifier of an attempt: its verdict recorded and the fire's session ticked
+    again (never raises on a model failure: the verdict is then the fallback)."""
+    return flow.verification_alone(run_id=run_id, attempt=attempt, token=token)
+
+
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=120, time_limit=180)
 def verify_perspective(run_id: int, attempt: int, perspective: str, token: str) -> dict:

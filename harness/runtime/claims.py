@@ -4,14 +4,20 @@ A claim is a conditional UPDATE on the row's `runner` column that succeeds only 
 it, or when the holder has gone silent for `stale_after` seconds, or when the holder is a process
 on this host that no longer exists (a worker child killed mid-task, whose task Celery redelivers
 at once). The holder proves it is alive with `heartbeat`, which fails once the claim was taken over,
-so a runner that was presumed dead stops instead of working next to its successor."""
+so a runner that was presumed dead stops instead of working next to its successor.
+
+A claim is a lease, not data: outside a transaction its writes (claim, takeover, release) commit
+without waiting for the WAL flush, as the trace's do. A crash of the database may forget the last
+of them, which ends every runner's connection anyway: a forgotten claim leaves the row free, a
+forgotten release leaves it to go stale. Parking a fire (harness.quality) releases and claims its
+session and fire once more, so these commits are on the harness's path."""
 
 import os
 import socket
 import threading
 from datetime import timedelta
 
-from django.db.models import Q
+from django.db import connection
 from django.utils import timezone
 
 from fathom.transient import connections_reset
@@ -30,12 +36,12 @@ def runner_id() -> str:
 def claim(model, pk, *, stale_after: int) -> bool:
     """Claim row `pk` of `model` (a `Claimable`) for this thread; False when someone else holds it."""
     me, now = runner_id(), timezone.now()
-    free = Q(runner="") | Q(runner_heartbeat_at__isnull=True) | Q(runner_heartbeat_at__lt=now - timedelta(seconds=stale_after))
-    if model.objects.filter(free, pk=pk).update(runner=me, runner_heartbeat_at=now):
+    if _lease_write(model, pk, runner=me, at=now, where="(runner = '' OR runner_heartbeat_at IS NULL "
+                    "OR runner_heartbeat_at < %s)", params=[now - timedelta(seconds=stale_after)]):
         return True
     holder = model.objects.filter(pk=pk).values_list("runner", flat=True).first()
     if holder and holder != me and _is_dead_here(holder):
-        return bool(model.objects.filter(pk=pk, runner=holder).update(runner=me, runner_heartbeat_at=now))
+        return _lease_write(model, pk, runner=me, at=now, where="runner = %s", params=[holder])
     return False
 
 
@@ -57,7 +63,22 @@ def release(model, pk) -> bool:
     out of a transient error too: a connection that error broke is replaced first, so the retried
     task (on any worker) finds the row free rather than held by a runner that stopped."""
     connections_reset()
-    return bool(model.objects.filter(pk=pk, runner=runner_id()).update(runner="", runner_heartbeat_at=None))
+    return _lease_write(model, pk, runner="", at=None, where="runner = %s", params=[runner_id()])
+
+
+def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> bool:
+    """UPDATE the row's claim columns where `where` holds; whether it did. Outside a transaction, in
+    one query string with `SET LOCAL synchronous_commit TO OFF` (one implicit transaction, whose
+    commit does not wait for the WAL flush); inside one, as a plain statement of that transaction."""
+    table, key = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(model._meta.pk.column)
+    update = f"UPDATE {table} SET runner = %s, runner_heartbeat_at = %s WHERE {key} = %s AND {where} RETURNING 1"
+    alone = not connection.in_atomic_block
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL synchronous_commit TO OFF; {update}" if alone else update,
+                       [runner, at, pk, *params])
+        if alone:
+            cursor.nextset()  # past the SET's result, to the UPDATE's
+        return cursor.fetchone() is not None
 
 
 def _is_dead_here(holder: str) -> bool:

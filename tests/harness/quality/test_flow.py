@@ -26,9 +26,14 @@ def respond(body=ANSWER, **extra):
 
 
 def verify_all(run: QualityRun) -> None:
-    """What the quality worker does for the run's waiting chord: each verifier, then the join."""
+    """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
+    or each verifier of the contrastive group, then the chord's join."""
     run.refresh_from_db()
-    for perspective in flow.perspectives_for(run):
+    perspectives = flow.perspectives_for(run)
+    if perspectives == ("standard",):
+        assert flow.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+        return
+    for perspective in perspectives:
         flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective)
     assert flow.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
 

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN 
 # fire's second run once the verdict is in (the session's tick again, the decision, the profile,
 # the context metrics, the three events of acceptance written at once). 63 (and 14 on the quality
 # worker) before the events of a step were written at once and settings, the run and its attempt
-# read once.
-HARNESS_STATEMENTS = 35
-VERIFIER_STATEMENTS = 11  # the verifier's task and the chord's join, on the quality worker
+# read once; 35 (and 11) before the answer was saved with its contract and the decision with the
+# per-fire writes.
+HARNESS_STATEMENTS = 33
+VERIFIER_STATEMENTS = 9  # the lone verifier's task, which records its verdict itself, on the quality worker
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
@@ -44,8 +45,7 @@ def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], lis
         assert outcome == "parked"
         run = QualityRun.objects.get(fire__session=session)
         with CaptureQueriesContext(connection) as verifier:
-            flow.verification_run(run_id=run.pk, attempt=1, perspective="standard")
-            assert flow.verification_join(run_id=run.pk, attempt=1, token=run.waiting_token)
+            assert flow.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token)
         verifier_statements = [q["sql"] for q in verifier.captured_queries]
         with CaptureQueriesContext(connection) as ticks:
             outcome = session_tick(session_id=session.pk)
