@@ -26,6 +26,14 @@ def session_tick(self, session_id: str) -> str:
     return runtime.session_tick(session_id=session_id, work=fires.fire_turn_work)
 
 
+@shared_task(name="fires.fire_parked_resume", bind=True, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True, **retries())
+def fire_parked_resume(self, session_id: str, workspace_id: int, fire_id: str) -> str:
+    """The session tick that carries a parked fire on once what it waited for has answered (sent by the
+    quality worker's callbacks); as safe to run twice as any tick."""
+    return fires.fire_parked_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)
+
+
 @shared_task(name=schedules.TICK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              **retries(), soft_time_limit=60, time_limit=90)
 def session_schedule_tick(self, schedule_id: str) -> None:

@@ -57,6 +57,30 @@ def spans_end(*, workspace_id: int, trace_id: str, where: dict, keep=(), error: 
     return buffer.flush()
 
 
+def run_spans(*, workspace_id: int, trace_id: str, run_id: str) -> list[TraceEvent]:
+    """The start events a resumed run needs of its earlier runs, in one query, oldest first: its roots'
+    (`trace.prompt.received`, of its trace and `run_id`) and those of its spans that never ended, each
+    marked `ended` (whether its span has ended)."""
+    table = connection.ops.quote_name(TraceEvent._meta.db_table)
+    ended = (f"EXISTS (SELECT 1 FROM {table} e WHERE e.workspace_id = s.workspace_id AND e.trace_id = s.trace_id "
+             f"AND e.span_id = s.span_id AND e.status <> '')")
+    return list(TraceEvent.objects.raw(
+        f"SELECT s.id, s.workspace_id, s.at, s.kind, s.name, s.status, s.trace_id, s.span_id, s.parent_span_id, "
+        f"s.run_id, s.task_id, s.call_id, s.actor_id, {ended} AS ended FROM {table} s "
+        f"WHERE s.workspace_id = %s AND s.trace_id = %s AND s.run_id = %s AND s.status = '' "
+        f"AND (s.kind = 'trace.prompt.received' OR NOT {ended}) ORDER BY s.at, s.id",
+        [workspace_id, trace_id, run_id]))
+
+
+def spans_end_of(starts, *, error: str = "") -> int:
+    """Ends the spans whose start events (`run_spans`' rows) are given: failed with `error`, or
+    completed when it is empty. Returns how many were ended."""
+    buffer = Buffer()
+    for start in starts:
+        buffer.add_end_of(start, error=error)
+    return buffer.flush()
+
+
 def retention_start(*, days: int) -> datetime:
     """The first instant retention keeps: midnight (UTC) `days` days before today."""
     today = timezone.now().astimezone(UTC).date()

@@ -26,8 +26,8 @@ from fathom.llm import LLMError, Message, ToolCall, complete
 from fathom.llm.errors import LLMBudgetExceeded
 from fathom.llm.offline import OFFLINE_NOTICE, SearchThenRespond, request_digest
 from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
-from fathom.tracing.models import TraceEvent
-from fathom.tracing.services import spans_end
+from fathom.tracing.names import words
+from fathom.tracing.services import run_spans, spans_end_of
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
@@ -67,6 +67,7 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
             fire.save(update_fields=["status", "started_at", "trace_id"])
+            quality.fire_new(fire)
         try:
             while fire.phase in (Fire.Phase.MAIN, Fire.Phase.VERIFY):
                 if fire.phase == Fire.Phase.MAIN:
@@ -113,17 +114,18 @@ def _verified(fire: Fire) -> None:
 
 @contextmanager
 def _resumed(fire: Fire):
-    """A fire that ran before (its worker died) continues its first run's trace, under a `fire.resume`
-    span (with this run's attempt number) below that run's root span. The spans the dead runs' tasks
-    left open are ended as failed now, but that root: it ends with this run, as the fire does."""
-    parent, roots, attempt = _earlier_runs(fire)
+    """A fire that ran before (its worker died, or it parked for the quality worker) continues its first
+    run's trace, under a `fire.resume` span (with this run's attempt number) below that run's root span.
+    The spans the earlier runs' tasks left open are ended as failed now, but that root: it ends with
+    this run, as the fire does."""
+    parent, roots, left_open, attempt = _earlier_runs(fire)
     if attempt == 1:
         yield
         return
-    first_root = roots[0][0] if roots else ""
-    trace = {"workspace_id": fire.workspace_id, "trace_id": fire.trace_id}
-    spans_end(**trace, where={"run_id": str(fire.pk), "task_id__in": [task_id for _, task_id in roots]},
-              keep=[first_root], error=f"worker lost: attempt {attempt - 1} did not finish")
+    first_root = [roots[0]] if roots and not roots[0].ended else []
+    tasks = {root.task_id for root in roots}
+    spans_end_of([start for start in left_open if start.task_id in tasks and start not in first_root],
+                 error=f"worker lost: attempt {attempt - 1} did not finish")
     try:
         with continue_trace(parent), span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}",
                                           run_id=str(fire.pk), attempt=attempt, phase=fire.phase):
@@ -132,30 +134,31 @@ def _resumed(fire: Fire):
         raise  # another worker runs it now, or the retried task will
     except Exception as exc:
         flush()
-        spans_end(**trace, where={"span_id": first_root}, error=f"{type(exc).__name__}: {exc}")
+        spans_end_of(first_root, error=f"{type(exc).__name__}: {exc}")
         raise
     flush()
     if not fire.is_terminal:
         return  # parked (harness.quality): the run that finishes the fire ends the first root
-    spans_end(**trace, where={"span_id": first_root},
-              error="" if fire.status == Fire.Status.FINISHED else f"fire {fire.status}: {fire.error}".strip(": "))
+    spans_end_of(first_root,
+                 error="" if fire.status == Fire.Status.FINISHED else f"fire {fire.status}: {fire.error}".strip(": "))
 
 
 def _earlier_runs(fire: Fire):
     """How a fire's run joins its trace: the parent to continue (None when the current span is in the
-    trace already, as a child fire's parent is), the earlier runs' root spans (span id, task id),
-    first first, and this run's attempt number."""
+    trace already, as a child fire's parent is), the earlier runs' root spans' start events, first
+    first, the start events of their spans left open (tracing.services.run_spans, one query), and this
+    run's attempt number."""
     if not fire.trace_id:
-        return None, [], 1
-    roots = list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id,
-                                           run_id=str(fire.pk), kind="trace.prompt.received")
-                 .order_by("at", "id").values_list("span_id", "task_id"))
+        return None, [], [], 1
+    starts = run_spans(workspace_id=fire.workspace_id, trace_id=fire.trace_id, run_id=str(fire.pk))
+    roots = [start for start in starts if start.kind == "trace.prompt.received"]
+    left_open = [start for start in starts if not start.ended and start.kind == words(start.name)[0]]
     attempt = max(len(roots), 1) + 1
     current = current_span()
     if current is not None and current.trace_id == fire.trace_id:
-        return None, roots, attempt
-    return SpanContext(trace_id=fire.trace_id, span_id=roots[0][0] if roots else "",
-                       workspace_id=fire.workspace_id), roots, attempt
+        return None, roots, left_open, attempt
+    return SpanContext(trace_id=fire.trace_id, span_id=roots[0].span_id if roots else "",
+                       workspace_id=fire.workspace_id), roots, left_open, attempt
 
 
 # --- main loop ------------------------------------------------------------------------------------------
@@ -344,11 +347,11 @@ def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
     quality.subtasks_advanced(fire, before)
     fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
     fire.phase = quality.phase_after_respond(fire)
-    verify = fire.phase == Fire.Phase.VERIFY
-    with transaction.atomic() if verify else nullcontext():  # the answer, with its contract and verifier sent
-        fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
-        if verify:
-            quality.postflight_start(fire)
+    answer = ("response", "stop_reason", "phase", "plan")
+    if fire.phase == Fire.Phase.VERIFY:
+        quality.postflight_start(fire, answer=answer)  # saved with its contract, its verifier sent
+    else:
+        fire.save(update_fields=answer)
 
 
 # --- review pass -----------------------------------------------------------------------------------------

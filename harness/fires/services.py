@@ -14,8 +14,8 @@ from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
 from harness.quality import flow as quality
 from harness.runtime import claims
-from harness.runtime.models import HarnessSettings, Trigger
-from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get
+from harness.runtime.models import HarnessSettings, Trigger, Turn
+from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get, session_tick
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
     on the tick's worker. Triggers other than messages (a task done, a heartbeat, a cron) are in its
     work set as notes of what happened, before the messages."""
     turn = snapshot.turn
-    fire = Fire.objects.select_related("session", "workspace").filter(turn=turn).first()
+    fire = snapshot.resumed or Fire.objects.select_related("session", "workspace").filter(turn=turn).first()
     if fire is None:
         others = [t for t in snapshot.triggers if not t.is_user_message and t.kind != Trigger.Kind.REFRESH_PROFILE]
         # What happened (a task's result, a heartbeat) first, the messages to answer last.
@@ -124,6 +124,21 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
         raise TurnParked(f"fire {fire.pk} waits for the quality worker")
     if fire.status == Fire.Status.FAILED:
         raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
+
+
+def fire_parked_resume(*, session_id, workspace_id, fire_id) -> str:
+    """The way back into a fire parked for the quality worker once what it waited for has answered (the
+    verifier's, the swarm's or the parallel subtasks' callback sends it): its session's tick, which
+    loads the fire with its session, turn, QualityRun and current attempt in one query, rather than
+    finding the turn, its triggers, its fire and its run one by one. Anything else than a parked fire
+    of the running turn takes the tick's usual way."""
+    def parked() -> TurnSnapshot | None:
+        fire = quality.fire_parked_get(fire_id=fire_id)
+        if fire is None or fire.is_terminal or fire.turn is None or fire.turn.status != Turn.Status.RUNNING:
+            return None
+        return TurnSnapshot(session=fire.session, turn=fire.turn, triggers=[], resumed=fire)
+
+    return session_tick(session_id=session_id, workspace_id=workspace_id, work=fire_turn_work, resume=parked)
 
 
 def _message(trigger: Trigger) -> dict:

@@ -79,14 +79,15 @@ def _format(name: str, schema: dict) -> dict:
 
 # --- pre-flight ---------------------------------------------------------------------------------------------
 
-def classify(*, workspace, question: str) -> dict:
+def classify(*, workspace, question: str, system: str = "") -> dict:
     """The question's complexity: {level, reason, subtask_count, workflow_type, expected, is_fallback}.
     One classifier call, its answer validated against CLASSIFICATION_SCHEMA; any failure (the model
-    down, invalid JSON, a schema violation) gives `classify_fallback`'s answer, marked is_fallback."""
+    down, invalid JSON, a schema violation) gives `classify_fallback`'s answer, marked is_fallback.
+    `system`: the prompt classifier_system, when the caller read it already."""
     try:
         completion = complete(workspace=workspace, role="classifier", response_format=_format(
             "complexity", CLASSIFICATION_SCHEMA), offline_policy=OfflineQuality("classifier"), messages=[
-            Message.system(prompt_get("classifier_system")), Message.user(question[:4000])])
+            Message.system(system or prompt_get("classifier_system")), Message.user(question[:4000])])
         answer = _validated(completion.text, CLASSIFICATION_SCHEMA)
     except (LLMError, ValueError, jsonschema.ValidationError) as exc:
         logger.info("classifier fell back: %s", exc)
@@ -143,14 +144,14 @@ def plans_generate(*, workspace, question: str, complexity: dict) -> list[dict]:
 # --- post-flight ----------------------------------------------------------------------------------------------
 
 def verify(*, workspace, perspective: str, query: str, output: str, artifact_summary: str,
-           calibration: str = "") -> dict:
+           calibration: str = "", system: str = "") -> dict:
     """One verifier's verdict {passed, score, issues, feedback, is_fallback}, with fresh context: the
     query's first 500 characters, the output's first 8,000, the artifact summary, nothing of the
     workspace's data. `perspective` is "standard" (prompt verifier_system, which carries the
-    workspace's calibration) or a contrastive one (verifier_accuracy, ...). On any failure:
-    passed False, score 0.0, feedback "[is_fallback] ...", so the retry gates still trigger."""
-    prompt_id = "verifier_system" if perspective == "standard" else f"verifier_{perspective}"
-    system = prompt_get(prompt_id)
+    workspace's calibration) or a contrastive one (verifier_accuracy, ...); `system`: that prompt, when
+    the caller read it already. On any failure: passed False, score 0.0, feedback "[is_fallback] ...",
+    so the retry gates still trigger."""
+    system = system or prompt_get(verifier_prompt_id(perspective))
     if calibration:
         system += ("\n\nCalibration from this workspace's feedback (adjust scoring for similar patterns):\n"
                    + calibration)
@@ -166,6 +167,10 @@ def verify(*, workspace, perspective: str, query: str, output: str, artifact_sum
                 "feedback": f"{FALLBACK} the {perspective} verifier could not run: {str(exc)[:300]}"}
     return {"passed": bool(verdict["passed"]), "score": float(verdict["score"]),
             "issues": [str(i) for i in verdict["issues"]], "feedback": verdict["feedback"], "is_fallback": False}
+
+
+def verifier_prompt_id(perspective: str) -> str:
+    return "verifier_system" if perspective == "standard" else f"verifier_{perspective}"
 
 
 def contrastive_combine(verdicts: dict[str, dict]) -> dict:

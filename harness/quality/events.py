@@ -2,67 +2,99 @@
 shows them) and sent on the fire's session stream as `event: <name>`; and how what a fire waits for
 hands it back: a tick of its session.
 
-The events of one step (a pre-flight, a verdict, an acceptance) are written together: inside
-`emitting(run)`, emit only collects them, and the block's end writes them all in three statements
-(the run's list, the session's numbers, the session's rows) with one notice to the stream."""
+The events of one step (a pre-flight, an answer judged, a verdict decided) are written together with
+the rows the step changed: inside `emitting(run)`, emit only collects the events and `changed` the
+rows' fields, and the block's end writes them all in one statement (the run's events and fields, the
+other rows, the session's numbers and rows) with one notice to the stream."""
 
 import json
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from celery import signature
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from fathom.sql import statements_run, update_sql
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from harness.runtime import claims
-from harness.runtime.events import events_emit
+from harness.runtime.events import EVENTS_WRITTEN, events_emit
 
-_BATCH: ContextVar[tuple | None] = ContextVar("quality_events_batch", default=None)
+
+@dataclass
+class _Step:
+    fire: Fire
+    run: QualityRun
+    events: list = field(default_factory=list)
+    rows: dict = field(default_factory=dict)  # (model, pk) -> (row, fields)
+
+
+_STEP: ContextVar[_Step | None] = ContextVar("quality_step", default=None)
 
 
 def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = True) -> None:
     """A harness event: kept on the run (GET /v1/fires/{id} shows them) and sent on the fire's session
     stream as `event: <name>`. `runner`: the caller holds the fire's session (its heartbeat too)."""
     item = (name, {"fire_id": str(fire.pk), **data})
-    batch = _BATCH.get()
-    if batch is not None and batch[0] == run.pk and batch[1] is fire:
-        batch[2].append(item)
+    step = _STEP.get()
+    if step is not None and step.run.pk == run.pk and step.fire is fire:
+        step.events.append(item)
         return
-    _write(fire, run, [item], runner=runner)
+    _write(_Step(fire, run, [item]), runner=runner)
+
+
+def changed(row, *fields: str) -> None:
+    """Save the row's `fields` with the current step's events (inside `emitting`), else now."""
+    step = _STEP.get()
+    if not fields:
+        return
+    if step is None:
+        row.save(update_fields=fields)
+        return
+    _, known = step.rows.setdefault((type(row), row.pk), (row, set()))
+    known.update(fields)
 
 
 @contextmanager
 def emitting(fire: Fire, run: QualityRun, *, runner: bool = True):
-    """Collect the events emit makes for this run inside the block; write them at its end (in the
-    caller's transaction: a block that raises writes nothing)."""
-    items: list = []
-    token = _BATCH.set((run.pk, fire, items))
+    """Collect the events emit makes and the fields `changed` marks inside the block; write them at its
+    end, in one statement (in the caller's transaction, if any: a block that raises writes nothing)."""
+    step = _Step(fire, run)
+    token = _STEP.set(step)
     try:
         yield
     finally:
-        _BATCH.reset(token)
-    if items:
-        _write(fire, run, items, runner=runner)
+        _STEP.reset(token)
+    if step.events or step.rows:
+        _write(step, runner=runner)
 
 
-def _write(fire: Fire, run: QualityRun, items: list, *, runner: bool) -> None:
-    at = timezone.now().isoformat()
-    kept = ("UPDATE harness_qualityrun SET events = events || %s::jsonb WHERE id = %s",
-            [_json([{"event": name, "at": at, "data": data} for name, data in items]), run.pk])
-    if fire.session_id:  # the run's copy and the session's events in one statement
-        events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=items, turn_id=fire.turn_id,
-                    runner=claims.runner_id() if runner else "", alongside=kept)
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(*kept)
+def _write(step: _Step, *, runner: bool) -> None:
+    fire, run = step.fire, step.run
+    with_events = bool(fire.session_id and step.events)  # then every write is made only with them
+    where = EVENTS_WRITTEN if with_events else ""
+    run_fields = step.rows.get((QualityRun, run.pk), (run, ()))[1]
+    kept = {}
+    if step.events:
+        at = timezone.now().isoformat()
+        kept["events"] = ("events || %s::jsonb", [_json([{"event": name, "at": at, "data": data}
+                                                          for name, data in step.events])])
+    writes = [update_sql(run, run_fields, expressions=kept, where=where)] if run_fields or kept else []
+    writes += [update_sql(row, fields, where=where) for row, fields in step.rows.values() if row is not run]
+    if with_events:
+        events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
+                    turn_id=fire.turn_id, runner=claims.runner_id() if runner else "", alongside=writes)
+    elif writes:
+        statements_run(writes)
 
 
-def fire_resume(fire: Fire) -> None:
-    """Tick the fire's session once the current transaction commits: its turn resumes the fire."""
-    session_id = fire.session_id
-    transaction.on_commit(lambda: signature("fires.session_tick").delay(str(session_id)))
+def fire_resume(*, session_id, workspace_id, fire_id) -> None:
+    """Tick the fire's session once the current transaction commits, the way back into a parked fire
+    (harness.fires.services.fire_parked_resume): its turn resumes the fire."""
+    args = [str(session_id), workspace_id, str(fire_id)]
+    transaction.on_commit(lambda: signature("fires.fire_parked_resume").delay(*args))
 
 
 def _json(value) -> str:

@@ -27,13 +27,12 @@ import json
 import logging
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 from celery import chord, group, signature
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from fathom.llm import Message
@@ -50,11 +49,12 @@ from harness.quality.contracts import (
     citations_check,
     workflow_type_of,
 )
-from harness.quality.events import emit, emitting, fire_resume
+from harness.quality.events import changed, emit, emitting, fire_resume
 from harness.quality.metrics import context_metrics
-from harness.quality.models import Feedback, QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
-from harness.quality.profile import milestone_crossed, profile_build, profile_cached, profile_invalidate
+from harness.quality.profile import milestone_crossed, profile_build, profile_cached
+from harness.quality.prompts import prompt_or_default, prompt_override
 from harness.quality.retry import (
     DEFAULT_RETRY_SETTINGS,
     FailureAnalyzer,
@@ -63,7 +63,7 @@ from harness.quality.retry import (
     combined_score,
 )
 from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
-from harness.quality.selectors import fire_tool_result_sizes, workspace_stats
+from harness.quality.selectors import fire_tool_result_sizes, runs_stats, workspace_stats
 from harness.quality.stream import StreamMonitor
 from lake.models import Delta
 
@@ -83,18 +83,24 @@ class Parked(Exception):
 
 # --- settings -----------------------------------------------------------------------------------------------
 
-def quality_settings_get(*, workspace_id) -> QualitySettings:
+def quality_settings_get(*, workspace_id, prompt: str = "") -> QualitySettings:
     """The workspace's quality settings (a row is created on first use, enabled as
-    FATHOM_QUALITY_DEFAULT_ENABLED says)."""
-    found = QualitySettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return QualitySettings.objects.create(workspace_id=workspace_id,
-                                                  enabled=settings.FATHOM_QUALITY_DEFAULT_ENABLED)
-    except IntegrityError:
-        return QualitySettings.objects.get(workspace_id=workspace_id)
+    FATHOM_QUALITY_DEFAULT_ENABLED says). `prompt`: the id of a prompt read along with them, given as
+    their `.prompt` (what prompt_get would give)."""
+    rows = QualitySettings.objects.filter(workspace_id=workspace_id)
+    if prompt:
+        rows = rows.annotate(prompt_override=prompt_override(prompt))
+    found = rows.first()
+    if found is None:
+        try:
+            with transaction.atomic():
+                QualitySettings.objects.create(workspace_id=workspace_id, enabled=settings.FATHOM_QUALITY_DEFAULT_ENABLED)
+        except IntegrityError:
+            pass  # made at the same time by another worker
+        found = rows.get()
+    if prompt:
+        found.prompt = prompt_or_default(prompt, found.prompt_override)
+    return found
 
 
 def retry_policy_get(*, workspace_id) -> RetryPolicy:
@@ -127,10 +133,10 @@ def preflight(fire: Fire) -> QualityRun | None:
     if run is None:
         if fire.depth or not fire.session_id:
             return None
-        quality = quality_settings_get(workspace_id=fire.workspace_id)
+        quality = quality_settings_get(workspace_id=fire.workspace_id, prompt="classifier_system")
         if not applies(fire, quality):
             return None
-        complexity = agents.classify(workspace=fire.workspace, question=fire.question)
+        complexity = agents.classify(workspace=fire.workspace, question=fire.question, system=quality.prompt)
         workflow = complexity["workflow_type"]
         selection = None
         if complexity["level"] == "COMPLEX":
@@ -178,7 +184,7 @@ def _plan_board(fire: Fire, plan) -> None:
     if plan.subtasks and not fire.plan:
         fire.plan = [{"step": n, "text": s.title, "status": "pending", "parallel": s.parallel}
                      for n, s in enumerate(plan.subtasks, 1)]
-        fire.save(update_fields=["plan"])
+        changed(fire, "plan")
 
 
 def subtasks_advanced(fire: Fire, before: list[dict]) -> None:
@@ -272,10 +278,11 @@ def phase_after_respond(fire: Fire) -> str:
 
 # --- post-flight ----------------------------------------------------------------------------------------------
 
-def postflight_start(fire: Fire) -> None:
+def postflight_start(fire: Fire, *, answer: tuple[str, ...]) -> None:
     """Record the current attempt's answer (the fire's response) and its contract verdict (deterministic,
-    no model call), and send its verifier group to the quality worker: in the caller's transaction, the
-    one that saves the answer (the group goes after commit)."""
+    no model call), and send its verifier group to the quality worker. The fire's fields `answer` (its
+    response, its phase...) are saved with them: one statement (in the caller's transaction, if any; the
+    group goes after commit)."""
     run = run_of(fire)
     attempt = current_attempt(run)
     response = fire.response
@@ -283,15 +290,18 @@ def postflight_start(fire: Fire) -> None:
     # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if monitored(run) else [alert.as_event() for alert in attempt_monitor(run).feed(response.get("body", ""))]
-    attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
-    attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
-                        "citations": check.as_dict()}
-    attempt.save(update_fields=["response", "contract", "stream_alerts"])
     with emitting(fire, run):
+        changed(fire, *answer)
+        attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
+        attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
+                            "citations": check.as_dict()}
+        changed(attempt, "response", "contract", "stream_alerts")
         for alert in alerts:
             emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
         emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
-    _verification_dispatch(fire, run, attempt)
+        token = _verifier_awaited(run)
+    verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
+                      brief=verifier_brief(fire, response))
 
 
 def postflight_wait(fire: Fire) -> None:
@@ -299,11 +309,11 @@ def postflight_wait(fire: Fire) -> None:
     run = run_of(fire)
     attempt = current_attempt(run)
     if not attempt.contract:  # resumed before its answer was judged
-        with transaction.atomic():
-            postflight_start(fire)
+        postflight_start(fire, answer=())
     elif not run.waiting_for and not attempt.verifier:  # the verdict is missing but nothing is awaited: ask again
-        with transaction.atomic():
-            _verification_dispatch(fire, run, attempt)
+        token = _verifier_awaited(run)
+        verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
+                          brief=verifier_brief(fire, attempt.response))
     if run.waiting_for:
         raise Parked(run.waiting_for)
 
@@ -331,23 +341,36 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
     return result, check
 
 
-def _verification_dispatch(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
+def _verifier_awaited(run: QualityRun) -> str:
+    """The run waits for its verifier group from now (saved with the step, or now): the group's token."""
     token = uuid.uuid4().hex
     run.state, run.waiting_for, run.waiting_token, run.waiting_since = (
         QualityRun.State.VERIFYING, "verifier", token, timezone.now())
-    run.save(update_fields=["state", "waiting_for", "waiting_token", "waiting_since"])
-    verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run))
+    changed(run, "state", "waiting_for", "waiting_token", "waiting_since")
+    return token
 
 
-def verification_send(*, run_id, attempt: int, token: str, perspectives) -> None:
+def verification_send(*, run_id, attempt: int, token: str, perspectives, brief: dict) -> None:
     """The verifier group on the quality queue, after commit: a chord of one task per perspective with
-    the join as its callback; a lone standard verifier is one task, which joins itself."""
+    the join as its callback; a lone standard verifier is one task, which joins itself. Each carries
+    the verifiers' `brief` (verifier_brief)."""
     if tuple(perspectives) == ("standard",):
-        transaction.on_commit(lambda: signature("quality.verify", args=[run_id, attempt, token]).delay())
+        transaction.on_commit(lambda: signature("quality.verify", args=[run_id, attempt, token, brief]).delay())
         return
-    header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token]) for p in perspectives)
+    header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token, brief])
+                   for p in perspectives)
     callback = signature("quality.verification_join", args=[run_id, attempt, token])
     transaction.on_commit(lambda: chord(header)(callback))
+
+
+def verifier_brief(fire: Fire, response: dict) -> dict:
+    """What the verifiers read, sent with them: their fresh context (the query, the answer as far as
+    they read them, a summary of its artifacts; nothing of the workspace's data), and where the fire is,
+    to carry it on."""
+    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
+    return {"workspace_id": fire.workspace_id, "session_id": str(fire.session_id), "fire_id": str(fire.pk),
+            "query": fire.question[:agents.QUERY_CHARS], "output": response.get("body", "")[:agents.OUTPUT_CHARS],
+            "artifacts": counts.summary()}
 
 
 def perspectives_for(run: QualityRun) -> tuple[str, ...]:
@@ -369,7 +392,7 @@ def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     with transaction.atomic(savepoint=False), emitting(fire, run):
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
-        attempt.save(update_fields=["combined", "decision"])
+        changed(attempt, "combined", "decision")
         emit(fire, run, "harness_verifier", {
             "passed": verifier["passed"], "score": verifier["score"], "issues": verifier["issues"],
             "feedback": verifier["feedback"], "reasoning": decision.reason, "attempt": attempt.number,
@@ -392,17 +415,18 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
         workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
         first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
     run.attempt, run.state = number, QualityRun.State.RUNNING
-    run.save(update_fields=["attempt", "state"])
+    changed(run, "attempt", "state")
     emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
     fire.phase, fire.response, fire.stop_reason = Fire.Phase.MAIN, {}, ""
-    fire.save(update_fields=["phase", "response", "stop_reason"])
+    changed(fire, "phase", "response", "stop_reason")
 
 
 def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySettings, workflow: str,
             reason: str) -> None:
     """The best attempt becomes the answer (the latest among equals); degraded when the attempts ran
     out, or the gap persisted, without reaching good enough."""
-    attempts = [attempt] if attempt.number == 1 else list(run.attempts.order_by("number"))
+    attempts = [attempt] if attempt.number == 1 else [  # the current one as decided (saved with the step)
+        attempt if earlier.number == attempt.number else earlier for earlier in run.attempts.order_by("number")]
     best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
     if run.iterations > 1:
         fire.refresh_from_db(fields=["cost"])
@@ -427,28 +451,28 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
     run.context_metrics = context_metrics(
         (name, chars) for name, chars in fire_tool_result_sizes(fire_id=fire.pk) if name != "respond").as_event()
     _profile_after_run(fire, run, best)
-    run.save(update_fields=["degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
-                            "context_metrics", "profile"])
+    changed(run, "degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
+            "context_metrics", "profile")
     emit(fire, run, "context_metrics", run.context_metrics)
     fire.response = best.response
     if best.verifier.get("is_fallback"):
         fire.response = {**best.response, "is_fallback": True}
     fire.phase = Fire.Phase.WRITES
-    fire.save(update_fields=["phase", "response"])
+    changed(fire, "phase", "response")
 
 
 # --- the verifier group's tasks ------------------------------------------------------------------------------
 
-def verification_run(*, run_id, attempt: int, perspective: str) -> dict:
+def verification_run(*, run_id, attempt: int, perspective: str, brief: dict) -> dict:
     """One verifier of an attempt (a task of the group): its verdict, recorded once (a redelivered task
     finds it and makes no second call)."""
-    row = QualityAttempt.objects.select_related("run__fire__workspace").get(run_id=run_id, number=attempt)
-    if perspective in row.perspectives:
-        return row.perspectives[perspective]
-    verdict = _verdict(row, perspective)
+    context = _verifier_context(run_id=run_id, attempt=attempt, perspective=perspective, brief=brief)
+    if context.recorded is not None:
+        return context.recorded
+    verdict = _verdict(perspective, brief, context)
     with connection.cursor() as cursor:  # one statement: the group's tasks write the same row at once
-        cursor.execute("UPDATE harness_qualityattempt SET perspectives = perspectives || %s::jsonb WHERE id = %s",
-                       [_json({perspective: verdict}), row.pk])
+        cursor.execute("UPDATE harness_qualityattempt SET perspectives = perspectives || %s::jsonb "
+                       "WHERE run_id = %s AND number = %s", [_json({perspective: verdict}), run_id, attempt])
     return verdict
 
 
@@ -460,41 +484,70 @@ def verification_join(*, run_id, attempt: int, token: str) -> bool:
     if any(p not in row.perspectives for p in wanted):
         return False
     verdict = row.perspectives["standard"] if wanted == ("standard",) else agents.contrastive_combine(row.perspectives)
-    return _verdict_record(row, verdict, token=token)
+    fire = row.run.fire
+    return _verdict_record(run_id=run_id, attempt=attempt, token=token, verdict=verdict, session_id=fire.session_id,
+                           workspace_id=fire.workspace_id, fire_id=fire.pk)
 
 
-def verification_alone(*, run_id, attempt: int, token: str) -> bool:
+def verification_alone(*, run_id, attempt: int, token: str, brief: dict) -> bool:
     """The lone standard verifier of an attempt (no contrastive group): its verdict, recorded as the
-    attempt's, and the fire's session ticked again, in one transaction. False (nothing done, no call
-    made) when the run no longer waits for this task."""
-    row = QualityAttempt.objects.select_related("run__fire__workspace").get(run_id=run_id, number=attempt)
-    if (row.run.waiting_for, row.run.waiting_token) != ("verifier", token):
+    attempt's, and the fire's session ticked again. False (nothing done, no call made) when the run no
+    longer waits for this task."""
+    context = _verifier_context(run_id=run_id, attempt=attempt, perspective="standard", brief=brief, token=token)
+    if not context.waiting:
         return False
-    verdict = row.perspectives.get("standard") or _verdict(row, "standard")
-    row.perspectives = {**row.perspectives, "standard": verdict}
-    return _verdict_record(row, verdict, token=token, fields=("verifier", "perspectives"))
+    verdict = _verdict("standard", brief, context)
+    return _verdict_record(run_id=run_id, attempt=attempt, token=token, verdict=verdict, perspective="standard",
+                           session_id=brief["session_id"], workspace_id=brief["workspace_id"], fire_id=brief["fire_id"])
 
 
-def _verdict(row: QualityAttempt, perspective: str) -> dict:
-    """The verifier `perspective`'s verdict of the attempt's answer: one model call, fresh context."""
-    fire, response = row.run.fire, row.response
-    counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
-    calibration = quality_settings_get(workspace_id=fire.workspace_id).calibration if perspective == "standard" else ""
-    return agents.verify(workspace=fire.workspace, perspective=perspective, query=fire.question,
-                         output=response.get("body", ""), artifact_summary=counts.summary(), calibration=calibration)
+@dataclass
+class _VerifierContext:
+    calibration: str
+    prompt: str
+    waiting: bool  # the run waits for the verifiers sent with the token
+    recorded: dict | None  # the perspective's verdict, when recorded already
 
 
-def _verdict_record(row: QualityAttempt, verdict: dict, *, token: str, fields=("verifier",)) -> bool:
-    """The attempt's verdict, recorded if its run still waits for the verifier sent with `token` (the
-    conditional UPDATE takes the run's row: of two joins at once, a resent chord's, one records it),
-    and the fire's session ticked again after commit."""
-    with transaction.atomic():
-        if not QualityRun.objects.filter(pk=row.run_id, waiting_for="verifier", waiting_token=token).update(
-                waiting_for="", waiting_token="", waiting_since=None):
+def _verifier_context(*, run_id, attempt: int, perspective: str, brief: dict, token: str = "") -> _VerifierContext:
+    """What a verifier task reads besides its brief, in one query: the workspace's calibration, the
+    perspective's prompt (the admin's override or the default), whether the run still waits for it,
+    and its verdict if recorded already."""
+    prompt_id = agents.verifier_prompt_id(perspective)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.calibration, (SELECT text FROM harness_qualityprompt WHERE prompt_id = %s), "
+            "EXISTS (SELECT 1 FROM harness_qualityrun WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s), "
+            "(SELECT perspectives -> %s FROM harness_qualityattempt WHERE run_id = %s AND number = %s) "
+            "FROM (SELECT 1) AS one LEFT JOIN harness_qualitysettings s ON s.workspace_id = %s",
+            [prompt_id, run_id, token, perspective, run_id, attempt, brief["workspace_id"]])
+        calibration, override, waiting, recorded = cursor.fetchone()
+    return _VerifierContext(calibration=calibration or "", prompt=prompt_or_default(prompt_id, override),
+                            waiting=waiting, recorded=json.loads(recorded) if isinstance(recorded, str) else recorded)
+
+
+def _verdict(perspective: str, brief: dict, context: _VerifierContext) -> dict:
+    """The verifier `perspective`'s verdict of the answer in `brief`: one model call, fresh context."""
+    return agents.verify(workspace=brief["workspace_id"], perspective=perspective, query=brief["query"],
+                         output=brief["output"], artifact_summary=brief["artifacts"], system=context.prompt,
+                         calibration=context.calibration if perspective == "standard" else "")
+
+
+def _verdict_record(*, run_id, attempt: int, token: str, verdict: dict, perspective: str = "", session_id,
+                    workspace_id, fire_id) -> bool:
+    """The attempt's verdict (and the lone verifier's perspective), recorded if its run still waits for
+    the verifiers sent with `token`, in one statement (its conditional UPDATE takes the run's row: of two
+    joins at once, a resent chord's, one records it); the fire's session ticked again after commit."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "WITH waited AS (UPDATE harness_qualityrun SET waiting_for = '', waiting_token = '', waiting_since = NULL "
+            "WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s RETURNING id) "
+            "UPDATE harness_qualityattempt SET verifier = %s::jsonb, perspectives = perspectives || %s::jsonb "
+            "WHERE run_id = %s AND number = %s AND EXISTS (SELECT 1 FROM waited) RETURNING id",
+            [run_id, token, _json(verdict), _json({perspective: verdict} if perspective else {}), run_id, attempt])
+        if cursor.fetchone() is None:
             return False
-        row.verifier = verdict
-        row.save(update_fields=fields)
-        fire_resume(row.run.fire)
+    fire_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)
     return True
 
 
@@ -503,7 +556,8 @@ def runs_waiting_resend(*, older_than_seconds: float) -> list:
     lost it): its tasks that already answered return what they recorded. Run by the sweep."""
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     resent = []
-    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm", "subtasks"], waiting_since__lt=cutoff):
+    for run in QualityRun.objects.filter(waiting_for__in=["verifier", "swarm", "subtasks"],
+                                         waiting_since__lt=cutoff).select_related("fire"):
         with transaction.atomic():
             QualityRun.objects.filter(pk=run.pk, waiting_token=run.waiting_token).update(waiting_since=timezone.now())
             if run.waiting_for == "swarm":
@@ -512,7 +566,8 @@ def runs_waiting_resend(*, older_than_seconds: float) -> list:
                 subtasks.send(run_id=run.pk, steps=subtasks.next_layer(run), token=run.waiting_token)
             else:
                 verification_send(run_id=run.pk, attempt=run.attempt, token=run.waiting_token,
-                                  perspectives=perspectives_for(run))
+                                  perspectives=perspectives_for(run),
+                                  brief=verifier_brief(run.fire, current_attempt(run).response))
         resent.append(run.pk)
     return resent
 
@@ -528,36 +583,27 @@ def workspace_profile(*, workspace_id):
 def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | None = None):
     """The profile; `finishing`: a run being accepted (its final attempt), counted as the newest done run
     before its row says so."""
-    runs = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE)
-    if finishing is not None:
-        runs = runs.exclude(pk=finishing[0].pk)
-    feedback = RawSQL(f"SELECT count(DISTINCT fire_id) FROM {Feedback._meta.db_table} WHERE workspace_id = %s",
-                      [workspace_id])
-    rows = list(QualityAttempt.objects.filter(run__in=runs, number=F("run__final_attempt")).annotate(feedback=feedback)
-                .order_by("-created_at").values_list("combined", "contract", "verifier", "feedback")[:PROFILE_WINDOW])
-    finals = [row[:3] for row in rows]
-    # the workspace's feedback is counted beside its runs (when it has none, on its own)
-    feedback_count = rows[0][3] if rows else Feedback.objects.filter(workspace_id=workspace_id).values(
-        "fire").distinct().count()
-    total = len(finals) if len(finals) < PROFILE_WINDOW else runs.count()  # one final attempt per done run
+    window = PROFILE_WINDOW - (finishing is not None)
+    stats = runs_stats(workspace_id=workspace_id, window=window,
+                       excluding_run_id=finishing[0].pk if finishing is not None else None)
+    total, counted, combined_sum, combined_count = stats.runs, stats.counted, stats.combined_sum, stats.combined_count
+    score_sum, issues = stats.score_sum, stats.issues
     if finishing is not None:
         final = finishing[1]
-        finals, total = [(final.combined, final.contract, final.verifier), *finals][:PROFILE_WINDOW], total + 1
-    issues = [issue for _, contract, verifier in finals for issue in contract.get("issues", []) + verifier.get(
-        "issues", [])]
-    scores = [verifier.get("score", 0.0) for _, _, verifier in finals]
-    combined = [value for value, _, _ in finals if value is not None]
+        total, counted, score_sum = total + 1, counted + 1, score_sum + final.verifier.get("score", 0.0)
+        if final.combined is not None:
+            combined_sum, combined_count = combined_sum + final.combined, combined_count + 1
+        issues = [*final.contract.get("issues", []), *final.verifier.get("issues", []), *issues]
     return profile_build(workspace_id=workspace_id, total_runs=total,
-                         avg_quality=sum(combined) / len(combined) if combined else None,
-                         avg_verifier_score=sum(scores) / len(scores) if scores else None,
-                         feedback_count=feedback_count or 0, issues=issues)
+                         avg_quality=combined_sum / combined_count if combined_count else None,
+                         avg_verifier_score=score_sum / counted if counted else None,
+                         feedback_count=stats.feedback_fires, issues=issues)
 
 
 def _profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> None:
     """harness_workspace_profile after each run (counted in, as its final attempt says), and
     milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs."""
-    profile_invalidate(workspace_id=fire.workspace_id)
-    profile = profile_cached(workspace_id=fire.workspace_id, build=lambda: _profile_build(
+    profile = profile_cached(workspace_id=fire.workspace_id, fresh=True, build=lambda: _profile_build(
         fire.workspace_id, finishing=(run, final)))
     run.profile = profile.as_event()
     emit(fire, run, "harness_workspace_profile", run.profile)
@@ -645,6 +691,23 @@ def is_parked(fire: Fire) -> bool:
 
 
 _UNREAD = object()
+
+
+def fire_new(fire: Fire) -> None:
+    """The fire starts its first run: it has no QualityRun yet (run_of need not read one)."""
+    fire._quality_run = None
+
+
+def fire_parked_get(*, fire_id) -> Fire | None:
+    """A fire the harness wraps, with its session, workspace and turn, its QualityRun and current attempt
+    (run_of then reads nothing), in one query; None when it has no QualityRun."""
+    attempt = (QualityAttempt.objects.select_related("run__fire__session", "run__fire__workspace", "run__fire__turn")
+               .filter(run__fire_id=fire_id).order_by("-number").first())
+    if attempt is None:
+        return None
+    run = attempt.run
+    run._current_attempt, run.fire._quality_run = attempt, run
+    return run.fire
 
 
 def run_of(fire: Fire) -> QualityRun | None:

@@ -114,11 +114,12 @@ def issue_kind(issue: str) -> str:
     return " ".join(_CITED_ID.sub(" ", head).split())
 
 
-def profile_cached(*, workspace_id, build: Callable[[], WorkspaceProfile]) -> WorkspaceProfile:
-    """The workspace's cached profile, or `build()`'s, cached for 10 minutes."""
+def profile_cached(*, workspace_id, build: Callable[[], WorkspaceProfile], fresh: bool = False) -> WorkspaceProfile:
+    """The workspace's cached profile, or `build()`'s, cached for 10 minutes. `fresh`: build it again
+    (a run just finished), whatever the cache holds."""
     key = CACHE_KEY.format(workspace_id=workspace_id)
     try:
-        cached = cache.get(key)
+        cached = None if fresh else cache.get(key)
     except (RedisError, OSError):
         cached = None
     if cached is not None:

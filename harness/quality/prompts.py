@@ -1,6 +1,8 @@
 """The prompt registry (seed 001's PromptRegistry): every prompt the quality harness sends a model,
 by id, with a built-in default; a QualityPrompt row of the same id (edited in admin) overrides it."""
 
+from django.db.models import Subquery
+
 from harness.quality.models import QualityPrompt
 
 DEFAULTS = {
@@ -41,8 +43,17 @@ DEFAULTS = {
 
 def prompt_get(prompt_id: str) -> str:
     """The prompt `prompt_id`: the admin's override when there is one, else the built-in default."""
-    override = QualityPrompt.objects.filter(prompt_id=prompt_id).values_list("text", flat=True).first()
+    return prompt_or_default(prompt_id, QualityPrompt.objects.filter(prompt_id=prompt_id).values_list(
+        "text", flat=True).first())
+
+
+def prompt_override(prompt_id: str) -> Subquery:
+    """The admin's override of `prompt_id` (or NULL), to read along with another row, then hand to
+    prompt_or_default."""
+    return Subquery(QualityPrompt.objects.filter(prompt_id=prompt_id).values("text")[:1])
+
+
+def prompt_or_default(prompt_id: str, override: str | None) -> str:
     if override and override.strip():
         return override
     return DEFAULTS[prompt_id]
-

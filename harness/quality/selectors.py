@@ -1,5 +1,6 @@
 """Reads the quality harness needs: what a workspace holds (for plan feasibility), the content of
-cited deltas (for the citation check), and the sizes of a fire's tool results (context metrics)."""
+cited deltas (for the citation check), the sizes of a fire's tool results (context metrics) and
+its quality runs' figures (the workspace profile)."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from django.db.models.functions import Length
 
 from fathom.models import Workspace
 from harness.fires.models import FireToolCall
-from harness.quality.models import Feedback, QualityRun
+from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from lake.models import KIND_PREFIX, LEVEL_PREFIX, PROVENANCE_TAG, Delta
 
 
@@ -70,6 +71,49 @@ def fire_tool_result_sizes(*, fire_id) -> list[tuple[str, int]]:
     query that never loads the results themselves: `metrics.context_metrics`'s input."""
     return list(FireToolCall.objects.filter(fire_id=fire_id).order_by("turn__number", "position")
                 .values_list("name", Length("result")))
+
+
+@dataclass(frozen=True)
+class RunsStats:
+    """The final attempts of a workspace's most recent done quality runs, summed (the profile's input)."""
+
+    runs: int  # done runs in all
+    counted: int  # of which in the window
+    combined_sum: float
+    combined_count: int  # the window's final attempts with a combined score
+    score_sum: float  # their verifier scores (0 when none)
+    issues: list[str]  # their contract's and verifier's issues
+    feedback_fires: int  # the workspace's fires with feedback
+
+
+def runs_stats(*, workspace_id, window: int, excluding_run_id=None) -> RunsStats:
+    """The final attempts of the workspace's `window` most recent done runs (but one), summed in one
+    query, which reads of each only the figures and issues (never a whole contract); the done runs
+    counted apart only when there are more than the window holds."""
+    attempts, runs, feedback = (QualityAttempt._meta.db_table, QualityRun._meta.db_table, Feedback._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH finals AS (SELECT a.combined, a.contract -> 'issues' AS contract_issues, "
+            f"a.verifier -> 'issues' AS verifier_issues, coalesce((a.verifier ->> 'score')::float8, 0) AS score "
+            f"FROM {attempts} a JOIN {runs} r ON r.id = a.run_id AND a.number = r.final_attempt "
+            f"WHERE r.workspace_id = %s AND r.state = %s AND r.id IS DISTINCT FROM %s "
+            f"ORDER BY a.created_at DESC LIMIT %s) "
+            f"SELECT count(*), coalesce(sum(combined), 0), count(combined), coalesce(sum(score), 0), "
+            f"(SELECT coalesce(array_agg(issue), '{{}}') FROM finals, jsonb_array_elements_text("
+            f"{_array('contract_issues')} || {_array('verifier_issues')}) AS issue), "
+            f"(SELECT count(DISTINCT fire_id) FROM {feedback} WHERE workspace_id = %s) FROM finals",
+            [workspace_id, QualityRun.State.DONE, excluding_run_id, window, workspace_id])
+        counted, combined_sum, combined_count, score_sum, issues, feedback_fires = cursor.fetchone()
+    total = counted
+    if counted >= window:
+        total = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE).exclude(
+            pk=excluding_run_id).count()
+    return RunsStats(runs=total, counted=counted, combined_sum=float(combined_sum), combined_count=combined_count,
+                     score_sum=float(score_sum), issues=list(issues), feedback_fires=feedback_fires)
+
+
+def _array(column: str) -> str:
+    return f"CASE WHEN jsonb_typeof({column}) = 'array' THEN {column} ELSE '[]'::jsonb END"
 
 
 # --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------

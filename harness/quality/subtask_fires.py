@@ -64,5 +64,5 @@ def subtasks_join(*, run_id, token: str) -> bool:
         run.plan = {**run.plan, "subtask_answers": answers}
         run.waiting_for, run.waiting_token, run.waiting_since = "", "", None
         run.save(update_fields=["plan", "waiting_for", "waiting_token", "waiting_since"])
-        fire_resume(run.fire)
+        fire_resume(session_id=run.fire.session_id, workspace_id=run.workspace_id, fire_id=run.fire_id)
     return True

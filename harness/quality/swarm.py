@@ -126,7 +126,7 @@ def aggregate(*, run_id, token: str) -> bool:
         locked.waiting_for, locked.waiting_token, locked.waiting_since = "", "", None
         locked.save(update_fields=["swarm", "waiting_for", "waiting_token", "waiting_since"])
         emit(fire, locked, "harness_swarm_complete", outcome, runner=False)
-        fire_resume(fire)
+        fire_resume(session_id=fire.session_id, workspace_id=fire.workspace_id, fire_id=fire.pk)
     return True
 
 

@@ -11,18 +11,18 @@ from harness.quality import flow, services, subtask_fires, swarm
 
 @shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=120, time_limit=180)
-def verify(run_id: int, attempt: int, token: str) -> bool:
+def verify(run_id: int, attempt: int, token: str, brief: dict) -> bool:
     """The lone standard verifier of an attempt: its verdict recorded and the fire's session ticked
     again (never raises on a model failure: the verdict is then the fallback)."""
-    return flow.verification_alone(run_id=run_id, attempt=attempt, token=token)
+    return flow.verification_alone(run_id=run_id, attempt=attempt, token=token, brief=brief)
 
 
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=120, time_limit=180)
-def verify_perspective(run_id: int, attempt: int, perspective: str, token: str) -> dict:
+def verify_perspective(run_id: int, attempt: int, perspective: str, token: str, brief: dict) -> dict:
     """One verifier of the group (standard, or a contrastive perspective); never raises on a model
     failure (the verdict is then the fallback)."""
-    return flow.verification_run(run_id=run_id, attempt=attempt, perspective=perspective)
+    return flow.verification_run(run_id=run_id, attempt=attempt, perspective=perspective, brief=brief)
 
 
 @shared_task(name="quality.verification_join", acks_late=True, reject_on_worker_lost=True, **retries(),

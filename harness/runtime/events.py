@@ -14,6 +14,9 @@ from harness.runtime.models import Session, SessionEvent
 logger = logging.getLogger(__name__)
 
 
+EVENTS_WRITTEN = "EXISTS (SELECT 1 FROM numbered)"  # in events_emit's statement: its events are written
+
+
 def channel_for(session_id) -> str:
     return f"fathom:harness:session:{session_id}:events"
 
@@ -52,24 +55,26 @@ def event_emit(*, session_id, workspace_id, kind: str, data: dict | None = None,
 
 
 def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], turn_id=None, runner: str = "",
-                alongside: tuple[str, list] | None = None) -> int:
+                alongside=()) -> int:
     """Append several events (kind, data) at once, numbered in order under the session row's lock as
     event_emit numbers one, in one statement (the numbers' UPDATE and the rows' INSERT), published
-    with one notice after commit. `runner` as for event_emit. `alongside`: (sql, params) of another
-    UPDATE that belongs with the events (the quality run's copy of them), made in the same statement.
+    with one notice after commit. `runner` as for event_emit. `alongside`: other writes ((sql, params)
+    each, UPDATEs made with the events: the quality run's copy of them, the rows its step changed) in
+    the same statement, each conditional on EVENTS_WRITTEN, so that none is made without the events.
     Returns the last event's number."""
     heartbeat = ", runner_heartbeat_at = %s" if runner else ""
     claimed = " AND runner = %s" if runner else ""
-    extra, extra_params = (f"alongside AS ({alongside[0]}), ", list(alongside[1])) if alongside else ("", [])
+    extra = "".join(f", alongside{n} AS ({sql})" for n, (sql, _) in enumerate(alongside))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH {extra}numbered AS (UPDATE harness_session SET last_event_seq = last_event_seq + %s{heartbeat} "
-            f"WHERE id = %s{claimed} RETURNING last_event_seq) "
+            f"WITH numbered AS (UPDATE harness_session SET last_event_seq = last_event_seq + %s{heartbeat} "
+            f"WHERE id = %s{claimed} RETURNING last_event_seq){extra} "
             f"INSERT INTO harness_sessionevent (workspace_id, created_at, session_id, seq, kind, turn_id, data) "
             f"SELECT %s, %s, %s, numbered.last_event_seq - %s + item.n, item.kind, %s, item.data "
             f"FROM numbered, unnest(%s::varchar[], %s::jsonb[]) WITH ORDINALITY AS item(kind, data, n) "
             f"RETURNING seq",
-            [*extra_params, len(events), *([timezone.now()] if runner else []), session_id, *([runner] if runner else []),
+            [len(events), *([timezone.now()] if runner else []), session_id, *([runner] if runner else []),
+             *[param for _, params in alongside for param in params],
              workspace_id, timezone.now(), session_id, len(events), turn_id,
              [kind for kind, _ in events], [json.dumps(data or {}, cls=DjangoJSONEncoder) for _, data in events]])
         numbers = [row[0] for row in cursor.fetchall()]

@@ -128,6 +128,7 @@ class TurnSnapshot:
     triggers: list[Trigger]
     refired: list[Trigger] = field(default_factory=list)
     limits: HarnessSettings | None = None  # the workspace's thresholds, as the tick read them
+    resumed: object = None  # the turn's work under way, as the tick's `resume` loaded it (its triggers unread)
 
     @property
     def messages(self) -> list[Trigger]:
@@ -144,26 +145,38 @@ class TurnParked(Exception):
     turn stays running, the session is released, and whoever the work waits for ticks it again."""
 
 
-def session_tick(*, session_id, work: TurnWork) -> str:
+def session_tick(*, session_id, work: TurnWork, resume: Callable[[], TurnSnapshot | None] | None = None,
+                 workspace_id=None) -> str:
     """Run at most one turn of the session, if there is work and nobody else runs one: `work` does
     the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended", "failed"
     or "parked" (the turn's work waits for other tasks, which tick the session again).
 
-    A turn left running by a runner that died is resumed with its original snapshot."""
-    session = Session.objects.filter(pk=session_id).first()
-    if session is None:
-        return "gone"
-    limits = harness_settings_get(workspace_id=session.workspace_id)
-    if not claims.claim(Session, session.pk, stale_after=limits.stale_after_seconds):
+    A turn left running by a runner that died is resumed with its original snapshot. `resume` (with
+    the session's `workspace_id`) is the lean way back into a running turn for a caller that knows its
+    work (a fire parked for the quality worker, ticked by the verifier's callback): called once the
+    session is claimed, it loads that work in one go, or gives None for the usual way."""
+    session = None
+    if workspace_id is None:
+        session = Session.objects.filter(pk=session_id).first()
+        if session is None:
+            return "gone"
+        workspace_id = session.workspace_id
+    limits = harness_settings_get(workspace_id=workspace_id)
+    if not claims.claim(Session, session_id, stale_after=limits.stale_after_seconds):
         return "busy"
     outcome = "idle"
     try:
-        turn = Turn.objects.filter(session=session, status=Turn.Status.RUNNING).first()
-        snapshot = _snapshot_of(turn, session) if turn else _turn_begin(session, limits)
+        snapshot = resume() if resume is not None else None
+        if snapshot is not None:
+            session = snapshot.session
+        else:
+            session = session or Session.objects.get(pk=session_id)
+            turn = Turn.objects.filter(session=session, status=Turn.Status.RUNNING).first()
+            snapshot = _snapshot_of(turn, session) if turn else _turn_begin(session, limits)
         if snapshot is not None:
             outcome = _turn_run(snapshot, work, limits)
     finally:
-        claims.release(Session, session.pk)
+        claims.release(Session, session_id)
     if outcome != "parked":  # a parked turn is ticked again by what it waits for
         _tick_again_if_needed(session, limits)
     return outcome
@@ -275,7 +288,8 @@ def _snapshot_of(turn: Turn, session: Session | None = None) -> TurnSnapshot:
 
 
 def _has_work(snapshot: TurnSnapshot) -> bool:
-    return bool(snapshot.refired) or any(t.kind != Trigger.Kind.REFRESH_PROFILE for t in snapshot.triggers)
+    return (snapshot.resumed is not None or bool(snapshot.refired)
+            or any(t.kind != Trigger.Kind.REFRESH_PROFILE for t in snapshot.triggers))
 
 
 def _profiles_recopy(session: Session, turn: Turn) -> None:

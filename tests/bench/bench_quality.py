@@ -7,11 +7,13 @@
    the aggregate is recorded (ideal 2.0 s: five at once, then one).
 2. Contrastive verification: three verifiers at 1.0 s each, the same way (ideal 1.0 s).
 3. The harness's own overhead per fire with an instant (scripted) model, in this process: a
-   SIMPLE chat fire's session ticks with the harness on (classifier, contract, verifier called in
-   process, events, profile) against the same fire with it off, the two alternating; p50 and p90
-   of the pairs' differences.
+   SIMPLE chat fire with the harness on (its session's tick, which parks it; the verifier's task, run
+   here with its message's arguments; the way back its task sends: classifier, contract, verifier,
+   events, profile) against the same fire with it off, alternating; p50 and p95 of the rounds'
+   differences. Beside it, the same fire driven as this bench first drove it (the tests' verify_all,
+   which reads the run twice for what a message carries, then a plain session tick back).
 4. Model calls per role of that fire, and its database statements with the harness and without
-   (the verifier's task and join, run in process here, counted with the harness)."""
+   (the verifier's task, run in process here, counted with the harness)."""
 
 import statistics
 import subprocess
@@ -24,7 +26,7 @@ from django.test.utils import CaptureQueriesContext
 
 from fathom import processes
 from fathom.models import Workspace
-from harness.fires.services import fire_create
+from harness.fires.services import fire_create, fire_parked_resume
 from harness.quality import flow, swarm
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.runtime.services import message_send, session_create
@@ -83,7 +85,9 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
                                       contract={"passed": True, "issues": []})
         started = time.perf_counter()
         with transaction.atomic():
-            flow._verification_dispatch(run.fire, run, run.attempts.get(number=1))
+            token = flow._verifier_awaited(run)
+            flow.verification_send(run_id=run.pk, attempt=1, token=token, perspectives=flow.perspectives_for(run),
+                                   brief=flow.verifier_brief(run.fire, {"body": "an answer"}))
         wait_for(lambda: QualityRun.objects.filter(pk=run.pk, waiting_for="").exists(), timeout=60, every=0.01)
         contrastive_wall = time.perf_counter() - started
         assert run.attempts.get(number=1).verifier["contrastive"]
@@ -95,7 +99,27 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
           f"(ideal {LATENCY:.1f}, target <= 1.3)")
 
 
-def _one_fire(workspace, roles, *, quality: bool) -> float:
+class Sent:
+    """What the harness sends to the quality worker and back (sent to the broker still, as it costs),
+    recorded so that this process runs it as the workers do: with the messages' arguments."""
+
+    def __init__(self, monkeypatch):
+        self.verifiers, self.resumed = [], []
+        for name, into in (("verification_send", self.verifiers), ("fire_resume", self.resumed)):
+            monkeypatch.setattr(flow, name, self._recording(getattr(flow, name), into))
+
+    @staticmethod
+    def _recording(send, into):
+        def recorded(*args, **kwargs):
+            into.append(args or kwargs)
+            return send(*args, **kwargs)
+        return recorded
+
+
+def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> float:
+    """One fire's ticks, timed. With the harness, `sent`: the verifier's task and the way back run as
+    the workers run them; without it, as this bench drove them first (the tests' verify_all, which
+    reads the run twice to find what a message carries, then a plain session tick)."""
     session = session_create(workspace=workspace)
     message_send(session=session, content="What is the capital of France?")
     if quality:
@@ -104,48 +128,70 @@ def _one_fire(workspace, roles, *, quality: bool) -> float:
     roles.main.reply(tool_calls=[respond()])
     roles.main.call_tool("skip", {"reason": "-"})
     started = time.perf_counter()
-    if quality:
+    if not quality:
+        assert session_tick(session_id=session.pk) == "ended"
+    elif sent is None:
         assert session_tick(session_id=session.pk) == "parked"
         verify_all(QualityRun.objects.get(fire__session=session))
-    assert session_tick(session_id=session.pk) == "ended"
+        assert session_tick(session_id=session.pk) == "ended"
+    else:
+        assert session_tick(session_id=session.pk) == "parked"
+        message = sent.verifiers.pop()
+        assert flow.verification_alone(run_id=message["run_id"], attempt=message["attempt"], token=message["token"],
+                                       brief=message["brief"])
+        assert fire_parked_resume(**sent.resumed.pop()) == "ended"
     return time.perf_counter() - started
 
 
-def test_quality_overhead_per_fire_with_an_instant_model():
-    # The fires with and without the harness alternate, so a machine shared with other work slows both
-    # alike; the overhead is each pair's difference.
+def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
+    # The fires without the harness and with it alternate, so a machine shared with other work slows them
+    # alike; the overhead is each round's difference. With the harness, two ways to drive the fire: as
+    # the workers do (the figure), and as this bench did first (shown beside it).
+    drives = ("without", "workers", "first")
+    sent = Sent(monkeypatch)
     workspaces, roles = {}, {}
-    for quality in (False, True):
-        workspaces[quality] = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
-        settings = flow.quality_settings_get(workspace_id=workspaces[quality].pk)
-        settings.enabled = quality
+    for drive in drives:
+        workspaces[drive] = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
+        settings = flow.quality_settings_get(workspace_id=workspaces[drive].pk)
+        settings.enabled = drive != "without"
         settings.save()
-        roles[quality] = Roles(workspaces[quality])
-    walls = {False: [], True: []}
+        roles[drive] = Roles(workspaces[drive])
+
+    def fire(drive: str) -> float:
+        return _one_fire(workspaces[drive], roles[drive], quality=drive != "without",
+                         sent=sent if drive == "workers" else None)
+
+    walls = {drive: [] for drive in drives}
     statements = {}
     try:
-        for quality in (False, True):
-            _one_fire(workspaces[quality], roles[quality], quality=quality)  # warm-up
-            for script in roles[quality].scripts.values():
+        for drive in drives:
+            fire(drive)  # warm-up
+            for script in roles[drive].scripts.values():
                 script.reset()
         for _ in range(OVERHEAD_FIRES):
-            for quality in (False, True):
-                walls[quality].append(_one_fire(workspaces[quality], roles[quality], quality=quality))
-        calls = {quality: {role: n // OVERHEAD_FIRES for role, n in roles[quality].calls().items()}
-                 for quality in (False, True)}
-        for quality in (False, True):
+            for drive in drives:
+                walls[drive].append(fire(drive))
+        calls = {drive: {role: n // OVERHEAD_FIRES for role, n in roles[drive].calls().items()} for drive in drives}
+        for drive in drives:
             with CaptureQueriesContext(connection) as counted:
-                _one_fire(workspaces[quality], roles[quality], quality=quality)
-            statements[quality] = len(counted.captured_queries)
+                fire(drive)
+            statements[drive] = len(counted.captured_queries)
     finally:
-        for quality in (False, True):
-            roles[quality].reset()
-    off, on = statistics.median(walls[False]) * 1000, statistics.median(walls[True]) * 1000
-    overhead = [(b - a) * 1000 for a, b in zip(walls[False], walls[True], strict=True)]
-    print(f"\n[quality] SIMPLE chat fire with an instant model, {OVERHEAD_FIRES} fires each, alternating: p50 "
-          f"{off:.1f} ms without the harness, {on:.1f} ms with it: overhead p50 {percentile(overhead, 50):.1f} ms, "
-          f"p90 {percentile(overhead, 90):.1f} ms (target p50 <= 15 ms)")
-    print(f"[quality] model calls per fire and role: with the harness {calls[True]}, without {calls[False]}")
-    print(f"[quality] database statements per fire: {statements[True]} with the harness, {statements[False]} "
-          f"without: {statements[True] - statements[False]} the harness's")
-    assert calls[True] == {"classifier": 1, "main": 2, "verifier": 1} and calls[False] == {"main": 2}
+        for drive in drives:
+            roles[drive].reset()
+    overhead = {drive: [(b - a) * 1000 for a, b in zip(walls["without"], walls[drive], strict=True)]
+                for drive in drives[1:]}
+    ms = {drive: statistics.median(walls[drive]) * 1000 for drive in drives}
+    print(f"\n[quality] SIMPLE chat fire with an instant model, {OVERHEAD_FIRES} fires each way, alternating: p50 "
+          f"{ms['without']:.1f} ms without the harness, {ms['workers']:.1f} ms with it: overhead p50 "
+          f"{percentile(overhead['workers'], 50):.1f} ms, p95 {percentile(overhead['workers'], 95):.1f} ms "
+          f"(target p50 <= 15 ms)")
+    print(f"[quality] the same fire driven as this bench first drove it (the tests' verify_all, a plain session tick "
+          f"back): {ms['first']:.1f} ms, overhead p50 {percentile(overhead['first'], 50):.1f} ms, p95 "
+          f"{percentile(overhead['first'], 95):.1f} ms")
+    print(f"[quality] model calls per fire and role: with the harness {calls['workers']}, without {calls['without']}")
+    print(f"[quality] database statements per fire: {statements['workers']} with the harness, "
+          f"{statements['without']} without: {statements['workers'] - statements['without']} the harness's "
+          f"({statements['first'] - statements['without']} driven as first)")
+    assert calls["workers"] == calls["first"] == {"classifier": 1, "main": 2, "verifier": 1}
+    assert calls["without"] == {"main": 2}

@@ -30,11 +30,12 @@ def verify_all(run: QualityRun) -> None:
     or each verifier of the contrastive group, then the chord's join."""
     run.refresh_from_db()
     perspectives = flow.perspectives_for(run)
+    brief = flow.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
     if perspectives == ("standard",):
-        assert flow.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+        assert flow.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
         return
     for perspective in perspectives:
-        flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective)
+        flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
     assert flow.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
 
 

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from harness.fires.services import fire_parked_resume
 from harness.quality import flow
 from harness.quality.models import QualityRun
 from harness.runtime import services as runtime_services
@@ -18,15 +19,17 @@ from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
 
-# The harness's statements per SIMPLE chat fire: its pre-flight (the run and its first attempt, the
-# classifier's prompt and call, harness_complexity), the contract and the verifier's dispatch, the
-# fire's second run once the verdict is in (the session's tick again, the decision, the profile,
-# the context metrics, the three events of acceptance written at once). 63 (and 14 on the quality
-# worker) before the events of a step were written at once and settings, the run and its attempt
-# read once; 35 (and 11) before the answer was saved with its contract and the decision with the
-# per-fire writes.
-HARNESS_STATEMENTS = 33
-VERIFIER_STATEMENTS = 9  # the lone verifier's task, which records its verdict itself, on the quality worker
+# The harness's statements per SIMPLE chat fire: its pre-flight (its settings with the classifier's
+# prompt, the call's trace, the run and its first attempt with harness_complexity), the answer saved
+# with its contract and the verifier sent (one statement), the parked fire's claims given back, and
+# its way back (fire_parked_resume: the claims again, the fire with its run in one read, the trace's
+# earlier runs, the policy, the decision's reads and one statement for its rows and events, the
+# first run's root ended). 63 (and 14 on the quality worker) before the events of a step were
+# written at once and settings, the run and its attempt read once; 35 (and 11) before the answer was
+# saved with its contract, a lone verifier recorded its verdict itself, the decision committed with
+# the per-fire writes and a parked fire came back by its own way.
+HARNESS_STATEMENTS = 18
+VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
@@ -44,11 +47,12 @@ def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], lis
     if quality:
         assert outcome == "parked"
         run = QualityRun.objects.get(fire__session=session)
+        brief = flow.verifier_brief(run.fire, run.attempts.get(number=1).response)  # what the task's message carries
         with CaptureQueriesContext(connection) as verifier:
-            assert flow.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token)
+            assert flow.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token, brief=brief)
         verifier_statements = [q["sql"] for q in verifier.captured_queries]
-        with CaptureQueriesContext(connection) as ticks:
-            outcome = session_tick(session_id=session.pk)
+        with CaptureQueriesContext(connection) as ticks:  # what the verifier's task sends back
+            outcome = fire_parked_resume(session_id=session.pk, workspace_id=workspace.pk, fire_id=run.fire_id)
         fire_statements += [q["sql"] for q in ticks.captured_queries]
     assert outcome == "ended"
     return fire_statements, verifier_statements
@@ -61,6 +65,7 @@ def test_the_harness_adds_a_fixed_few_statements_to_a_simple_chat_fire(workspace
     # left running by an earlier test of the run would take them (and the scripted answers) first.
     monkeypatch.setattr(runtime_services, "session_tick_enqueue", lambda **kwargs: None)
     monkeypatch.setattr(flow, "verification_send", lambda **kwargs: None)
+    monkeypatch.setattr(flow, "fire_resume", lambda **kwargs: None)
     counted = {}
     for quality, place in ((True, workspace), (False, other_workspace)):
         switch = flow.quality_settings_get(workspace_id=place.pk)
