@@ -1,8 +1,10 @@
-"""Several writes in one statement: UPDATEs built here (rather than compiled by the ORM, which costs
-more than the round trip on a hot path), run together as the WITH clauses (data-modifying common table
-expressions) of one statement. One round trip, and outside a transaction one commit, atomic as every
-statement is. Each clause must change other rows than the others (two changes of one row in one
-statement would not both happen)."""
+"""Several writes in one statement: INSERTs and UPDATEs built here (rather than compiled by the ORM,
+which costs more than the round trip on a hot path), run together as the WITH clauses (data-modifying
+common table expressions) of one statement. One round trip, and outside a transaction one commit,
+atomic as every statement is. Each clause must change other rows than the others (two changes of one
+row in one statement would not both happen)."""
+
+import functools
 
 from django.db import connection
 
@@ -31,3 +33,48 @@ def statements_run(statements: list[tuple[str, list]]) -> None:
     params = [param for _, clause_params in clauses for param in clause_params]
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {sql} {last}" if clauses else last, [*params, *last_params])
+
+
+def insert_sql(row, *, tail: str = "") -> tuple[str, list]:
+    """The INSERT of the new `row` (its primary key too, when set), as (sql, params), not run, in the
+    form a WITH clause can make conditional: `INSERT INTO t (columns) SELECT <values> <tail>` (`tail`:
+    `FROM ...`, `WHERE ...`). The values are typed, as a SELECT list would read them as text."""
+    sql, fields = _insert_parts(type(row), with_key=row.pk is not None)
+    values = [field.get_db_prep_save(field.pre_save(row, add=True), connection) for field in fields]
+    return f"{sql} {tail}".rstrip(), values
+
+
+@functools.cache
+def _insert_parts(model, *, with_key: bool) -> tuple[str, list]:
+    meta, quote = model._meta, connection.ops.quote_name
+    fields = [field for field in meta.concrete_fields if with_key or not field.primary_key]
+    columns = ", ".join(quote(field.column) for field in fields)
+    typed = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
+    return f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {typed}", fields
+
+
+def ids_next(*models) -> list:
+    """Primary keys for new rows of `models` (one each, from their sequences), in one query: rows that
+    another's INSERT in the same statement refers to."""
+    nextvals = ", ".join("nextval(pg_get_serial_sequence(%s, %s))" for _ in models)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {nextvals}", [name for model in models
+                                              for name in (model._meta.db_table, model._meta.pk.column)])
+        return list(cursor.fetchone())
+
+
+def select_list(model, alias: str, *, leave=()) -> tuple[str, list]:
+    """The SELECT list of `model`'s columns from the table named `alias` (but the fields `leave`, which
+    load deferred), and their fields: for one read of several models at once (`loaded`)."""
+    fields = [field for field in model._meta.concrete_fields if field.name not in leave]
+    return ", ".join(f"{alias}.{connection.ops.quote_name(field.column)}" for field in fields), fields
+
+
+def loaded(model, fields, values):
+    """The instance of `model` whose `fields` (select_list's) have `values`, as the ORM loads a row."""
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for converter in field.get_db_converters(connection):
+            value = converter(value, field, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [field.attname for field in fields], converted)

@@ -8,6 +8,7 @@ from fathom.tracing.spans import (
     SpanContext,
     continue_trace,
     current_span,
+    end_of,
     event,
     flush,
     scope,
@@ -15,5 +16,5 @@ from fathom.tracing.spans import (
     start_span,
 )
 
-__all__ = ["Span", "SpanContext", "continue_trace", "current_span", "event", "flush", "scope", "span",
+__all__ = ["Span", "SpanContext", "continue_trace", "current_span", "end_of", "event", "flush", "scope", "span",
            "start_span"]

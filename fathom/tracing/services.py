@@ -72,15 +72,6 @@ def run_spans(*, workspace_id: int, trace_id: str, run_id: str) -> list[TraceEve
         [workspace_id, trace_id, run_id]))
 
 
-def spans_end_of(starts, *, error: str = "") -> int:
-    """Ends the spans whose start events (`run_spans`' rows) are given: failed with `error`, or
-    completed when it is empty. Returns how many were ended."""
-    buffer = Buffer()
-    for start in starts:
-        buffer.add_end_of(start, error=error)
-    return buffer.flush()
-
-
 def retention_start(*, days: int) -> datetime:
     """The first instant retention keeps: midnight (UTC) `days` days before today."""
     today = timezone.now().astimezone(UTC).date()

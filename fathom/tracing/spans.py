@@ -177,6 +177,18 @@ def event(kind: str, **payload) -> None:
     current.event(kind, **payload)
 
 
+def end_of(start, *, error: str = "") -> None:
+    """End a span known only by its start event (a TraceEvent an earlier run wrote) with the events
+    buffered now, failed with `error` or completed: written at their flush (at once outside any scope)."""
+    buffer = _buffer.get()
+    if buffer is None:
+        buffer = Buffer()
+        buffer.add_end_of(start, error=error)
+        buffer.flush()
+        return
+    buffer.add_end_of(start, error=error)
+
+
 def current_span() -> Span | SpanContext | None:
     return _current.get()
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db import connection, models
 from django.utils import timezone
 
+from fathom.sql import insert_sql
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.runtime import claims
 
@@ -35,25 +36,18 @@ def journal_append(row: FireTurn | FireToolCall, *, fire: Fire, counters: dict |
     twice, and BEGIN and COMMIT are round trips of their own."""
     increments = counters or {}
     assignments = ", ".join([f"{column} = {column} + %s" for column in increments] + ["runner_heartbeat_at = %s"])
-    fields = [field for field in type(row)._meta.concrete_fields if not field.primary_key]
-    values = [field.get_db_prep_save(field.pre_save(row, add=True), connection) for field in fields]
-    table, fire_table = type(row)._meta.db_table, Fire._meta.db_table
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    # Typed, since PostgreSQL would read untyped values in a SELECT list as text.
-    typed = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
+    insert, values = insert_sql(row, tail="FROM claimed")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"WITH claimed AS (UPDATE {fire_table} SET {assignments} WHERE id = %s AND runner = %s "
-            f"RETURNING cancel_requested_at) "
-            f"INSERT INTO {table} ({columns}) SELECT {typed} FROM claimed "
-            f"RETURNING id, (SELECT cancel_requested_at FROM claimed)",
+            f"WITH claimed AS (UPDATE {Fire._meta.db_table} SET {assignments} WHERE id = %s AND runner = %s "
+            f"RETURNING cancel_requested_at) {insert} RETURNING id, (SELECT cancel_requested_at FROM claimed)",
             [*increments.values(), timezone.now(), fire.pk, claims.runner_id(), *values])
         inserted = cursor.fetchone()
     if inserted is None:
         raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
     row.pk, row._state.adding, row._state.db = inserted[0], False, connection.alias
-    for field in fields:  # the row as it is read back, so a resumed fire renders the very same prompt
-        if isinstance(field, models.JSONField):
+    for field in type(row)._meta.concrete_fields:  # the row as it is read back, so a resumed fire renders
+        if isinstance(field, models.JSONField):  # the very same prompt
             setattr(row, field.attname, _as_jsonb(getattr(row, field.attname)))
     return inserted[1]
 

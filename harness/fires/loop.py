@@ -25,9 +25,9 @@ from django.utils import timezone
 from fathom.llm import LLMError, Message, ToolCall, complete
 from fathom.llm.errors import LLMBudgetExceeded
 from fathom.llm.offline import OFFLINE_NOTICE, SearchThenRespond, request_digest
-from fathom.tracing import SpanContext, continue_trace, current_span, flush, span
+from fathom.tracing import SpanContext, continue_trace, current_span, end_of, flush, span
 from fathom.tracing.names import words
-from fathom.tracing.services import run_spans, spans_end_of
+from fathom.tracing.services import run_spans
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
 from harness.fires.journal import JournalTurn, journal_append, journal_read
@@ -66,8 +66,7 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
             mode=fire.mode, depth=fire.depth, question=fire.question[:500], autonomous=fire.autonomous) as root:
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
-            fire.save(update_fields=["status", "started_at", "trace_id"])
-            quality.fire_new(fire)
+            quality.fire_started(fire, fields=("status", "started_at", "trace_id"))
         try:
             while fire.phase in (Fire.Phase.MAIN, Fire.Phase.VERIFY):
                 if fire.phase == Fire.Phase.MAIN:
@@ -122,25 +121,26 @@ def _resumed(fire: Fire):
     if attempt == 1:
         yield
         return
-    first_root = [roots[0]] if roots and not roots[0].ended else []
+    first_root = roots[0] if roots and not roots[0].ended else None
     tasks = {root.task_id for root in roots}
-    spans_end_of([start for start in left_open if start.task_id in tasks and start not in first_root],
-                 error=f"worker lost: attempt {attempt - 1} did not finish")
+    for start in left_open:
+        if start.task_id in tasks and start is not first_root:
+            end_of(start, error=f"worker lost: attempt {attempt - 1} did not finish")
     try:
         with continue_trace(parent), span("fire.resume", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}",
                                           run_id=str(fire.pk), attempt=attempt, phase=fire.phase):
             yield
+            if fire.is_terminal and first_root is not None:  # with this run's last events
+                end_of(first_root, error="" if fire.status == Fire.Status.FINISHED
+                       else f"fire {fire.status}: {fire.error}".strip(": "))
     except (claims.ClaimLost, *TRANSIENT_ERRORS):
         raise  # another worker runs it now, or the retried task will
     except Exception as exc:
+        if first_root is not None:
+            end_of(first_root, error=f"{type(exc).__name__}: {exc}")
         flush()
-        spans_end_of(first_root, error=f"{type(exc).__name__}: {exc}")
         raise
-    flush()
-    if not fire.is_terminal:
-        return  # parked (harness.quality): the run that finishes the fire ends the first root
-    spans_end_of(first_root,
-                 error="" if fire.status == Fire.Status.FINISHED else f"fire {fire.status}: {fire.error}".strip(": "))
+    flush()  # parked (harness.quality), the first root stays open: the run that finishes the fire ends it
 
 
 def _earlier_runs(fire: Fire):

@@ -3,20 +3,22 @@ shows them) and sent on the fire's session stream as `event: <name>`; and how wh
 hands it back: a tick of its session.
 
 The events of one step (a pre-flight, an answer judged, a verdict decided) are written together with
-the rows the step changed: inside `emitting(run)`, emit only collects the events and `changed` the
-rows' fields, and the block's end writes them all in one statement (the run's events and fields, the
-other rows, the session's numbers and rows) with one notice to the stream."""
+the rows the step made and changed: inside `emitting(run)`, emit only collects the events, `created`
+the new rows and `changed` the rows' fields, and the block's end writes them all in one statement (the
+run's events and fields, the other rows, the session's numbers and rows) with one notice to the
+stream; what must follow the write (a group sent to the quality worker) waits for it (`after_step`)."""
 
 import json
+from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from celery import signature
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from fathom.sql import statements_run, update_sql
+from fathom.sql import insert_sql, statements_run, update_sql
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from harness.runtime import claims
@@ -29,6 +31,8 @@ class _Step:
     run: QualityRun
     events: list = field(default_factory=list)
     rows: dict = field(default_factory=dict)  # (model, pk) -> (row, fields)
+    created: list = field(default_factory=list)
+    then: list = field(default_factory=list)
 
 
 _STEP: ContextVar[_Step | None] = ContextVar("quality_step", default=None)
@@ -57,6 +61,25 @@ def changed(row, *fields: str) -> None:
     known.update(fields)
 
 
+def created(row) -> None:
+    """Insert the new row (its primary key set: fathom.sql.ids_next) with the current step's events
+    (inside `emitting`), else now."""
+    step = _STEP.get()
+    if step is None:
+        row.save(force_insert=True)
+        return
+    step.created.append(row)
+
+
+def after_step(then: Callable[[], None]) -> None:
+    """Call `then` once the current step is written (inside `emitting`), else now."""
+    step = _STEP.get()
+    if step is None:
+        then()
+        return
+    step.then.append(then)
+
+
 @contextmanager
 def emitting(fire: Fire, run: QualityRun, *, runner: bool = True):
     """Collect the events emit makes and the fields `changed` marks inside the block; write them at its
@@ -67,27 +90,35 @@ def emitting(fire: Fire, run: QualityRun, *, runner: bool = True):
         yield
     finally:
         _STEP.reset(token)
-    if step.events or step.rows:
+    if step.events or step.rows or step.created:
         _write(step, runner=runner)
+    for then in step.then:
+        then()
 
 
 def _write(step: _Step, *, runner: bool) -> None:
     fire, run = step.fire, step.run
     with_events = bool(fire.session_id and step.events)  # then every write is made only with them
     where = EVENTS_WRITTEN if with_events else ""
+    at = timezone.now().isoformat()
+    kept = [{"event": name, "at": at, "data": data} for name, data in step.events]
+    run_created = any(row is run for row in step.created)
+    if run_created:
+        run.events = [*run.events, *kept]
+    writes = [insert_sql(row, tail=f"WHERE {where}" if where else "") for row in step.created]
     run_fields = step.rows.get((QualityRun, run.pk), (run, ()))[1]
-    kept = {}
-    if step.events:
-        at = timezone.now().isoformat()
-        kept["events"] = ("events || %s::jsonb", [_json([{"event": name, "at": at, "data": data}
-                                                          for name, data in step.events])])
-    writes = [update_sql(run, run_fields, expressions=kept, where=where)] if run_fields or kept else []
-    writes += [update_sql(row, fields, where=where) for row, fields in step.rows.values() if row is not run]
+    if not run_created and (run_fields or kept):
+        appended = {"events": ("events || %s::jsonb", [_json(kept)])} if kept else {}
+        writes.append(update_sql(run, run_fields, expressions=appended, where=where))
+    writes += [update_sql(row, fields, where=where) for row, fields in step.rows.values()
+               if row is not run and row not in step.created]
     if with_events:
         events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
                     turn_id=fire.turn_id, runner=claims.runner_id() if runner else "", alongside=writes)
     elif writes:
         statements_run(writes)
+    for row in step.created:
+        row._state.adding, row._state.db = False, connection.alias
 
 
 def fire_resume(*, session_id, workspace_id, fire_id) -> None:

@@ -23,6 +23,7 @@ contrastive verification (COMPLEX synthesis, full_pipeline, recommendation); spe
 aggregator 1 when the swarm runs; a layer of parallel subtasks runs as child fires (.subtasks), each
 making its own fire's calls (main and review pass, no harness)."""
 
+import functools
 import json
 import logging
 import re
@@ -36,6 +37,8 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from fathom.llm import Message
+from fathom.models import Workspace
+from fathom.sql import ids_next, loaded, select_list
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.quality import agents, subtasks, swarm
 from harness.quality.contracts import (
@@ -49,7 +52,7 @@ from harness.quality.contracts import (
     citations_check,
     workflow_type_of,
 )
-from harness.quality.events import changed, emit, emitting, fire_resume
+from harness.quality.events import changed, created, emit, emitting, fire_resume
 from harness.quality.metrics import context_metrics
 from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
@@ -65,6 +68,7 @@ from harness.quality.retry import (
 from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
 from harness.quality.selectors import fire_tool_result_sizes, runs_stats, workspace_stats
 from harness.quality.stream import StreamMonitor
+from harness.runtime.models import Session, Turn
 from lake.models import Delta
 
 logger = logging.getLogger(__name__)
@@ -134,7 +138,10 @@ def preflight(fire: Fire) -> QualityRun | None:
         if fire.depth or not fire.session_id:
             return None
         quality = quality_settings_get(workspace_id=fire.workspace_id, prompt="classifier_system")
+        start = fire.__dict__.pop("_start_unsaved", ())
         if not applies(fire, quality):
+            if start:
+                fire.save(update_fields=start)
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question, system=quality.prompt)
         workflow = complexity["workflow_type"]
@@ -145,24 +152,26 @@ def preflight(fire: Fire) -> QualityRun | None:
                                             workspace_stats=workspace_stats(workspace=fire.workspace))
         sources = swarm.sources_find(fire, quality) if swarm.may_activate(workflow, quality) else []
         multiplier = workspace_profile(workspace_id=fire.workspace_id).quality_multiplier
-        with transaction.atomic():
-            run = QualityRun.objects.create(
-                workspace_id=fire.workspace_id, fire=fire, complexity=complexity, sources=[s["id"] for s in sources],
-                iterations=iterations_asked(fire),
-                plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
-            run._current_attempt = QualityAttempt.objects.create(workspace_id=fire.workspace_id, run=run, number=1,
-                                                                 first_turn=0)
-            with emitting(fire, run):
-                emit(fire, run, "harness_complexity", {
-                    "level": complexity["level"], "reason": complexity["reason"],
-                    "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
-                    "is_fallback": complexity["is_fallback"]})
-                if selection is not None:
-                    _plan_board(fire, selection.plan)
-                    emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
-                                                              "candidates_count": selection.candidates_count})
-                if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
-                    swarm.dispatch(fire, run, quality.specialists, sources)
+        run = QualityRun(workspace_id=fire.workspace_id, fire=fire, complexity=complexity,
+                         sources=[s["id"] for s in sources], iterations=iterations_asked(fire),
+                         plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
+        run.pk, attempt_pk = ids_next(QualityRun, QualityAttempt)
+        run._current_attempt = QualityAttempt(pk=attempt_pk, workspace_id=fire.workspace_id, run=run, number=1,
+                                              first_turn=0)
+        with emitting(fire, run):  # the run, its first attempt, its events (and the fire's start): one statement
+            changed(fire, *start)
+            created(run)
+            created(run._current_attempt)
+            emit(fire, run, "harness_complexity", {
+                "level": complexity["level"], "reason": complexity["reason"],
+                "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
+                "is_fallback": complexity["is_fallback"]})
+            if selection is not None:
+                _plan_board(fire, selection.plan)
+                emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
+                                                          "candidates_count": selection.candidates_count})
+            if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
+                swarm.dispatch(fire, run, quality.specialists, sources)
         fire._quality_run = run
     if not run.waiting_for and subtasks.next_layer(run):  # a layer of parallel subtasks: child fires first
         with transaction.atomic():
@@ -381,7 +390,7 @@ def perspectives_for(run: QualityRun) -> tuple[str, ...]:
 
 def _decide(fire: Fire, run: QualityRun, attempt: QualityAttempt) -> None:
     workflow = run.complexity.get("workflow_type", "chat")
-    policy = retry_policy_get(workspace_id=fire.workspace_id)
+    policy = getattr(run, "_retry_policy", None) or retry_policy_get(workspace_id=fire.workspace_id)
     limits = policy.for_workflow(workflow)
     contract, verifier = attempt.contract, attempt.verifier
     decision = policy.should_retry(workflow_type=workflow, attempt=attempt.number,
@@ -693,21 +702,57 @@ def is_parked(fire: Fire) -> bool:
 _UNREAD = object()
 
 
-def fire_new(fire: Fire) -> None:
-    """The fire starts its first run: it has no QualityRun yet (run_of need not read one)."""
+def fire_started(fire: Fire, *, fields) -> None:
+    """The fire starts its first run: it has no QualityRun yet (run_of need not read one). Its `fields`
+    (status running, ...) are saved now, or, when the harness may wrap it, by its pre-flight: with the
+    run it makes (one commit, once the classifier has answered), or as soon as it knows it does not."""
     fire._quality_run = None
+    if fire.depth or not fire.session_id:
+        fire.save(update_fields=fields)
+    else:
+        fire._start_unsaved = fields
 
 
 def fire_parked_get(*, fire_id) -> Fire | None:
     """A fire the harness wraps, with its session, workspace and turn, its QualityRun and current attempt
-    (run_of then reads nothing), in one query; None when it has no QualityRun."""
-    attempt = (QualityAttempt.objects.select_related("run__fire__session", "run__fire__workspace", "run__fire__turn")
-               .filter(run__fire_id=fire_id).order_by("-number").first())
-    if attempt is None:
+    (run_of then reads nothing) and the retry policy of its workflow, in one query (the way back into a
+    parked fire, where the ORM's building of it cost more than the query); None when it has no run."""
+    sql, models = _fire_parked_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [fire_id])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    run = attempt.run
-    run._current_attempt, run.fire._quality_run = attempt, run
-    return run.fire
+    loaded_rows, at = [], 0
+    for model, fields in models:
+        loaded_rows.append(loaded(model, fields, row[at:at + len(fields)]) if row[at] is not None else None)
+        at += len(fields)
+    attempt, run, fire, session, workspace, turn = loaded_rows
+    attempt.run, run.fire, fire.session, fire.workspace, fire.turn = run, fire, session, workspace, turn
+    run._current_attempt, fire._quality_run = attempt, run
+    if row[at] is not None:  # the workflow's policy row (made on first use, by retry_policy_get)
+        run._retry_policy = RetryPolicy(settings={run.complexity.get("workflow_type", "chat"): RetrySettings(
+            *row[at:at + 3])})
+    return fire
+
+
+@functools.cache
+def _fire_parked_sql() -> tuple[str, list]:
+    parts = [(QualityAttempt, "a", ()), (QualityRun, "r", ("events",)), (Fire, "f", ()), (Session, "s", ()),
+             (Workspace, "w", ()), (Turn, "t", ())]
+    selects, models = [], []
+    for model, alias, leave in parts:
+        columns, fields = select_list(model, alias, leave=leave)
+        selects.append(columns)
+        models.append((model, fields))
+    table = {model: model._meta.db_table for model, _, _ in parts}
+    return (f"SELECT {', '.join(selects)}, p.max_attempts, p.good_enough_score, p.low_quality_threshold "
+            f"FROM {table[QualityAttempt]} a JOIN {table[QualityRun]} r ON r.id = a.run_id "
+            f"JOIN {table[Fire]} f ON f.id = r.fire_id JOIN {table[Workspace]} w ON w.id = f.workspace_id "
+            f"LEFT JOIN {table[Session]} s ON s.id = f.session_id LEFT JOIN {table[Turn]} t ON t.id = f.turn_id "
+            f"LEFT JOIN {QualityRetryPolicy._meta.db_table} p ON p.workspace_id = r.workspace_id "
+            f"AND p.workflow_type = r.complexity ->> 'workflow_type' "
+            f"WHERE r.fire_id = %s ORDER BY a.number DESC LIMIT 1", models)
 
 
 def run_of(fire: Fire) -> QualityRun | None:

@@ -9,10 +9,9 @@ from operator import or_
 
 from django.db import connection
 from django.db.models import Count, Q
-from django.db.models.functions import Length
 
 from fathom.models import Workspace
-from harness.fires.models import FireToolCall
+from harness.fires.models import FireToolCall, FireTurn
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from lake.models import KIND_PREFIX, LEVEL_PREFIX, PROVENANCE_TAG, Delta
 
@@ -69,8 +68,11 @@ def deltas_content_by_prefix(*, workspace: Workspace, prefixes: Sequence[str]) -
 def fire_tool_result_sizes(*, fire_id) -> list[tuple[str, int]]:
     """(tool name, result length in characters) of each tool call of a fire, in call order, in one
     query that never loads the results themselves: `metrics.context_metrics`'s input."""
-    return list(FireToolCall.objects.filter(fire_id=fire_id).order_by("turn__number", "position")
-                .values_list("name", Length("result")))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT c.name, length(c.result) FROM {FireToolCall._meta.db_table} c "
+                       f"JOIN {FireTurn._meta.db_table} t ON t.id = c.turn_id WHERE c.fire_id = %s "
+                       f"ORDER BY t.number, c.position", [fire_id])
+        return [tuple(row) for row in cursor.fetchall()]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from fathom.errors import ApplicationError
 from fathom.llm import LLMError
 from harness.fires.models import Fire
 from harness.quality import agents
-from harness.quality.events import emit, fire_resume
+from harness.quality.events import after_step, changed, emit, fire_resume
 from harness.quality.models import QualityRun, QualitySettings
 from lake.models import Delta
 from lake.search import deltas_search
@@ -52,14 +52,15 @@ def sources_find(fire: Fire, settings: QualitySettings) -> list[dict]:
 
 
 def dispatch(fire: Fire, run: QualityRun, specialists: list[str], sources: list[dict]) -> None:
-    """Start the swarm (in the caller's transaction; the chord goes after commit) and park the fire."""
+    """Start the swarm and park the fire (with the caller's step, if any; the chord goes once it is
+    written, after commit)."""
     token = uuid.uuid4().hex
     run.swarm = {"specialists": specialists, "results": {}, "started_at": time.time()}
     run.waiting_for, run.waiting_token, run.waiting_since = "swarm", token, timezone.now()
-    run.save(update_fields=["swarm", "waiting_for", "waiting_token", "waiting_since"])
+    changed(run, "swarm", "waiting_for", "waiting_token", "waiting_since")
     emit(fire, run, "harness_swarm_activated", {"source_count": len(sources), "specialist_count": len(specialists),
                                                 "specialists": specialists})
-    send(run_id=run.pk, specialists=specialists, token=token)
+    after_step(lambda: send(run_id=run.pk, specialists=specialists, token=token))
 
 
 def send(*, run_id, specialists: list[str], token: str) -> None:

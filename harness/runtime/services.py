@@ -30,8 +30,10 @@ Event = SessionEvent.Kind
 # --- settings -----------------------------------------------------------------------------------------
 
 def harness_settings_get(*, workspace_id) -> HarnessSettings:
-    """The workspace's thresholds (a row with the defaults is created on first use)."""
-    found = HarnessSettings.objects.filter(workspace_id=workspace_id).first()
+    """The workspace's thresholds (a row with the defaults is created on first use). Read raw: every
+    tick reads them, and the ORM's building of the query costs more than the query."""
+    found = next(iter(HarnessSettings.objects.raw(
+        f"SELECT * FROM {HarnessSettings._meta.db_table} WHERE workspace_id = %s", [workspace_id])), None)
     if found is not None:
         return found
     try:

@@ -5,10 +5,12 @@ carries it on. The parallel runs on a real worker are in test_workers.py."""
 import pytest
 
 from fathom.llm import Message, complete
+from fathom.tracing.selectors import trace_get
 from festinger import cache as festinger_cache
 from festinger.models import Concept
 from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
+from harness.fires.services import fire_parked_resume
 from harness.quality import agents, flow
 from harness.quality.models import QualityRun
 from harness.runtime.models import SessionEvent, Turn
@@ -87,6 +89,34 @@ def test_a_simple_chat_question_is_classified_answered_verified_and_written_once
     assert contract["passed"] is True and contract["issues"] == []
     # the per-fire writes happened once
     assert fire_write_kinds(fire)["kind:card"] == 1
+
+
+def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
+    # given a chat question answered and parked, and its verifier's task run as the quality worker runs it
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    fire = Fire.objects.get(session=session)
+    verify_all(QualityRun.objects.get(fire=fire))
+    # when the tick the verifier's task sends comes back (fires.fire_parked_resume)
+    back = {"session_id": session.pk, "workspace_id": session.workspace_id, "fire_id": fire.pk}
+    assert fire_parked_resume(**back) == "ended"
+    # then the fire is accepted, written once, its turn ended, as by a plain tick
+    fire.refresh_from_db()
+    assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
+    assert fire_write_kinds(fire)["kind:card"] == 1 and Turn.objects.get(session=session).status == "ended"
+    assert harness_events(session)[-3:] == ["harness_verifier", "harness_workspace_profile", "context_metrics"]
+    # and its trace is one: the second run under a fire.resume span of the first run's root, which ended
+    trace = trace_get(workspace=fire.workspace, trace_id=fire.trace_id)
+    (root,) = trace["spans"]
+    resume = [child for child in root["children"] if child["name"] == "fire.resume"]
+    assert root["status"] == "ok" and [span["attributes"]["attempt"] for span in resume] == [2]
+    # and once more, with nothing parked, it is the usual tick, with nothing to do
+    assert fire_parked_resume(**back) == "idle"
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1}
 
 
 def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):
