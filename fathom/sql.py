@@ -27,7 +27,7 @@ def update_sql(row, fields, *, expressions: dict | None = None, where: str = "")
 
 
 def statements_run(statements: list[tuple[str, list]]) -> None:
-    """Run the writes `statements` ((sql, params) each, UPDATEs but the last) as one statement."""
+    """Run the writes `statements` ((sql, params) each: insert_sql's, update_sql's) as one statement."""
     *clauses, (last, last_params) = statements
     sql = ", ".join(f"s{n} AS ({clause})" for n, (clause, _) in enumerate(clauses))
     params = [param for _, clause_params in clauses for param in clause_params]
@@ -63,10 +63,10 @@ def ids_next(*models) -> list:
         return list(cursor.fetchone())
 
 
-def select_list(model, alias: str, *, leave=()) -> tuple[str, list]:
-    """The SELECT list of `model`'s columns from the table named `alias` (but the fields `leave`, which
-    load deferred), and their fields: for one read of several models at once (`loaded`)."""
-    fields = [field for field in model._meta.concrete_fields if field.name not in leave]
+def select_list(model, alias: str, *, deferred=()) -> tuple[str, list]:
+    """The SELECT list of `model`'s columns from the table named `alias` (but the fields `deferred`, read
+    when first used), and their fields: for one read of several models at once (`loaded`)."""
+    fields = [field for field in model._meta.concrete_fields if field.name not in deferred]
     return ", ".join(f"{alias}.{connection.ops.quote_name(field.column)}" for field in fields), fields
 
 

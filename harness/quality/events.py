@@ -30,9 +30,9 @@ class _Step:
     fire: Fire
     run: QualityRun
     events: list = field(default_factory=list)
-    rows: dict = field(default_factory=dict)  # (model, pk) -> (row, fields)
+    rows: dict = field(default_factory=dict)  # changed: (model, pk) -> (row, its fields)
     created: list = field(default_factory=list)
-    then: list = field(default_factory=list)
+    then: list = field(default_factory=list)  # called once the step is written
 
 
 _STEP: ContextVar[_Step | None] = ContextVar("quality_step", default=None)
@@ -51,9 +51,9 @@ def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = T
 
 def changed(row, *fields: str) -> None:
     """Save the row's `fields` with the current step's events (inside `emitting`), else now."""
-    step = _STEP.get()
     if not fields:
         return
+    step = _STEP.get()
     if step is None:
         row.save(update_fields=fields)
         return
@@ -82,8 +82,9 @@ def after_step(then: Callable[[], None]) -> None:
 
 @contextmanager
 def emitting(fire: Fire, run: QualityRun, *, runner: bool = True):
-    """Collect the events emit makes and the fields `changed` marks inside the block; write them at its
-    end, in one statement (in the caller's transaction, if any: a block that raises writes nothing)."""
+    """Collect the events emit makes, the rows `created` and the fields `changed` marks inside the block;
+    write them at its end, in one statement (in the caller's transaction, if any: a block that raises
+    writes nothing), then call what waits for it (`after_step`)."""
     step = _Step(fire, run)
     token = _STEP.set(step)
     try:

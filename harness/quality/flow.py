@@ -424,6 +424,7 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
         workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
         first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
     run.attempt, run.state = number, QualityRun.State.RUNNING
+    run.__dict__.pop("_tool_result_sizes", None)  # the new attempt calls tools of its own
     changed(run, "attempt", "state")
     emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
     fire.phase, fire.response, fire.stop_reason = Fire.Phase.MAIN, {}, ""
@@ -457,8 +458,10 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
         emit(fire, run, name, score)
     run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
     run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
-    run.context_metrics = context_metrics(
-        (name, chars) for name, chars in fire_tool_result_sizes(fire_id=fire.pk) if name != "respond").as_event()
+    sizes = run.__dict__.pop("_tool_result_sizes", None)  # read with the fire on its way back
+    if sizes is None:
+        sizes = fire_tool_result_sizes(fire_id=fire.pk)
+    run.context_metrics = context_metrics((name, chars) for name, chars in sizes if name != "respond").as_event()
     _profile_after_run(fire, run, best)
     changed(run, "degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
             "context_metrics", "profile")
@@ -532,7 +535,7 @@ def _verifier_context(*, run_id, attempt: int, perspective: str, brief: dict, to
             [prompt_id, run_id, token, perspective, run_id, attempt, brief["workspace_id"]])
         calibration, override, waiting, recorded = cursor.fetchone()
     return _VerifierContext(calibration=calibration or "", prompt=prompt_or_default(prompt_id, override),
-                            waiting=waiting, recorded=json.loads(recorded) if isinstance(recorded, str) else recorded)
+                            waiting=waiting, recorded=_json_of(recorded))
 
 
 def _verdict(perspective: str, brief: dict, context: _VerifierContext) -> dict:
@@ -546,14 +549,23 @@ def _verdict_record(*, run_id, attempt: int, token: str, verdict: dict, perspect
                     workspace_id, fire_id) -> bool:
     """The attempt's verdict (and the lone verifier's perspective), recorded if its run still waits for
     the verifiers sent with `token`, in one statement (its conditional UPDATE takes the run's row: of two
-    joins at once, a resent chord's, one records it); the fire's session ticked again after commit."""
+    joins at once, a resent chord's, one records it); the fire's session ticked again after commit.
+
+    Outside a transaction its commit does not wait for the WAL flush (as a trace's or a claim's): the
+    verdict is the answer of a call that can be made again, and the resumed fire's next commit flushes
+    it. A crash of the database before that leaves the run waiting, and the sweep sends its verifier
+    again (runs_waiting_resend): one more call, never a wrong or a lost answer."""
+    alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
         cursor.execute(
-            "WITH waited AS (UPDATE harness_qualityrun SET waiting_for = '', waiting_token = '', waiting_since = NULL "
-            "WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s RETURNING id) "
+            ("SET LOCAL synchronous_commit TO OFF; " if alone else "")
+            + "WITH waited AS (UPDATE harness_qualityrun SET waiting_for = '', waiting_token = '', "
+            "waiting_since = NULL WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s RETURNING id) "
             "UPDATE harness_qualityattempt SET verifier = %s::jsonb, perspectives = perspectives || %s::jsonb "
             "WHERE run_id = %s AND number = %s AND EXISTS (SELECT 1 FROM waited) RETURNING id",
             [run_id, token, _json(verdict), _json({perspective: verdict} if perspective else {}), run_id, attempt])
+        if alone:
+            cursor.nextset()
         if cursor.fetchone() is None:
             return False
     fire_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)
@@ -693,6 +705,10 @@ def _json(value) -> str:
     return json.dumps(value, default=str)
 
 
+def _json_of(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def is_parked(fire: Fire) -> bool:
     """Whether the fire's last run parked it (waits for the quality worker)."""
     run = run_of(fire)
@@ -718,8 +734,12 @@ def fire_parked_get(*, fire_id) -> Fire | None:
     (run_of then reads nothing) and the retry policy of its workflow, in one query (the way back into a
     parked fire, where the ORM's building of it cost more than the query); None when it has no run."""
     sql, models = _fire_parked_sql()
+    alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        cursor.execute(sql, [fire_id])
+        # its joins in the order written: planning the best of their orders cost several times the query
+        cursor.execute(f"SET LOCAL join_collapse_limit = 1; {sql}" if alone else sql, [fire_id])
+        if alone:
+            cursor.nextset()
         row = cursor.fetchone()
     if row is None:
         return None
@@ -733,6 +753,7 @@ def fire_parked_get(*, fire_id) -> Fire | None:
     if row[at] is not None:  # the workflow's policy row (made on first use, by retry_policy_get)
         run._retry_policy = RetryPolicy(settings={run.complexity.get("workflow_type", "chat"): RetrySettings(
             *row[at:at + 3])})
+    run._tool_result_sizes = [tuple(size) for size in _json_of(row[at + 3])]  # as fire_tool_result_sizes reads them
     return fire
 
 
@@ -741,13 +762,16 @@ def _fire_parked_sql() -> tuple[str, list]:
     parts = [(QualityAttempt, "a", ()), (QualityRun, "r", ("events",)), (Fire, "f", ()), (Session, "s", ()),
              (Workspace, "w", ()), (Turn, "t", ())]
     selects, models = [], []
-    for model, alias, leave in parts:
-        columns, fields = select_list(model, alias, leave=leave)
+    for model, alias, deferred in parts:
+        columns, fields = select_list(model, alias, deferred=deferred)
         selects.append(columns)
         models.append((model, fields))
     table = {model: model._meta.db_table for model, _, _ in parts}
-    return (f"SELECT {', '.join(selects)}, p.max_attempts, p.good_enough_score, p.low_quality_threshold "
-            f"FROM {table[QualityAttempt]} a JOIN {table[QualityRun]} r ON r.id = a.run_id "
+    sizes = (f"(SELECT coalesce(json_agg(json_build_array(c.name, length(c.result)) ORDER BY ct.number, c.position), "
+             f"'[]') FROM {FireToolCall._meta.db_table} c JOIN {FireTurn._meta.db_table} ct ON ct.id = c.turn_id "
+             f"WHERE c.fire_id = f.id)")
+    return (f"SELECT {', '.join(selects)}, p.max_attempts, p.good_enough_score, p.low_quality_threshold, {sizes} "
+            f"FROM {table[QualityRun]} r JOIN {table[QualityAttempt]} a ON a.run_id = r.id "
             f"JOIN {table[Fire]} f ON f.id = r.fire_id JOIN {table[Workspace]} w ON w.id = f.workspace_id "
             f"LEFT JOIN {table[Session]} s ON s.id = f.session_id LEFT JOIN {table[Turn]} t ON t.id = f.turn_id "
             f"LEFT JOIN {QualityRetryPolicy._meta.db_table} p ON p.workspace_id = r.workspace_id "

@@ -59,8 +59,9 @@ def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], tur
     """Append several events (kind, data) at once, numbered in order under the session row's lock as
     event_emit numbers one, in one statement (the numbers' UPDATE and the rows' INSERT), published
     with one notice after commit. `runner` as for event_emit. `alongside`: other writes ((sql, params)
-    each, UPDATEs made with the events: the quality run's copy of them, the rows its step changed) in
-    the same statement, each conditional on EVENTS_WRITTEN, so that none is made without the events.
+    each, INSERTs and UPDATEs that belong with the events: the quality run's copy of them, the rows its
+    step made and changed) in the same statement, each conditional on EVENTS_WRITTEN, so that none is
+    made without the events.
     Returns the last event's number."""
     heartbeat = ", runner_heartbeat_at = %s" if runner else ""
     claimed = " AND runner = %s" if runner else ""

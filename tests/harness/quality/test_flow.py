@@ -92,9 +92,11 @@ def test_a_simple_chat_question_is_classified_answered_verified_and_written_once
 
 
 def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
-    # given a chat question answered and parked, and its verifier's task run as the quality worker runs it
+    # given a chat question answered after a search and parked, and its verifier's task run as the quality
+    # worker runs it
     message_send(session=session, content="What is the capital of France?")
     roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.call_tool("semantic", {"query": "capital of France"})
     roles.main.reply(tool_calls=[respond()])
     roles.verifier.reply(verdict(0.9))
     roles.main.call_tool("skip", {"reason": "-"})
@@ -109,6 +111,7 @@ def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
     assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
     assert fire_write_kinds(fire)["kind:card"] == 1 and Turn.objects.get(session=session).status == "ended"
     assert harness_events(session)[-3:] == ["harness_verifier", "harness_workspace_profile", "context_metrics"]
+    assert QualityRun.objects.get(fire=fire).context_metrics["calls_per_tool"] == {"semantic": 1}
     # and its trace is one: the second run under a fire.resume span of the first run's root, which ended
     trace = trace_get(workspace=fire.workspace, trace_id=fire.trace_id)
     (root,) = trace["spans"]
@@ -116,7 +119,8 @@ def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
     assert root["status"] == "ok" and [span["attributes"]["attempt"] for span in resume] == [2]
     # and once more, with nothing parked, it is the usual tick, with nothing to do
     assert fire_parked_resume(**back) == "idle"
-    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1}
+    assert {role: n for role, n in roles.calls().items() if role != "planner"} == {  # the search's planner aside
+        "classifier": 1, "main": 3, "verifier": 1}
 
 
 def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):
