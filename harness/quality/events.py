@@ -23,6 +23,7 @@ from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from harness.runtime import claims
 from harness.runtime.events import EVENTS_WRITTEN, events_emit
+from harness.runtime.models import Session
 
 
 @dataclass
@@ -33,6 +34,7 @@ class _Step:
     rows: dict = field(default_factory=dict)  # changed: (model, pk) -> (row, its fields)
     created: list = field(default_factory=list)
     then: list = field(default_factory=list)  # called once the step is written
+    parking: bool = False
 
 
 _STEP: ContextVar[_Step | None] = ContextVar("quality_step", default=None)
@@ -57,6 +59,10 @@ def changed(row, *fields: str) -> None:
     if step is None:
         row.save(update_fields=fields)
         return
+    _changed_in(step, row, *fields)
+
+
+def _changed_in(step: _Step, row, *fields: str) -> None:
     _, known = step.rows.setdefault((type(row), row.pk), (row, set()))
     known.update(fields)
 
@@ -81,11 +87,13 @@ def after_step(then: Callable[[], None]) -> None:
 
 
 @contextmanager
-def emitting(fire: Fire, run: QualityRun, *, runner: bool = True):
+def emitting(fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False):
     """Collect the events emit makes, the rows `created` and the fields `changed` marks inside the block;
     write them at its end, in one statement (in the caller's transaction, if any: a block that raises
-    writes nothing), then call what waits for it (`after_step`)."""
-    step = _Step(fire, run)
+    writes nothing), then call what waits for it (`after_step`). `parking`: the fire's run ends after
+    this step (it parks for the quality worker), and its claims on the fire and its session go back
+    with the step's statement: what it waits for may tick it again at once."""
+    step = _Step(fire, run, parking=parking)
     token = _STEP.set(step)
     try:
         yield
@@ -101,6 +109,10 @@ def _write(step: _Step, *, runner: bool) -> None:
     fire, run = step.fire, step.run
     with_events = bool(fire.session_id and step.events)  # then every write is made only with them
     where = EVENTS_WRITTEN if with_events else ""
+    parking = step.parking and with_events and runner
+    if parking:
+        fire.runner, fire.runner_heartbeat_at = "", None
+        _changed_in(step, fire, "runner", "runner_heartbeat_at")
     at = timezone.now().isoformat()
     kept = [{"event": name, "at": at, "data": data} for name, data in step.events]
     run_created = any(row is run for row in step.created)
@@ -115,9 +127,13 @@ def _write(step: _Step, *, runner: bool) -> None:
                if row is not run and row not in step.created]
     if with_events:
         events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
-                    turn_id=fire.turn_id, runner=claims.runner_id() if runner else "", alongside=writes)
+                    turn_id=fire.turn_id, runner=claims.runner_id() if runner else "", alongside=writes,
+                    release=parking)
     elif writes:
         statements_run(writes)
+    if parking:
+        claims.handed_over(Fire, fire.pk)
+        claims.handed_over(Session, fire.session_id)
     for row in step.created:
         row._state.adding, row._state.db = False, connection.alias
 

@@ -299,7 +299,7 @@ def postflight_start(fire: Fire, *, answer: tuple[str, ...]) -> None:
     # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if monitored(run) else [alert.as_event() for alert in attempt_monitor(run).feed(response.get("body", ""))]
-    with emitting(fire, run):
+    with emitting(fire, run, parking=True):  # the fire parks next, waiting for its verifier
         changed(fire, *answer)
         attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,

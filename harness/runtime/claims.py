@@ -36,6 +36,7 @@ def runner_id() -> str:
 def claim(model, pk, *, stale_after: int) -> bool:
     """Claim row `pk` of `model` (a `Claimable`) for this thread; False when someone else holds it."""
     me, now = runner_id(), timezone.now()
+    _given_back().discard((model._meta.label, model._meta.pk.to_python(pk)))  # a new claim, to release again
     if _lease_write(model, pk, runner=me, at=now, where="(runner = '' OR runner_heartbeat_at IS NULL "
                     "OR runner_heartbeat_at < %s)", params=[now - timedelta(seconds=stale_after)]):
         return True
@@ -58,10 +59,22 @@ def heartbeat(model, pk) -> None:
         raise ClaimLost(f"{model.__name__} {pk} is no longer claimed by {runner_id()}")
 
 
+def handed_over(model, pk) -> None:
+    """The holder gave the claim back with a write of its own (a fire parking for the quality worker
+    releases its fire and session with its last statement, so that what it waits for may claim them at
+    once): the release() that follows has nothing left to do."""
+    _given_back().add((model._meta.label, model._meta.pk.to_python(pk)))
+
+
 def release(model, pk) -> bool:
     """Give the claim back; a claim already taken over is left to its new holder. Called on the way
     out of a transient error too: a connection that error broke is replaced first, so the retried
     task (on any worker) finds the row free rather than held by a runner that stopped."""
+    given = _given_back()
+    key = (model._meta.label, model._meta.pk.to_python(pk))
+    if key in given:
+        given.discard(key)
+        return True
     connections_reset()
     return _lease_write(model, pk, runner="", at=None, where="runner = %s", params=[runner_id()])
 
@@ -79,6 +92,15 @@ def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> boo
         if alone:
             cursor.nextset()  # past the SET's result, to the UPDATE's
         return cursor.fetchone() is not None
+
+
+_local = threading.local()
+
+
+def _given_back() -> set:
+    if not hasattr(_local, "given_back"):
+        _local.given_back = set()
+    return _local.given_back
 
 
 def _is_dead_here(holder: str) -> bool:

@@ -55,15 +55,15 @@ def event_emit(*, session_id, workspace_id, kind: str, data: dict | None = None,
 
 
 def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], turn_id=None, runner: str = "",
-                alongside=()) -> int:
+                alongside=(), release: bool = False) -> int:
     """Append several events (kind, data) at once, numbered in order under the session row's lock as
     event_emit numbers one, in one statement (the numbers' UPDATE and the rows' INSERT), published
     with one notice after commit. `runner` as for event_emit. `alongside`: other writes ((sql, params)
     each, INSERTs and UPDATEs that belong with the events: the quality run's copy of them, the rows its
     step made and changed) in the same statement, each conditional on EVENTS_WRITTEN, so that none is
-    made without the events.
+    made without the events. `release` (with `runner`): the runner gives the session back with them.
     Returns the last event's number."""
-    heartbeat = ", runner_heartbeat_at = %s" if runner else ""
+    heartbeat = ", runner = '', runner_heartbeat_at = NULL" if release else ", runner_heartbeat_at = %s" if runner else ""
     claimed = " AND runner = %s" if runner else ""
     extra = "".join(f", alongside{n} AS ({sql})" for n, (sql, _) in enumerate(alongside))
     with connection.cursor() as cursor:
@@ -74,7 +74,8 @@ def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], tur
             f"SELECT %s, %s, %s, numbered.last_event_seq - %s + item.n, item.kind, %s, item.data "
             f"FROM numbered, unnest(%s::varchar[], %s::jsonb[]) WITH ORDINALITY AS item(kind, data, n) "
             f"RETURNING seq",
-            [len(events), *([timezone.now()] if runner else []), session_id, *([runner] if runner else []),
+            [len(events), *([timezone.now()] if runner and not release else []), session_id,
+             *([runner] if runner else []),
              *[param for _, params in alongside for param in params],
              workspace_id, timezone.now(), session_id, len(events), turn_id,
              [kind for kind, _ in events], [json.dumps(data or {}, cls=DjangoJSONEncoder) for _, data in events]])

@@ -13,7 +13,7 @@ from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_parked_resume
 from harness.quality import agents, flow
 from harness.quality.models import QualityRun
-from harness.runtime.models import SessionEvent, Turn
+from harness.runtime.models import Session, SessionEvent, Turn
 from harness.runtime.services import message_send
 from lake.models import Delta
 from lake.services import delta_create
@@ -121,6 +121,25 @@ def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
     assert fire_parked_resume(**back) == "idle"
     assert {role: n for role, n in roles.calls().items() if role != "planner"} == {  # the search's planner aside
         "classifier": 1, "main": 3, "verifier": 1}
+
+
+def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles, session, monkeypatch):
+    # given a chat question, and the verifier's send watched: what the database says of the claims then
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    runners = []
+    monkeypatch.setattr(flow, "verification_send", lambda **kwargs: runners.append((
+        Session.objects.values_list("runner", flat=True).get(pk=session.pk),
+        Fire.objects.values_list("runner", flat=True).get(session=session))))
+    # when the session ticks and the fire parks
+    assert session_tick(session_id=session.pk) == "parked"
+    # then its session and fire were free when its verifier went out (a quick one may tick it at once),
+    # and they are still
+    assert runners == [("", "")]
+    assert Session.objects.get(pk=session.pk).runner == "" and Fire.objects.get(session=session).runner == ""
 
 
 def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN 
 # written at once and settings, the run and its attempt read once; 35 (and 11) before the answer was
 # saved with its contract, a lone verifier recorded its verdict itself, the decision committed with
 # the per-fire writes and a parked fire came back by its own way.
-HARNESS_STATEMENTS = 11
+HARNESS_STATEMENTS = 9
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
 
