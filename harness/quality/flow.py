@@ -8,12 +8,18 @@
                          (get_quality_preamble), the plan's modifier, the swarm's brief, and for a
                          retry the earlier attempts' turns and the healing prompt
     phase_after_respond  an answer goes to post-flight (phase verify) instead of the writes
-    postflight           the contract (here, deterministic) and the verifier group (on the quality
-                         worker, as a Celery chord): the fire records what it waits for and raises
-                         Parked, ending its task; the chord's callback ticks it again; resumed, it
-                         decides: accept (the best attempt becomes the answer, phase writes) or retry
-                         (a new attempt of the same fire, phase main; every attempt when the message
-                         asked for deep-synthesis iterations)
+    postflight_start     the answer saved with its contract (here, deterministic) and the verifier
+                         group sent to the quality worker (a Celery chord; a lone standard verifier is
+                         one task, which joins itself), in one statement that gives the fire's claims
+                         back: the fire records what it waits for and parks, ending its task
+    postflight_wait      Parked while the verdict is awaited; the verifiers' callback ticks the fire
+                         back (fires.fire_parked_resume: one read of the fire with its run)
+    postflight           resumed, it decides: accept (the best attempt becomes the answer, phase
+                         writes, committed with the per-fire writes) or retry (a new attempt of the
+                         same fire, phase main; every attempt when the message asked for
+                         deep-synthesis iterations)
+
+A step's rows and events are written together, in one statement (.events.emitting).
 
 It wraps the top-level fires of sessions (reactive, Sit rounds) of workspaces whose QualitySettings
 are enabled; introspective fires (Fathom calling itself) and child fires run without it.
