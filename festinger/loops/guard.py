@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 CONFIG_VERSION_KEY = "festinger:loops:config:version"
 STATE_TTL_SECONDS = 24 * 3600
 BREAKER_PROVIDER = "festinger-loop-breaker"
+STREAM_CUT_TASK = "memory.festinger_stream_cut_observe"
 Kind = LoopEvent.Kind
 
 
@@ -406,6 +407,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed",
+__all__ = ["STREAM_CUT_TASK", "LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed",
            "fingerprint", "loop_config_update",
            "loop_events_record", "loop_settings", "stream_cut_observe"]

@@ -14,8 +14,9 @@
 
 An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
 only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
-the upstream request. Database and Redis work runs in threads: once before the upstream call
-(middleware `before`), once after the client has its last byte (`after`, the trace)."""
+the upstream request. Database and Redis work runs in a thread once, before the upstream call
+(middleware `before`); after the client has its last byte, one message to the memory queue hands the
+rest (`after`, the trace) to a worker."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+from celery import signature
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -39,10 +41,10 @@ from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
 from festinger.loops.guard import (
     BREAKER_PROVIDER,
+    STREAM_CUT_TASK,
     StreamRepetition,
     fingerprint,
     loop_settings,
-    stream_cut_observe,
 )
 from festinger.proxy import wire
 from festinger.proxy.conversation import (
@@ -140,7 +142,8 @@ class ProxyApp:
         return asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
 
     def after_response(self, function, *args) -> None:
-        """Run `function` in a thread once the response is out, never delaying it (T33)."""
+        """Run `function` (a publish to the memory queue) in a thread once the response is out, never
+        delaying it (T33)."""
         task = asyncio.ensure_future(self.in_thread(_logged(function), *args))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -265,7 +268,7 @@ class ProxyApp:
         started = time.perf_counter()
         if call.answer is not None:  # the loop breaker answered
             await writer.whole(call.answer, started, reason=wire.LOOP_DONE_REASON)
-            self.after_response(call.finish, call.answer, kind)
+            self.after_response(call.finish_later, call.answer, kind)
             return
         forwarded = dict(body, model=call.upstream.target)
         if call.request is not None:
@@ -281,7 +284,7 @@ class ProxyApp:
         watcher = Assembler(kind, StreamRepetition(call.loop_settings))
         cut = await request.relay(self.client, f"{ollama_base()}/api/{kind}", forwarded, watcher, writer)
         if watcher.completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
-            self.after_response(call.finish, watcher.completion, kind, cut)
+            self.after_response(call.finish_later, watcher.completion, kind, cut)
 
     async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
@@ -317,7 +320,7 @@ class ProxyApp:
                                             stop_reason=StopReason.OTHER, usage=Usage())
                     await writer.delta(content=item.text)
                     await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
-                    self.after_response(_stream_cut_observe, call, completion, unit)
+                    self.after_response(_stream_cut_later, call, completion, unit)
                     return
                 await writer.delta(content=item.text)
                 started_writing = True
@@ -812,11 +815,10 @@ def _image_store(workspace_id: int):
     return keep
 
 
-def _stream_cut_observe(call: ProxiedCall, completion: Completion, unit: str) -> None:
-    """A registry answer cut for repeating itself: the loop guard counts it like any other answer."""
-    with connections_returned():
-        stream_cut_observe(workspace_id=call.workspace_id, session=call.session, completion=completion, unit=unit,
-                           model=call.upstream.name)
+def _stream_cut_later(call: ProxiedCall, completion: Completion, unit: str) -> None:
+    """A registry answer cut for repeating itself: the loop guard counts it like any other answer (on
+    the memory queue)."""
+    signature(STREAM_CUT_TASK).delay(call.workspace_id, call.session, completion.to_dict(), unit, call.upstream.name)
 
 
 def _error_message(data: bytes) -> str:

@@ -3,9 +3,11 @@
 For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
 project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
-images and every other field kept, changed only where the middleware changed them); `finish` (in a
-thread, after the client has its last byte) runs every `after` with the assembled answer (counting,
-cues to the memory queue, loop detection) inside a `festinger.proxy.call` span. For a registry
+images and every other field kept, changed only where the middleware changed them). Once the client
+has its last byte, `finish_later` hands the call's outcome (the request as the middleware left it, the
+assembled answer) to the `memory` queue: `proxied_call_finish`, in a worker, runs every `after`
+(counting, cues to the memory queue, loop detection) inside a `festinger.proxy.call` span (T33: the
+response never waits for the write path, and the proxy process does none of it). For a registry
 model, `fathom.llm.complete` runs the same middleware itself."""
 
 from __future__ import annotations
@@ -15,18 +17,24 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from celery import signature
 from django.db import connections
 
 from fathom.llm import middleware
 from fathom.llm.middleware import LLMRequest
 from fathom.llm.registry import ResolvedModel
 from fathom.llm.types import Completion, Message
+from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
 from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 
 PROXY_ROLE = "proxy"
+FINISH_TASK = "memory.festinger_proxy_call_finish"
+# A finished call is claimed once (a redelivered or retried task must not count an answer twice).
+_FINISHED_KEY = "festinger:proxy:finished:{call_id}"
+_FINISHED_SECONDS = 24 * 3600
 # Filled by `NotesMiddleware.after` for the proxy's span: what was forwarded after all middleware.
 call_notes: ContextVar[dict | None] = ContextVar("festinger_proxy_call_notes", default=None)
 
@@ -88,9 +96,23 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
+    def finish_later(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
+        """After the response: queue every `after` and the trace (`proxied_call_finish`) on the memory
+        queue, one message holding the call's outcome."""
+        signature(FINISH_TASK).delay(self.outcome(completion, kind, stream_cut))
+
+    def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
+        """The call as plain JSON: the request as the middleware left it, and the answer."""
+        return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
+                "stream_cut": stream_cut, "entered": len(self.entered),
+                "upstream": {"name": self.upstream.name, "kind": self.upstream.kind, "target": self.upstream.target},
+                "messages": [message.to_dict() for message in self.request.messages],
+                "options": self.request.options, "metadata": self.request.metadata,
+                "completion": completion.to_dict()}
+
     def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
-        """After the response: every `after` (counting, learning, loop detection) and the trace."""
-        with session_context(self.session), connections_returned(), call_notes_context(self.notes):
+        """Every `after` (counting, learning, loop detection) and the trace."""
+        with session_context(self.session), call_notes_context(self.notes):
             with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
                       call_id=self.call_id) as call:
                 call.set(model=self.upstream.name, upstream=self.upstream.kind, target=self.upstream.target,
@@ -110,6 +132,24 @@ class ProxiedCall:
             if original.content and message.content.endswith(original.content):
                 return raw
         return None
+
+
+def proxied_call_finish(*, outcome: dict) -> bool:
+    """The work after a proxied call's response (`ProxiedCall.outcome`): every `after` and the trace,
+    once per call (False when it ran before: a redelivered or retried task)."""
+    if not get_redis().set(_FINISHED_KEY.format(call_id=outcome["call_id"]), 1, nx=True, ex=_FINISHED_SECONDS):
+        return False
+    upstream = Upstream(**outcome["upstream"])
+    call = ProxiedCall(workspace_id=outcome["workspace_id"], upstream=upstream, raw_messages=[],
+                       session=outcome["session"], call_id=outcome["call_id"],
+                       entered=list(middleware.loaded()[:outcome["entered"]]))
+    call.request = LLMRequest(workspace_id=call.workspace_id, role=PROXY_ROLE,
+                              model=ResolvedModel(name=upstream.name, provider="ollama", model=upstream.target),
+                              messages=[Message.from_dict(m) for m in outcome["messages"]],
+                              options=dict(outcome["options"]), metadata=dict(outcome["metadata"]),
+                              call_id=call.call_id)
+    call.finish(Completion.from_dict(outcome["completion"]), outcome["kind"], outcome["stream_cut"])
+    return True
 
 
 @contextmanager

@@ -22,6 +22,12 @@ Kind = LoopEvent.Kind
 STUCK = "I will list the files in /tmp to find the report."
 
 
+@pytest.fixture
+def proxy(proxy, celery_worker):
+    """The proxy, with the worker that does the work after each response (the loop guard's detection)."""
+    return proxy
+
+
 def finished_calls(workspace) -> int:
     return TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count()
 
@@ -154,7 +160,7 @@ def test_repetition_inside_one_streamed_answer_cuts_the_stream(proxy, fake_ollam
     wait_for(lambda: kinds(workspace, "babbler") == [Kind.STREAM_REPETITION])
 
 
-def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, workspace, settings):
+def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, workspace, settings, celery_worker):
     settings.OLLAMA_HOST = ""
     world_ensure(workspace=workspace)
     script = Script.install(workspace, roles=("proxy",))
