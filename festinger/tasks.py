@@ -4,7 +4,7 @@ maintenance.festinger_resolution    the resolution job (beat, or an operator's "
 memory.festinger_conflict_ask       the resolver model asked about one conflict (admin's "ask now")
 memory.festinger_cues_insert        facts a cue pattern stated (source `inferred`, no threshold)
 memory.festinger_concept_write      the write path for a concept that crossed the write threshold
-memory.festinger_proxy_call_finish  the work after a proxied call's response: every `after`, the trace
+memory.festinger_proxy_calls_finish the work after proxied calls' responses: every `after`, the trace
 memory.festinger_stream_cut_observe a registry model's answer the proxy cut for repeating itself
 maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts into PostgreSQL
 """
@@ -99,12 +99,13 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
     return concept_write(workspace_id=workspace_id, token=token, context=context or (), conversation=conversation)
 
 
-# No acks_late: the loop guard's record of an answer is not idempotent, so the work runs at most once
-# (claimed per call); a retry after the claim finds it and does nothing.
-@shared_task(name=FINISH_TASK, ignore_result=True, **retries(), soft_time_limit=60, time_limit=90)
-def festinger_proxy_call_finish(outcome: dict) -> None:
-    """Every model middleware's `after` and the trace of one proxied call (its outcome as JSON)."""
-    proxied_call_finish(outcome=outcome)
+# No acks_late: the loop guard's record of an answer is not idempotent, so each call's work runs at most
+# once (claimed per call); a retry skips the calls it finished or began.
+@shared_task(name=FINISH_TASK, ignore_result=True, **retries(), soft_time_limit=120, time_limit=150)
+def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
+    """Every model middleware's `after` and the trace of each proxied call (its outcome as JSON)."""
+    for outcome in outcomes:
+        proxied_call_finish(outcome=outcome)
 
 
 @shared_task(name=STREAM_CUT_TASK, ignore_result=True, soft_time_limit=60, time_limit=90)

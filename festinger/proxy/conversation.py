@@ -4,8 +4,9 @@ For an Ollama upstream the proxy runs the middleware itself around the bytes it 
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
 project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
 images and every other field kept, changed only where the middleware changed them). Once the client
-has its last byte, `finish_later` hands the call's outcome (the request as the middleware left it, the
-assembled answer) to the `memory` queue: `proxied_call_finish`, in a worker, runs every `after`
+has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
+assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
+meanwhile): `proxied_call_finish`, in a worker, runs every `after`
 (counting, cues to the memory queue, loop detection) inside a `festinger.proxy.call` span (T33: the
 response never waits for the write path, and the proxy process does none of it). For a registry
 model, `fathom.llm.complete` runs the same middleware itself."""
@@ -31,7 +32,7 @@ from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 
 PROXY_ROLE = "proxy"
-FINISH_TASK = "memory.festinger_proxy_call_finish"
+FINISH_TASK = "memory.festinger_proxy_calls_finish"
 # A finished call is claimed once (a redelivered or retried task must not count an answer twice).
 _FINISHED_KEY = "festinger:proxy:finished:{call_id}"
 _FINISHED_SECONDS = 24 * 3600
@@ -96,11 +97,6 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
-    def finish_later(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
-        """After the response: queue every `after` and the trace (`proxied_call_finish`) on the memory
-        queue, one message holding the call's outcome."""
-        signature(FINISH_TASK).delay(self.outcome(completion, kind, stream_cut))
-
     def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
         """The call as plain JSON: the request as the middleware left it, and the answer."""
         return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
@@ -132,6 +128,12 @@ class ProxiedCall:
             if original.content and message.content.endswith(original.content):
                 return raw
         return None
+
+
+def outcomes_send(outcomes: list[dict]) -> None:
+    """Queue the work after these proxied calls (their `ProxiedCall.outcome`s) on the memory queue, in
+    one message."""
+    signature(FINISH_TASK).apply_async((outcomes,), ignore_result=True)
 
 
 def proxied_call_finish(*, outcome: dict) -> bool:
