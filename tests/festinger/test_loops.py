@@ -4,14 +4,22 @@ Ollama, and as model middleware around a fire's `complete` calls."""
 import httpx
 import ollama
 import pytest
+import redis
 
 from fathom.llm import Message, complete
 from fathom.llm.scripted import Script
+from fathom.llm.types import Completion
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from fathom.tracing.spans import span
 from festinger import cache
-from festinger.loops.guard import LoopSettings, StreamRepetition, loop_config_update, loop_settings
+from festinger.loops.guard import (
+    Conversation,
+    LoopSettings,
+    StreamRepetition,
+    loop_config_update,
+    loop_settings,
+)
 from festinger.loops.models import LoopEvent
 from festinger.proxy.serve import own_port_app
 from festinger.services import world_ensure
@@ -231,6 +239,22 @@ def test_fires_asking_alike_are_not_one_conversation_and_other_roles_are_not_wat
         for _ in range(5):
             assert complete(workspace=workspace, role="classifier", messages=messages).text == "SIMPLE"
     assert not LoopEvent.objects.filter(workspace=workspace).exists()
+
+
+def test_only_a_conversation_with_a_loop_state_costs_a_round_trip(workspace, monkeypatch):
+    reads = []
+    hgetall = redis.Redis.hgetall
+    monkeypatch.setattr(redis.Redis, "hgetall", lambda client, key: reads.append(key) or hgetall(client, key))
+    assert Conversation.of(workspace.pk, "calm").level == 0 and reads == []
+
+    guard = Conversation.of(workspace.pk, "calm")
+    for _ in range(3):  # a detection, published: every process hears it before its next call
+        found = guard.observe(Completion(text=STUCK))
+    assert [event["kind"] for event in found] == [Kind.REPEATED_OUTPUT]
+    assert Conversation.of(workspace.pk, "calm").level == 1 and len(reads) == 1
+
+    guard.reset()
+    assert Conversation.of(workspace.pk, "calm").level == 0 and len(reads) == 1
 
 
 def test_stream_repetition_finds_the_repeating_piece():
