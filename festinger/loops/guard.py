@@ -323,7 +323,10 @@ class Conversation:
 
 class StreamRepetition:
     """Watches one streamed answer: `feed(delta)` returns the repeating piece once the text ends with
-    a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row."""
+    a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row (the shortest such
+    piece). A look costs a few searches in C whatever the lengths: a piece repeated at least twice ends
+    with the text's last `min_chars` characters one period earlier too, so only the periods at which
+    those characters occur again are tried."""
 
     def __init__(self, settings: LoopSettings):
         self.settings = settings
@@ -341,13 +344,17 @@ class StreamRepetition:
         if self.unchecked < self.min_chars:
             return None
         self.unchecked = 0
-        tail, repeats = self.tail, self.repeats
-        for period in range(self.min_chars, min(self.max_chars, len(tail) // repeats) + 1):
-            if tail[-1] != tail[-1 - period] or tail[-period:] != tail[-2 * period:-period]:
-                continue
-            unit = tail[-period:]
-            if tail.endswith(unit * repeats) and unit.strip():
+        tail, shortest = self.tail, self.min_chars
+        longest = min(self.max_chars, len(tail) // self.repeats)
+        if longest < shortest:
+            return None
+        last = tail[-shortest:]
+        lowest, end = len(tail) - shortest - longest, len(tail) - shortest
+        while (at := tail.rfind(last, lowest, end)) >= 0:  # nearest first: the shortest period first
+            unit = tail[at + shortest - len(tail):]
+            if tail.endswith(unit * self.repeats) and unit.strip():
                 return unit
+            end = at + shortest - 1
         return None
 
 

@@ -549,19 +549,18 @@ class Assembler:
         self.pending: list[dict] = []
         self.last: dict | None = None
         self.started = time.perf_counter()
-        self._passed: list[bytes] = []
+        self._passed = b""
 
     def feed(self, piece: bytes) -> str | None:
-        """Take bytes of the answer; the repeating piece if the loop guard cuts the stream here."""
-        self.buffer += piece
-        self._passed = []
-        while b"\n" in self.buffer:
-            line, self.buffer = self.buffer.split(b"\n", 1)
-            self._passed.append(line + b"\n")
-            cut = self._line(line)
-            if cut is not None:
-                return cut
-        return None
+        """Take bytes of the answer; the repeating piece if the loop guard cuts the stream here (the
+        bytes to pass on end with the line that made the cut)."""
+        buffer = self.buffer + piece if self.buffer else piece
+        start, cut = 0, None
+        while cut is None and (end := buffer.find(b"\n", start)) >= 0:
+            cut = self._line(buffer[start:end])
+            start = end + 1
+        self._passed, self.buffer = buffer[:start], buffer[start:]
+        return cut
 
     def _line(self, line: bytes) -> str | None:
         if not line.strip():
@@ -603,7 +602,7 @@ class Assembler:
         return taken
 
     def passed_bytes(self) -> bytes:
-        return b"".join(self._passed)
+        return self._passed
 
     def cut_chunk(self) -> dict:
         """The closing object of a stream the loop guard cut."""

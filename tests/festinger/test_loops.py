@@ -5,6 +5,8 @@ import httpx
 import ollama
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fathom.llm import Message, complete
 from fathom.llm.scripted import Script
@@ -264,6 +266,32 @@ def test_stream_repetition_finds_the_repeating_piece():
     assert watcher.feed("I look again. ") == "I look again. "
     calm = StreamRepetition(LoopSettings(stream_min_chars=5, stream_max_chars=50, stream_repeats=3))
     assert all(calm.feed(word + " ") is None for word in "each word of this answer is a different one".split())
+
+
+def shortest_repeating_piece(text: str, settings: LoopSettings) -> str | None:
+    """What StreamRepetition looks for, by trying every period."""
+    repeats = max(2, settings.stream_repeats)
+    for period in range(settings.stream_min_chars, min(settings.stream_max_chars, len(text) // repeats) + 1):
+        unit = text[-period:]
+        if text.endswith(unit * repeats) and unit.strip():
+            return unit
+    return None
+
+
+@given(deltas=st.lists(st.text(alphabet="ab .", min_size=1, max_size=9), max_size=80),
+       shortest=st.integers(2, 6), longest=st.integers(6, 30), repeats=st.integers(2, 5))
+@settings(max_examples=300, deadline=None)
+def test_stream_repetition_finds_what_trying_every_period_finds(deltas, shortest, longest, repeats):
+    limits = LoopSettings(stream_min_chars=shortest, stream_max_chars=longest, stream_repeats=repeats)
+    watcher, text, unchecked = StreamRepetition(limits), "", 0
+    for delta in deltas:
+        text += delta
+        unchecked += len(delta)
+        expected = None
+        if unchecked >= shortest:  # it looks once at least `stream_min_chars` characters came since the last look
+            unchecked = 0
+            expected = shortest_repeating_piece(text[-longest * max(2, repeats):], limits)
+        assert watcher.feed(delta) == expected
 
 
 def test_the_breaker_answers_openai_clients_too(proxy, fake_ollama, workspace):
