@@ -73,7 +73,7 @@ FINISH_BATCH_MAX = 20
 
 Resolver = Callable[[dict], Awaitable[int | None]]
 # What a failed upstream request raises: the connection's errors, and a timeout.
-UPSTREAM_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError)
+UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
 _JSON_HEADERS = {"content-type": "application/json"}
 _SHORT = aiohttp.ClientTimeout(total=5)
 _PASSED = aiohttp.ClientTimeout(total=120)
