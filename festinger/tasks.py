@@ -19,7 +19,7 @@ from fathom.transient import retries
 from festinger.cache import counts_flush
 from festinger.loops.guard import STREAM_CUT_TASK, stream_cut_observe
 from festinger.models import Conflict, ResolutionRun
-from festinger.proxy.conversation import FINISH_TASK, proxied_call_finish
+from festinger.proxy.conversation import FINISH_TASK, proxied_calls_finish
 from festinger.resolution import conflict_resolve_with_model, resolution_execute
 from festinger.schedules import RESOLUTION_TASK
 from festinger.services import insert_fact
@@ -104,8 +104,7 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
 @shared_task(name=FINISH_TASK, ignore_result=True, **retries(), soft_time_limit=120, time_limit=150)
 def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
     """Every model middleware's `after` and the trace of each proxied call (its outcome as JSON)."""
-    for outcome in outcomes:
-        proxied_call_finish(outcome=outcome)
+    proxied_calls_finish(outcomes=outcomes)
 
 
 @shared_task(name=STREAM_CUT_TASK, ignore_result=True, soft_time_limit=60, time_limit=90)

@@ -89,7 +89,7 @@ class ProxyApp:
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="festinger-proxy")
         self._client: aiohttp.ClientSession | None = None
         self._background: set[asyncio.Task] = set()
-        self._finished: list[dict] = []
+        self._finished: list[tuple] = []
 
     @property
     def client(self) -> aiohttp.ClientSession:
@@ -167,7 +167,7 @@ class ProxyApp:
 
     def finished(self, call: ProxiedCall, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
         """A call's response is out: its outcome joins the next message to the memory queue."""
-        self._finished.append(call.outcome(completion, kind, stream_cut))
+        self._finished.append((call, completion, kind, stream_cut))
         if len(self._finished) >= FINISH_BATCH_MAX:
             self._finished_send()
         elif len(self._finished) == 1:
@@ -175,8 +175,8 @@ class ProxyApp:
 
     def _finished_send(self) -> None:
         if self._finished:
-            outcomes, self._finished = self._finished, []
-            self.after_response(outcomes_send, outcomes)
+            finished, self._finished = self._finished, []
+            self.after_response(_outcomes_send, finished)
 
     # --- the small routes ------------------------------------------------------------------------------
 
@@ -843,6 +843,10 @@ def _image_store(workspace_id: int):
         return ImageRef(row.hash, getattr(row, "media_type", "image/png"))
 
     return keep
+
+
+def _outcomes_send(finished: list[tuple]) -> None:
+    outcomes_send([call.outcome(completion, kind, stream_cut) for call, completion, kind, stream_cut in finished])
 
 
 def _stream_cut_later(call: ProxiedCall, completion: Completion, unit: str) -> None:

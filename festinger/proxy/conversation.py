@@ -6,7 +6,7 @@ project's, runs every `before`, and gives back the messages to forward (Ollama's
 images and every other field kept, changed only where the middleware changed them). Once the client
 has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
 assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
-meanwhile): `proxied_call_finish`, in a worker, runs every `after`
+meanwhile): `proxied_calls_finish`, in a worker, runs every `after`
 (counting, cues to the memory queue, loop detection) inside a `festinger.proxy.call` span (T33: the
 response never waits for the write path, and the proxy process does none of it). For a registry
 model, `fathom.llm.complete` runs the same middleware itself."""
@@ -136,11 +136,21 @@ def outcomes_send(outcomes: list[dict]) -> None:
     signature(FINISH_TASK).apply_async((outcomes,), ignore_result=True)
 
 
-def proxied_call_finish(*, outcome: dict) -> bool:
-    """The work after a proxied call's response (`ProxiedCall.outcome`): every `after` and the trace,
-    once per call (False when it ran before: a redelivered or retried task)."""
-    if not get_redis().set(_FINISHED_KEY.format(call_id=outcome["call_id"]), 1, nx=True, ex=_FINISHED_SECONDS):
-        return False
+def proxied_calls_finish(*, outcomes: list[dict]) -> int:
+    """The work after proxied calls' responses (their `ProxiedCall.outcome`s): every `after` and the
+    trace of each, once per call (a redelivered or retried batch skips the calls it began before). How
+    many it finished."""
+    with get_redis().pipeline(transaction=False) as pipe:
+        for outcome in outcomes:
+            pipe.set(_FINISHED_KEY.format(call_id=outcome["call_id"]), 1, nx=True, ex=_FINISHED_SECONDS)
+        claimed = pipe.execute()
+    for outcome, ours in zip(outcomes, claimed, strict=True):
+        if ours:
+            _finish(outcome)
+    return sum(1 for ours in claimed if ours)
+
+
+def _finish(outcome: dict) -> None:
     upstream = Upstream(**outcome["upstream"])
     call = ProxiedCall(workspace_id=outcome["workspace_id"], upstream=upstream, raw_messages=[],
                        session=outcome["session"], call_id=outcome["call_id"],
@@ -151,7 +161,6 @@ def proxied_call_finish(*, outcome: dict) -> bool:
                               options=dict(outcome["options"]), metadata=dict(outcome["metadata"]),
                               call_id=call.call_id)
     call.finish(Completion.from_dict(outcome["completion"]), outcome["kind"], outcome["stream_cut"])
-    return True
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from fathom.llm.types import Completion
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from festinger.models import Edge
-from festinger.proxy.conversation import ProxiedCall, proxied_call_finish
+from festinger.proxy.conversation import ProxiedCall, proxied_calls_finish
 from festinger.proxy.upstreams import upstream_for
 from festinger.services import world_ensure
 from tests.conftest import wait_for
@@ -41,7 +41,7 @@ def test_an_outcome_delivered_twice_is_finished_once(workspace, settings):
     call.prepare()
     outcome = call.outcome(Completion(text="I will look in /tmp.", model="llama3.2", provider="ollama"), "chat")
 
-    assert proxied_call_finish(outcome=outcome) is True
-    assert proxied_call_finish(outcome=outcome) is False
+    assert proxied_calls_finish(outcomes=[outcome]) == 1
+    assert proxied_calls_finish(outcomes=[outcome]) == 0
     assert get_redis().llen(f"festinger:loop:{workspace.pk}:twice:outputs") == 1  # the answer counted once
     assert TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count() == 1
