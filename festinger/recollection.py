@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from celery import signature
@@ -211,7 +214,25 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
         for token in writes:
             signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
-    transaction.on_commit(send)
+    held = _held_sends.get()
+    if held is not None:
+        held.append(send)
+    else:
+        transaction.on_commit(send)
+
+
+@contextmanager
+def memory_queue_held(sends: list[Callable[[], None]]):
+    """Meanwhile, what a model call's recollection queues (cues, writes) waits in `sends` for the
+    caller to send once its answer is out (the proxy: a publish would delay the response, T33)."""
+    token = _held_sends.set(sends)
+    try:
+        yield
+    finally:
+        _held_sends.reset(token)
+
+
+_held_sends: ContextVar[list | None] = ContextVar("festinger_memory_queue_held", default=None)
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

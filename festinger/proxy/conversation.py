@@ -30,6 +30,7 @@ from fathom.tracing.spans import span
 from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
+from festinger.recollection import memory_queue_held
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
@@ -64,12 +65,13 @@ class ProxiedCall:
     entered: list = field(default_factory=list)
     answer: Completion | None = None
     notes: dict = field(default_factory=dict)
+    sends: list = field(default_factory=list)  # to the memory queue once the response is out (recollection's)
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
 
     def prepare(self) -> None:
         """Run every middleware's `before` (for an Ollama upstream); sets `answer` when one answered."""
-        with session_context(self.session), connections_returned():
+        with session_context(self.session), connections_returned(), memory_queue_held(self.sends):
             model = ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages), options=dict(self.options),

@@ -1,5 +1,6 @@
 """The work after a proxied call's response (T33): handed to the memory queue once the client has its
-last byte, and done there by a worker: counting the answer, its cues, the loop guard, the trace."""
+last byte (with what the prompt's recollection queued), and done there by a worker: counting the
+answer, its cues, the loop guard, the trace."""
 
 import ollama
 import pytest
@@ -19,11 +20,13 @@ def test_a_proxied_answer_is_learned_from_by_a_worker_after_the_response(proxy, 
     fake_ollama.reply_chat("Found it: zorbulon is a repo.")
     answer = ollama.Client(host=proxy, headers={"X-Festinger-Session": "learner"}).chat(
         model="llama3.2", messages=[{"role": "system", "content": "You are a file agent."},
-                                    {"role": "user", "content": "What is zorbulon?"}])
+                                    {"role": "user", "content": "Quibbit is a service. What is zorbulon?"}])
     assert answer.message.content == "Found it: zorbulon is a repo."
 
-    edge = wait_for(lambda: Edge.objects.filter(workspace=workspace, concept__token="zorbulon").first())
-    assert (edge.parent.token, edge.dimension.token, edge.source) == ("repo", "type", "inferred")
+    # the prompt's cue, sent once the response was out, and the answer's, by the worker
+    for concept, parent in (("quibbit", "service"), ("zorbulon", "repo")):
+        edge = wait_for(lambda concept=concept: Edge.objects.filter(workspace=workspace, concept__token=concept).first())
+        assert (edge.parent.token, edge.dimension.token, edge.source) == (parent, "type", "inferred")
     finished = wait_for(lambda: TraceEvent.objects.filter(workspace=workspace,
                                                           kind="festinger.proxy.call.completed").first())
     assert finished.task_id  # written inside a Celery task, not by the proxy
