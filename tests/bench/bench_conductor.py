@@ -80,29 +80,33 @@ def test_ten_ready_items_at_one_second_each_run_in_parallel(workspace):
     limits.terminal_enabled = True
     limits.save()
     script = Script.install(workspace, roles=("conductor",))  # the terminal workers: the offline model
-    script.call_tool("set_agenda", {"items": [{"capability": "terminal", "task": f"wait {n}", "command": "sleep 1"}
-                                              for n in range(ITEMS)]})
-    script.call_tool("complete", {"answer": "all waited"})
     workers = start_stack_workers(f"bench-{uuid.uuid4().hex[:6]}")
+    runs = []
     try:
-        started = time.perf_counter()
-        run = run_create(workspace=workspace, objective="in the local shell, run `sleep 1` ten times at once")
-        run = wait_for(lambda: Run.objects.filter(pk=run.pk, status__in=Run.TERMINAL).first(), timeout=120,
-                       every=0.01)
-        total = time.perf_counter() - started
+        for _ in range(2):  # the first on workers just started (their pools open connections), then again
+            script.call_tool("set_agenda", {"items": [
+                {"capability": "terminal", "task": f"wait {n}", "command": "sleep 1"} for n in range(ITEMS)]})
+            script.call_tool("complete", {"answer": "all waited"})
+            started = time.perf_counter()
+            run = run_create(workspace=workspace, objective="in the local shell, run `sleep 1` ten times at once")
+            run = wait_for(lambda pk=run.pk: Run.objects.filter(pk=pk, status__in=Run.TERMINAL).first(),
+                           timeout=120, every=0.01)
+            runs.append((run, time.perf_counter() - started))
     finally:
         for worker in workers.values():
             stop_worker(worker)
         script.reset()
-    calls = list(CapabilityCall.objects.filter(run=run))
-    assert run.status == Run.Status.COMPLETED and len(calls) == ITEMS
-    window = (max(c.finished_at for c in calls) - min(c.created_at for c in calls)).total_seconds()
-    runs_of = [(c.finished_at - c.started_at).total_seconds() for c in calls]
-    print(f"\n{ITEMS} ready items, each `sleep 1` (fathom up's workers: the calls on the quality worker's "
+
+    print(f"\n{ITEMS} ready items, each `sleep 1`, on fathom up's workers (the calls on the quality worker's "
           f"{settings.FATHOM_QUALITY_WORKER_THREADS} threads)")
-    print(f"first dispatch -> last CapabilityCallFinished: {window:.2f} s (target <= 1.5 s; serial would be "
-          f"{sum(runs_of):.1f} s)")
-    print(f"run created -> completed (bootstrap, dispatch, ten calls, one decision): {total:.2f} s")
-    waits = [(c.started_at - c.created_at).total_seconds() for c in calls]
-    print(f"each call, dispatched -> started: p50 {percentile(waits, 50):.2f} s, max {max(waits):.2f} s; "
-          f"started -> finished: p50 {percentile(runs_of, 50):.2f} s, max {max(runs_of):.2f} s")
+    for (run, total), which in zip(runs, ("first run (workers just started)", "second run"), strict=True):
+        calls = list(CapabilityCall.objects.filter(run=run))
+        assert run.status == Run.Status.COMPLETED and len(calls) == ITEMS
+        window = (max(c.finished_at for c in calls) - min(c.created_at for c in calls)).total_seconds()
+        runs_of = [(c.finished_at - c.started_at).total_seconds() for c in calls]
+        waits = [(c.started_at - c.created_at).total_seconds() for c in calls]
+        print(f"{which}: first dispatch -> last CapabilityCallFinished {window:.2f} s (target <= 1.5 s; serial "
+              f"would be {sum(runs_of):.1f} s); run created -> completed (bootstrap, dispatch, ten calls, one "
+              f"decision) {total:.2f} s")
+        print(f"  each call, dispatched -> started: p50 {percentile(waits, 50):.2f} s, max {max(waits):.2f} s; "
+              f"started -> finished: p50 {percentile(runs_of, 50):.2f} s, max {max(runs_of):.2f} s")
