@@ -251,3 +251,11 @@ def test_a_bad_reasoning_effort_is_openais_400(proxy, fake_ollama):
                      json={"model": "qwen3:8b", "messages": HI, "reasoning": {"effort": ["high"]}})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
     assert fake_ollama.chat_bodies() == []
+
+
+def test_a_streamed_tool_call_finishes_with_tool_calls(proxy, fake_ollama):
+    fake_ollama.reply_chat("", tool_calls=[{"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}])
+    chunks = list(openai_client(proxy).chat.completions.create(model="llama3.2", stream=True, messages=HI))
+    calls = [call for chunk in chunks if chunk.choices for call in chunk.choices[0].delta.tool_calls or ()]
+    assert [call.function.name for call in calls] == ["get_weather"]
+    assert streamed_choices(chunks)[0]["finish_reason"] == "tool_calls"
