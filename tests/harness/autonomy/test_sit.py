@@ -142,7 +142,7 @@ def test_a_failed_focus_call_falls_back_to_the_top_signal(workspace, autonomy, s
     decision = autonomous_sit_start(decision_id=decision.pk)
     assert len(scripted_llm.sent) == 1
     assert decision.focus_source == "fallback" and "no such model" in decision.focus_error
-    assert decision.focus.startswith("30 moments have accumulated") and "unnamed moment" in decision.focus
+    assert decision.focus.startswith("At least 30 moments have accumulated") and "unnamed moment" in decision.focus
     assert decision.trigger.content == decision.focus
 
 
@@ -204,6 +204,8 @@ def test_a_sit_that_names_a_directive_writes_it_for_the_inbox(workspace, autonom
     directive = Delta.objects.get(workspace=workspace, tags__contains=["kind:directive"])
     assert directive.content == "Map the tide notes by month" and fire.writes["directive"] == directive.id
     assert f"fire:{fire.pk}" in directive.tags and "autonomous" in directive.tags
+    assert api.get(f"/v1/fires/{fire.pk}").json()["autonomous"] == str(decision.pk)
+    assert [f["autonomous"] for f in api.get("/v1/fires").json()["results"]] == [str(decision.pk)]
     assert [d["id"] for d in api.get("/v1/autonomy/directives").json()["results"]] == [directive.id]
     kinds = {i["kind"] for i in api.get("/v1/autonomy/inbox").json()["results"]}
     assert kinds == {"directive", "transcript"}
