@@ -24,9 +24,10 @@ def recollection_entry(row) -> dict:
             "fire_id": row.run_id if row.run_id and row.actor_id == f"fire:{row.run_id}" else None}
 
 
-def recollections_by_turn(fire, rows) -> list[dict]:
-    """A fire's recollections in order, the same block given to turns in a row shown once with their
-    numbers (a call that is no turn of the fire's journal has none)."""
+def recollections_by_turn(fire, rows) -> dict:
+    """A fire's recollections in order as `groups`, the same block given to turns in a row shown once with
+    their numbers (a call that is no turn of the fire's journal has none), and every concept they
+    `recalled` and left `unknown`."""
     turn_of = {turn.call_id: turn.number for turn in fire.turns.all() if turn.call_id}
     groups: list[dict] = []
     for row in rows:
@@ -38,7 +39,9 @@ def recollections_by_turn(fire, rows) -> list[dict]:
         groups.append({**entry, "turns": [turn]})
     for group in groups:
         group["turns"] = [number for number in group["turns"] if number is not None]
-    return groups
+    return {"groups": groups,
+            "recalled": list(dict.fromkeys(token for group in groups for token in group["recalled"])),
+            "unknown": list(dict.fromkeys(token for group in groups for token in group["unknown"]))}
 
 
 def _summary(kind: str, detail: dict) -> str:

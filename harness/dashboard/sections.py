@@ -81,14 +81,7 @@ def recollections(workspace, fires: list[Fire]) -> dict:
     """What Festinger injected into each fire's prompts, by turn (one query for the page); a fire whose
     prompts received nothing shows none."""
     found = recollections_of_runs(workspace=workspace, run_ids=[fire.pk for fire in fires])
-    shown = {}
-    for fire in fires:
-        if str(fire.pk) in found:
-            groups = recollections_by_turn(fire, found[str(fire.pk)])
-            shown[fire.pk] = {"groups": groups,
-                              "recalled": list(dict.fromkeys(t for group in groups for t in group["recalled"])),
-                              "unknown": list(dict.fromkeys(t for group in groups for t in group["unknown"]))}
-    return shown
+    return {fire.pk: recollections_by_turn(fire, found[str(fire.pk)]) for fire in fires if str(fire.pk) in found}
 
 
 # Calls that are not work on a plan step: the plan itself, the answer, the review pass's outcome.
