@@ -302,6 +302,9 @@ FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
 # "module.function(*, workspace, data) -> (row with .hash, created)" keeping an image's bytes and naming it by
 # hash: the proxy's base64 images for registry models.
 FATHOM_MEDIA_STORE = "lake.media.media_store"
+# "module.function() -> the configured embedder (.name, .embed(texts) -> vectors)": what the offline model
+# embeds with (fathom.llm.embed; the proxy's /api/embed for the offline model).
+FATHOM_EMBEDDER_LOADER = "lake.embedders.get_embedder"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)
