@@ -69,13 +69,16 @@ class LoginView(auth_views.LoginView):
 def feed(request):
     current = request.dashboard
     before = _before(request)
+    # Taken before the page is read: a fire a worker creates while it is read (a question just asked)
+    # is newer, so the live feed sends it even though the page could not show it.
+    read_at = timezone.now()
     page = feed_page(workspace=current.workspace, before=before)
     if request.headers.get("HX-Request") and before is not None:
         return render(request, "dashboard/partials/feed_page.html", {"page": page, "current": current})
     return render(request, "dashboard/feed.html", {
         "current": current, "page": page, "before": before, "panels": side_panels_render(current),
         "ask_form": forms.AskForm(), "stream_after": proposal_newest_id(workspace=current.workspace),
-        "rendered_at": timezone.now(),
+        "read_at": read_at,
     })
 
 
@@ -92,7 +95,8 @@ def feed_stream(request):
     until = parse_datetime(request.GET.get("until", "").replace(" ", "+"))
     known = stream.known_fires(states, shown=shown, until=until, cursor=cursor)
     if cursor is None:
-        cursor = stream.Cursor(fires_until=until, proposal_id=_int(request.GET.get("proposals_after"), 0))
+        cursor = stream.Cursor(fires_until=stream.newest_held(states, shown=shown, until=until),
+                               proposal_id=_int(request.GET.get("proposals_after"), 0))
 
     def progress(proposal_id: int):
         return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
