@@ -6,10 +6,12 @@ project's, runs every `before`, and gives back the messages to forward (Ollama's
 images and every other field kept, changed only where the middleware changed them). Once the client
 has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
 assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
-meanwhile): `proxied_calls_finish`, in a worker, runs every `after`
-(counting, cues to the memory queue, loop detection) inside a `festinger.proxy.call` span (T33: the
-response never waits for the write path, and the proxy process does none of it). For a registry
-model, `fathom.llm.complete` runs the same middleware itself."""
+meanwhile): `proxied_calls_finish`, in a worker, runs every `after` (counting, cues to the memory
+queue, loop detection) inside a `festinger.proxy.call` span (T33: the response never waits for the
+write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
+the same middleware itself, except when an OpenAI client asks for several choices: one turn of the
+conversation, so the proxy runs the middleware once around them as it does for Ollama (the first
+choice is the answer it learns from and watches for loops)."""
 
 from __future__ import annotations
 
@@ -69,13 +71,14 @@ class ProxiedCall:
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
 
-    def prepare(self) -> None:
-        """Run every middleware's `before` (for an Ollama upstream); sets `answer` when one answered."""
+    def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
+        """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
+        `model`, whose images `store_image` keeps); sets `answer` when one answered."""
         with session_context(self.session), connections_returned(), memory_queue_held(self.sends):
-            model = ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
+            model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
-                                      messages=wire.to_messages(self.raw_messages), options=dict(self.options),
-                                      call_id=self.call_id)
+                                      messages=wire.to_messages(self.raw_messages, store_image=store_image),
+                                      options=dict(self.options), call_id=self.call_id)
             self._originals = {id(message): raw for message, raw in zip(self.request.messages, self.raw_messages,
                                                                           strict=True)}
             self._original_messages = list(self.request.messages)
@@ -100,10 +103,13 @@ class ProxiedCall:
         return self.request.options
 
     def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
-        """The call as plain JSON: the request as the middleware left it, and the answer."""
+        """The call as plain JSON: the request as the middleware left it (its model without a key), and
+        the answer."""
+        model = self.request.model
         return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
                 "stream_cut": stream_cut, "entered": len(self.entered),
                 "upstream": {"name": self.upstream.name, "kind": self.upstream.kind, "target": self.upstream.target},
+                "model": {"name": model.name, "provider": model.provider, "model": model.model},
                 "messages": [message.to_dict() for message in self.request.messages],
                 "options": self.request.options, "metadata": self.request.metadata,
                 "completion": completion.to_dict()}
@@ -158,7 +164,7 @@ def _finish(outcome: dict) -> None:
                        session=outcome["session"], call_id=outcome["call_id"],
                        entered=list(middleware.loaded()[:outcome["entered"]]))
     call.request = LLMRequest(workspace_id=call.workspace_id, role=PROXY_ROLE,
-                              model=ResolvedModel(name=upstream.name, provider="ollama", model=upstream.target),
+                              model=ResolvedModel(**outcome["model"]),
                               messages=[Message.from_dict(m) for m in outcome["messages"]],
                               options=dict(outcome["options"]), metadata=dict(outcome["metadata"]),
                               call_id=call.call_id)
