@@ -36,9 +36,10 @@ from festinger.recollection import memory_queue_held
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
-# A finished call is claimed once (a redelivered or retried task must not count an answer twice).
+# A finished call is claimed once (a retried task must not count an answer twice), for longer than a
+# task's retries last (fathom.transient: at most six, two minutes apart at most).
 _FINISHED_KEY = "festinger:proxy:finished:{call_id}"
-_FINISHED_SECONDS = 24 * 3600
+_FINISHED_SECONDS = 3600
 # Filled by `NotesMiddleware.after` for the proxy's span: what was forwarded after all middleware.
 call_notes: ContextVar[dict | None] = ContextVar("festinger_proxy_call_notes", default=None)
 
