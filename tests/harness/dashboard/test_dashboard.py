@@ -230,6 +230,7 @@ def test_an_auto_approved_proposal_is_greyed_with_its_policy_tag(operator, works
     provenance_proposal(workspace, level=1, title="A small episode")
     page = operator.get("/").content.decode()
     assert "proposal-entry status-approved auto" in page and "decided-by:auto-policy:level&lt;=2" in page
+    assert page.count("auto-policy:level&lt;=2") == 1  # the tag says who decided: not a second time
 
 
 # --- loop view, why ------------------------------------------------------------------------------------
