@@ -458,6 +458,20 @@ def test_the_pressure_panel_shows_the_gauge_its_breakdown_and_the_series_plot(op
     assert 'value="observe" checked' in page  # the default mode
 
 
+def test_the_pressure_plot_spans_the_samples_it_has(operator, workspace):
+    # a fresh install: a few minutes of samples fill the plot's width, not its last pixels
+    for minutes_ago, value in ((4, 0.1), (2, 0.3), (0, 0.5)):
+        sample = PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+        PressureSample.objects.filter(pk=sample.pk).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
+    page = operator.get("/").content.decode()
+    xs = [float(point.split(",")[0]) for point in re.search(r'<polyline points="([^"]+)"', page).group(1).split()]
+    assert xs[-1] - xs[0] > 100 and "The last 10 min:" in page  # 280 px wide; at least ten minutes shown
+
+    PressureSample.objects.filter(workspace=workspace).exclude(value=0.5).delete()
+    page = operator.get("/").content.decode()
+    assert '<circle class="plot-point"' in page and "1 sample from 0.50" in page  # one sample: a point
+
+
 def test_an_operator_flips_the_autonomy_switch(operator, client, workspace):
     operator.post("/autonomy/mode", {"mode": "on"})
     assert AutonomySettings.objects.get(workspace=workspace).mode == "on"
