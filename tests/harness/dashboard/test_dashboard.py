@@ -417,6 +417,17 @@ def test_a_fires_background_tasks_show_on_its_card_and_an_operator_cancels_one(o
     assert task.state == "canceled" and task.cancel_requested_by == "operator:user:operator@example.com"
 
 
+def test_a_running_cards_contract_is_pending_until_it_is_evaluated(operator, workspace):
+    fire = fire_create(workspace=workspace, mode="reactive", question="still thinking")
+    run = QualityRun.objects.create(workspace=workspace, fire=fire, state="running")
+    attempt = QualityAttempt.objects.create(workspace=workspace, run=run, number=1)
+    page = operator.get("/").content.decode()
+    assert 'contract <span class="contract-pending">pending</span>' in page and "failed" not in page
+    attempt.contract = {"passed": False, "issues": ["no answer"]}
+    attempt.save()
+    assert 'contract <span class="fail">failed</span>' in operator.get("/").content.decode()
+
+
 def test_a_cards_quality_shows_and_thumbs_post_the_feedback_the_verifier_calibrates_on(operator, scripted_llm,
                                                                                         workspace):
     fire = fire_with_tools(scripted_llm, workspace)
