@@ -246,6 +246,8 @@ def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, sc
     assert 'class="thumb-down"' in loop  # and the card's other sections (here: quality's thumbs)
     why = operator.get(f"/fires/{fire.pk}/why").content.decode()
     assert "the rover&#x27;s log" in why and "state" in why
+    # its tool calls' arguments as JSON, as the accordion shows them, not as Python reprs
+    assert "&quot;action&quot;: &quot;pending_intents&quot;" in why and "&#x27;action&#x27;" not in why
     assert "[feedfacefeed]</code> cited, but no such delta" in why and "[0badc0de0bad]</code> dropped" in why
     assert operator.get("/loop/not-a-uuid").status_code == 404
 
