@@ -125,7 +125,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "fathom.api.middleware.RejectUnstorableText",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "fathom.static.StaticFilesMiddleware",
     "fathom.dbpool.DatabaseConnectionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -53,10 +53,12 @@ def sse_event(name: str, html: str, cursor: Cursor) -> str:
     return f"id: {cursor}\nevent: {name}\n{data}\n\n"
 
 
-async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cursor: Cursor, max_seconds: float):
+async def feed_stream(*, progress, render_fire, render_proposal, known: dict, shown_proposals: set[int],
+                      cursor: Cursor, max_seconds: float):
     """`progress(proposal_id)` -> ({fire id: (created at, signature)}, [proposal ids after it]); `known`
-    maps the fires the browser holds to the signature it holds (None: send the card again). Blocking
-    reads run on executor threads."""
+    maps the fires the browser holds to the signature it holds (None: send the card again);
+    `shown_proposals` are proposals after the cursor the browser holds already. Blocking reads run on
+    executor threads."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
@@ -78,7 +80,8 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cu
             known = {fire_id: signature for fire_id, (_, signature) in states.items()}
             for proposal_id in new_proposals:
                 cursor.proposal_id = max(cursor.proposal_id, proposal_id)
-                yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
+                if proposal_id not in shown_proposals:
+                    yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return

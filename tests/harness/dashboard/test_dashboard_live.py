@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from harness.dashboard import views
 from harness.dashboard.stream import fire_signature
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_create
@@ -135,6 +136,50 @@ def test_a_fire_the_page_showed_is_not_new_to_a_reconnect(live_server_url, works
         with client.stream("GET", url, headers={"Last-Event-ID": event["id"]}) as stream:
             event = next_event(stream.iter_lines())
     assert event["event"] == f"fire-{shown.pk}"
+
+
+def page_rendered_with(monkeypatch, workspace, *, before_read=None, after_read=None) -> tuple[str, dict]:
+    """The feed page's stream URL (path and query) when a worker drafts something just before or just
+    after the page reads its entries (the test client renders it in this process), and its cookies."""
+    real = views.feed_page
+
+    def feed_page(**kwargs):
+        if before_read:
+            before_read()
+        page = real(**kwargs)
+        if after_read:
+            after_read()
+        return page
+
+    monkeypatch.setattr(views, "feed_page", feed_page)
+    client = Client()
+    client.force_login(member(workspace))
+    page = client.get("/").content.decode()
+    return html.unescape(re.search(r'sse-connect="([^"]+)"', page).group(1)), {
+        "sessionid": client.cookies["sessionid"].value}
+
+
+def test_a_proposal_drafted_while_the_page_is_read_arrives_live(live_server_url, workspace, monkeypatch):
+    url, cookies = page_rendered_with(monkeypatch, workspace, after_read=lambda: provenance_proposal(workspace, level=3))
+    with httpx.Client(timeout=30, cookies=cookies) as client:
+        with client.stream("GET", f"{live_server_url}{url}") as stream:
+            sent = first_read(stream.iter_lines())
+    assert sent == ["proposal-new"]
+
+
+def test_a_proposal_the_page_showed_is_never_sent_again(live_server_url, workspace, monkeypatch):
+    # Drafted once the page's stream position was taken, but before its entries were read: on the page.
+    url, cookies = page_rendered_with(monkeypatch, workspace, before_read=lambda: provenance_proposal(workspace, level=3))
+    with httpx.Client(timeout=30, cookies=cookies) as client:
+        with client.stream("GET", f"{live_server_url}{url}") as stream:
+            lines = stream.iter_lines()
+            assert first_read(lines) == []
+            fire = fire_create(workspace=workspace, mode="reactive", question="later")
+            event = next_event(lines)
+        assert event["event"] == "fire-new" and f'id="fire-{fire.pk}"' in event["data"]
+        with client.stream("GET", f"{live_server_url}{url}", headers={"Last-Event-ID": event["id"]}) as stream:
+            sent = first_read(stream.iter_lines())
+    assert "proposal-new" not in sent
 
 
 def test_the_stream_needs_a_login(live_server_url, workspace):
