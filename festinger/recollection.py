@@ -15,12 +15,19 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
 3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
 4. the cue patterns of the text become facts (source `inferred`, no threshold) and concepts that
    crossed the write threshold go to the writer: both on the `memory` queue, never on this path.
+
+What a prompt received is kept in its trace: a `festinger.recollection` event in the call's span (the
+block, the concepts recalled and unknown, the conversation), written once the call is answered, since
+only then is a proxied Ollama call inside its span (festinger/proxy/conversation.py).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from celery import signature
@@ -28,6 +35,7 @@ from django.db import transaction
 from redis.exceptions import RedisError
 
 from fathom.llm.types import Message
+from fathom.tracing import event
 from festinger import cache
 from festinger.conversation import (
     conversation_key,
@@ -36,6 +44,7 @@ from festinger.conversation import (
     unseen,
     writer_calls_left,
 )
+from festinger.loops.guard import session_of
 from festinger.text import Triple, cues, normalise, tokenize
 
 log = logging.getLogger(__name__)
@@ -46,6 +55,8 @@ ZERO_HIT = ("? {token}: no recollection. If not a typo, store it before proceedi
 # A cue restating a fact the world holds is sent again (it confirms the edge) at most this often.
 RECONFIRM_SECONDS = 24 * 3600
 _RECENT_CUES_MAX = 10_000
+RECOLLECTION_EVENT = "festinger.recollection"
+BLOCK_RECORDED_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -164,6 +175,10 @@ class RecollectionMiddleware:
                 key = None
         recollection = recollect(world, [m.content for m in spoken], [m.content for m in fresh],
                                  learn=key is not None, conversation=key)
+        if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
+            request.metadata["recollection"] = {
+                "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
+                "unknown": list(recollection.unknown), "session": session_of(request)}
         request.messages = inject(request.messages, recollection.block)
         request.metadata["festinger"] = {"recalled": list(recollection.recalled),
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),
@@ -172,6 +187,9 @@ class RecollectionMiddleware:
         return None
 
     def after(self, request, completion):
+        injected = request.metadata.get("recollection")
+        if injected is not None:
+            event(RECOLLECTION_EVENT, **injected)
         noted = request.metadata.get("festinger")
         if not noted or not noted["conversation"] or not completion.text:
             return None
@@ -211,7 +229,25 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
         for token in writes:
             signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
-    transaction.on_commit(send)
+    held = _held_sends.get()
+    if held is not None:
+        held.append(send)
+    else:
+        transaction.on_commit(send)
+
+
+@contextmanager
+def memory_queue_held(sends: list[Callable[[], None]]):
+    """Meanwhile, what a model call's recollection queues (cues, writes) waits in `sends` for the
+    caller to send once its answer is out (the proxy: a publish would delay the response, T33)."""
+    token = _held_sends.set(sends)
+    try:
+        yield
+    finally:
+        _held_sends.reset(token)
+
+
+_held_sends: ContextVar[list | None] = ContextVar("festinger_memory_queue_held", default=None)
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

@@ -90,7 +90,8 @@ def step_enqueue(*, run_id) -> None:
 
 
 def call_enqueue(*, call_id) -> None:
-    transaction.on_commit(lambda: signature("fires.conductor_call").delay(str(call_id)))
+    """Run a capability call on the thread-pool worker (queue `quality`) once the transaction commits."""
+    transaction.on_commit(lambda: signature("quality.conductor_call").delay(str(call_id)))
 
 
 def run_step(*, run_id) -> str:

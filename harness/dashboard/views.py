@@ -26,9 +26,15 @@ from harness.conductor.services import run_cancel
 from harness.dashboard import forms, stream
 from harness.dashboard.access import current_set, current_switch, dashboard_view
 from harness.dashboard.feed import feed_page, fire_cards, proposal_row
+from harness.dashboard.festinger import loop_event_row, recollection_entry
 from harness.dashboard.panels import side_panels_render
 from harness.dashboard.sections import pretty, thinking_of
-from harness.dashboard.selectors import onboarding_state, proposal_newest_id, proposals_newer
+from harness.dashboard.selectors import (
+    conversation_get,
+    onboarding_state,
+    proposal_newest_id,
+    proposals_newer,
+)
 from harness.fires.selectors import (
     fire_citations,
     fire_get,
@@ -63,13 +69,17 @@ class LoginView(auth_views.LoginView):
 def feed(request):
     current = request.dashboard
     before = _before(request)
+    # Taken before the page is read: a fire or proposal a worker creates while it is read (a question
+    # just asked) is newer, so the live feed sends it even though the page could not show it.
+    read_at = timezone.now()
+    stream_after = proposal_newest_id(workspace=current.workspace)
     page = feed_page(workspace=current.workspace, before=before)
     if request.headers.get("HX-Request") and before is not None:
         return render(request, "dashboard/partials/feed_page.html", {"page": page, "current": current})
     return render(request, "dashboard/feed.html", {
         "current": current, "page": page, "before": before, "panels": side_panels_render(current),
-        "ask_form": forms.AskForm(), "stream_after": proposal_newest_id(workspace=current.workspace),
-        "rendered_at": timezone.now(),
+        "ask_form": forms.AskForm(), "stream_after": stream_after,
+        "read_at": read_at,
     })
 
 
@@ -85,8 +95,12 @@ def feed_stream(request):
     shown = dict(item.partition("~")[::2] for item in request.GET.getlist("shown"))
     until = parse_datetime(request.GET.get("until", "").replace(" ", "+"))
     known = stream.known_fires(states, shown=shown, until=until, cursor=cursor)
+    # The proposals the page showed though newer than its `proposals_after` (drafted as it was read): a
+    # proposal is sent once, as new, so these never are, on a reconnect either (same URL).
+    shown_proposals = {_int(raw, 0) for raw in request.GET.getlist("shown_proposal")}
     if cursor is None:
-        cursor = stream.Cursor(fires_until=until, proposal_id=_int(request.GET.get("proposals_after"), 0))
+        cursor = stream.Cursor(fires_until=stream.newest_held(states, shown=shown, until=until),
+                               proposal_id=_int(request.GET.get("proposals_after"), 0))
 
     def progress(proposal_id: int):
         return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
@@ -105,7 +119,7 @@ def feed_stream(request):
 
     response = StreamingHttpResponse(
         stream.feed_stream(progress=progress, render_fire=render_fire, render_proposal=render_proposal, known=known,
-                           cursor=cursor, max_seconds=STREAM_SECONDS),
+                           shown_proposals=shown_proposals, cursor=cursor, max_seconds=STREAM_SECONDS),
         content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
@@ -312,6 +326,19 @@ def conflict_override(request, conflict_id: int):
     else:
         messages.success(request, f"Conflict #{conflict.pk}: {decision['decision']} applied.")
     return _back(request)
+
+
+@require_GET
+@dashboard_view
+def conversation_view(request, session):
+    """One conversation as Festinger saw it: the loop detector's detections and mitigations, its circuit
+    breaker now, and the recollections its prompts received."""
+    found = conversation_get(workspace=request.dashboard.workspace, session=session)
+    return render(request, "dashboard/conversation.html", {
+        "current": request.dashboard, "session": session, "state": found["state"],
+        "events": [loop_event_row(event) for event in found["events"]],
+        "recollections": [recollection_entry(row) for row in found["recollections"]],
+    })
 
 
 # --- Onboarding ----------------------------------------------------------------------------------------
