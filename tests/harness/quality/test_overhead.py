@@ -19,15 +19,15 @@ from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
 
-# The harness's statements per SIMPLE chat fire: its pre-flight (its settings with the classifier's
-# prompt, the call's trace, the run and its first attempt with harness_complexity), the answer saved
-# with its contract and the verifier sent (one statement), the parked fire's claims given back, and
-# its way back (fire_parked_resume: the claims again, the fire with its run in one read, the trace's
-# earlier runs, the policy, the decision's reads and one statement for its rows and events, the
-# first run's root ended). 63 (and 14 on the quality worker) before the events of a step were
-# written at once and settings, the run and its attempt read once; 35 (and 11) before the answer was
-# saved with its contract, a lone verifier recorded its verdict itself, the decision committed with
-# the per-fire writes and a parked fire came back by its own way.
+# The harness's statements per SIMPLE chat fire: in its first run, the classifier's call traced and
+# the ids of its run and first attempt (the run, the attempt and harness_complexity are written with
+# the fire's start, the answer's contract and the verifier's wait with the answer, the fire's claims
+# given back with it: statements the fire makes anyway); on its way back (fire_parked_resume), the
+# session's settings and claim, the fire with its run, attempt and retry policy in one read, the
+# fire's claim, its trace's earlier runs, the profile's figures and the decision's one statement.
+# 63 (and 14 on the quality worker) before the events of a step were written at once and settings,
+# the run and its attempt read once; 35 (and 11) before a step's rows went with its events and a
+# parked fire came back by its own way.
 HARNESS_STATEMENTS = 9
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
