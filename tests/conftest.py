@@ -120,9 +120,9 @@ _session_worker: list[str] = []  # the node name of the session's worker once it
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker):
-    """A real Celery worker process consuming every queue, for the whole session. Tests that use it
-    need `transactional_db` so the worker sees their rows."""
+def session_celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process for the whole session, consuming only while a test that asks for
+    it through `celery_worker` runs: tests use `celery_worker`, not this."""
     name = f"test-{uuid.uuid4().hex[:6]}"
     process = start_worker(name)
     try:
@@ -133,12 +133,28 @@ def celery_worker(django_db_setup, django_db_blocker):
         stop_worker(process)
 
 
+@pytest.fixture
+def celery_worker(session_celery_worker):
+    """The session's real worker consuming every queue, for this test. Between the tests that ask for
+    it, it consumes nothing, so another test's tasks (sent by the test, its live server or workers of
+    its own) never reach it. Tests that use it need `transactional_db` so the worker sees their rows."""
+    from fathom.celery import app
+
+    node = _session_worker[0]
+    for queue in settings.FATHOM_QUEUES:
+        app.control.add_consumer(queue, destination=[node], reply=True)
+    yield session_celery_worker
+    for queue in settings.FATHOM_QUEUES:
+        app.control.cancel_consumer(queue, destination=[node], reply=True)
+
+
 @pytest.fixture(autouse=True)
 def broker_quiet_before_flush(request):
     """A transactional test commits, so its writes' background tasks (judge axes, embeddings) reach
-    the broker, and the session's worker, running from an earlier test, takes them. Running while
-    the teardown TRUNCATEs the tables, they deadlock it: before the flush, purge the queues and wait
-    until the worker is idle."""
+    the broker, and a worker, the session's or the test's own, takes them. Running while the
+    teardown TRUNCATEs the tables, they deadlock it: before the flush, purge the queues and wait
+    until the session's worker is idle. Before the test, the queues are emptied too, of what earlier
+    tests left there."""
     marker = request.node.get_closest_marker("django_db")
     transactional = (marker is not None and marker.kwargs.get("transaction")) or not {
         "transactional_db", "live_server"}.isdisjoint(request.fixturenames)
@@ -146,6 +162,7 @@ def broker_quiet_before_flush(request):
         yield
         return
     request.getfixturevalue("transactional_db")  # set up first, so this teardown runs before its flush
+    broker_quiesce(None)
     yield
     broker_quiesce(_session_worker[0] if _session_worker else None)
 
