@@ -7,11 +7,12 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.params import int_param
 from harness.conductor import selectors, services
 from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.services import MAX_OBJECTIVE_CHARS
-from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS, _int_param
+from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS
 from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
 
 
@@ -138,9 +139,9 @@ class RunEventsView(APIView):
     )
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.workspace, run_id=run_id)
-        after = _int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
+        after = int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
         if request.accepted_renderer.format == "sse":
-            timeout = _int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
+            timeout = int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
 
             def read_after(*, after: int, limit: int):
                 return selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
@@ -152,7 +153,7 @@ class RunEventsView(APIView):
             response["Cache-Control"] = "no-cache"
             response["X-Accel-Buffering"] = "no"
             return response
-        limit = min(max(_int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
+        limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
         events = selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
         last = events[-1].seq if events else after
         return Response({"events": [run_event_payload(e) for e in events], "last_seq": last, "next": f"?after={last}"})
