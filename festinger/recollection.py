@@ -23,10 +23,9 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 
-from celery import signature
-from django.db import transaction
 from redis.exceptions import RedisError
 
+from fathom.celery import send_task_on_commit
 from fathom.llm.types import Message
 from festinger import cache
 from festinger.conversation import (
@@ -200,18 +199,13 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
     writes = list(recollection.to_write)
     if writes and not _writes_left(world, conversation):
         writes = []  # a cap is spent (or unknown): the writer would refuse them (festinger.writer)
-    if not triples and not writes:
-        return
     workspace_id = world.workspace_id
-    contexts = {token: _context(token, texts) for token in writes}
-
-    def send():
-        if triples:
-            signature("memory.festinger_cues_insert").delay(workspace_id, [_as_dict(triple) for triple in triples])
-        for token in writes:
-            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
-
-    transaction.on_commit(send)
+    if triples:
+        send_task_on_commit("memory.festinger_cues_insert",
+                            args=[workspace_id, [_as_dict(triple) for triple in triples]])
+    for token in writes:
+        send_task_on_commit("memory.festinger_concept_write",
+                            args=[workspace_id, token, _context(token, texts), conversation])
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

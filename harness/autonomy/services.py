@@ -13,11 +13,11 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from celery import signature
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
@@ -215,7 +215,7 @@ def _claim(decision: AutonomyDecision) -> AutonomyDecision:
         with transaction.atomic():
             decision.save()
             decision_id = decision.pk
-            transaction.on_commit(lambda: signature(SIT_START_TASK).delay(decision_id))
+            send_task_on_commit(SIT_START_TASK, args=[decision_id])
     except IntegrityError:
         decision.pk = None
         decision.action, decision.reason = Action.SKIP, "window_taken"

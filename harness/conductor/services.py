@@ -21,11 +21,12 @@ import logging
 import secrets
 from datetime import timedelta
 
-from celery import current_task, signature
+from celery import current_task
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.tracing import SpanContext, continue_trace, scope, span, start_span
 from fathom.tracing.services import spans_end
@@ -86,11 +87,11 @@ def run_create(*, workspace, objective: str) -> Run:
 
 def step_enqueue(*, run_id) -> None:
     """Run a conductor step on a worker once the current transaction commits."""
-    transaction.on_commit(lambda: signature("fires.conductor_step").delay(str(run_id)))
+    send_task_on_commit("fires.conductor_step", args=[str(run_id)])
 
 
 def call_enqueue(*, call_id) -> None:
-    transaction.on_commit(lambda: signature("fires.conductor_call").delay(str(call_id)))
+    send_task_on_commit("fires.conductor_call", args=[str(call_id)])
 
 
 def run_step(*, run_id) -> str:

@@ -10,10 +10,10 @@ import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from celery import signature
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from harness.runtime import claims
@@ -62,7 +62,7 @@ def _write(fire: Fire, run: QualityRun, items: list, *, runner: bool) -> None:
 def fire_resume(fire: Fire) -> None:
     """Tick the fire's session once the current transaction commits: its turn resumes the fire."""
     session_id = fire.session_id
-    transaction.on_commit(lambda: signature("fires.session_tick").delay(str(session_id)))
+    send_task_on_commit("fires.session_tick", args=[str(session_id)])
 
 
 def _json(value) -> str:

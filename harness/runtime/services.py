@@ -10,11 +10,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from celery import signature
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
 from fathom.selectors import uuid_or_none
 from fathom.transient import TRANSIENT_ERRORS
@@ -112,8 +112,7 @@ def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger
 
 def session_tick_enqueue(*, session_id, countdown: float = 0) -> None:
     """Tick the session on a worker once the current transaction commits."""
-    transaction.on_commit(lambda: signature("fires.session_tick").apply_async(
-        args=[str(session_id)], countdown=countdown or None))
+    send_task_on_commit("fires.session_tick", args=[str(session_id)], countdown=countdown or None)
 
 
 # --- the tick -----------------------------------------------------------------------------------------
