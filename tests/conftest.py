@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from fathom.models import Workspace
@@ -78,6 +79,34 @@ def start_worker(name: str, queues=None, concurrency: int = 1, env: dict | None 
          "-n", f"{name}@%h", "--loglevel", "WARNING", "--without-mingle", "--without-gossip"],
         cwd=REPO_ROOT, env={**worker_env(), **(env or {})}, stdin=subprocess.DEVNULL, start_new_session=True,
     )
+
+
+def run_at_once(actions, timeout: float = 60) -> list[Exception]:
+    """Run each of `actions` (callables) in a thread of its own, all let go together, and return what
+    they raised. Each thread gives its database connections back at its end."""
+    barrier, errors = threading.Barrier(len(actions)), []
+
+    def run(action):
+        try:
+            barrier.wait(timeout=timeout)
+            action()
+        except Exception as exc:  # noqa: BLE001 - returned to the test, which asserts on them
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return errors
+
+
+def percentile(values, q):
+    """The `q`th percentile (0-100) of `values`, nearest rank: what the benchmarks print."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def wait_for(predicate, timeout: float = 30.0, every: float = 0.05):

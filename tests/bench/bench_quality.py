@@ -28,7 +28,7 @@ from harness.fires.services import fire_create
 from harness.quality import flow, swarm
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.runtime.services import message_send, session_create
-from tests.conftest import REPO_ROOT, stop_worker, wait_for, wait_for_worker, worker_env
+from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
 from tests.harness.quality.conftest import Roles, classification, verdict
 from tests.harness.quality.test_flow import respond, verify_all
 from tests.harness.support import session_tick
@@ -37,11 +37,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 LATENCY = 1.0
 OVERHEAD_FIRES = 30
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 @pytest.fixture

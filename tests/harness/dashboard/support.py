@@ -4,7 +4,6 @@ Festinger conflict, a fire that called tools."""
 from django.contrib.auth.models import User
 
 from fathom.models import Membership
-from festinger.services import insert_fact
 from harness.runtime.background import task_create
 from harness.runtime.services import session_create
 from lake.services import delta_create
@@ -27,13 +26,6 @@ def provenance_proposal(workspace, *, level: int, title: str = "The rover era"):
     return proposal_draft(workspace=workspace, tool="provenance", title=title, producer="script:test",
                           rationale="they belong together", payload={"from_ids": [m.pk for m in moments],
                                                                      "level": level})
-
-
-def conflict(workspace):
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                       is_isa=True, confidence=0.8, source="inferred")
 
 
 def fire_with_tools(script, workspace, *, question: str = "what about the rover?"):

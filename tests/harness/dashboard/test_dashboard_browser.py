@@ -19,7 +19,8 @@ from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
-from tests.harness.dashboard.support import PASSWORD, conflict, fire_with_tools, member, provenance_proposal
+from tests.festinger.conftest import isa_isa_conflict
+from tests.harness.dashboard.support import PASSWORD, fire_with_tools, member, provenance_proposal
 from tests.harness.support import wait_for_background_work
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -119,7 +120,7 @@ def test_an_operator_approves_an_l3_proposal_inline_and_denies_another(live_serv
 
 def test_an_operator_overrides_a_conflict(live_server_url, browser, screenshot, workspace):
     member(workspace)
-    pending = conflict(workspace)
+    pending = isa_isa_conflict(workspace)
     wait = log_in(browser, live_server_url)
     item = browser.find_element(By.ID, f"conflict-{pending.pk}")
     Select(item.find_element(By.NAME, "decision")).select_by_value("update")
