@@ -51,14 +51,7 @@ SETTINGS_FIELDS = ("mode", "threshold", "time_zone", "quiet_start", "quiet_end",
 def autonomy_settings_get(*, workspace) -> AutonomySettings:
     """The workspace's autonomy settings (a row with the defaults, mode observe, is made on first use)."""
     workspace_id = getattr(workspace, "pk", workspace)
-    found = AutonomySettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return AutonomySettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return AutonomySettings.objects.get(workspace_id=workspace_id)
+    return AutonomySettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 @transaction.atomic

@@ -22,7 +22,7 @@ import secrets
 from datetime import timedelta
 
 from celery import current_task
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -49,14 +49,7 @@ BOOTSTRAP, DECIDE = "bootstrap", "decide"
 
 def conductor_settings_get(*, workspace_id) -> ConductorSettings:
     """The workspace's conductor settings (a row with the defaults is created on first use)."""
-    found = ConductorSettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return ConductorSettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return ConductorSettings.objects.get(workspace_id=workspace_id)
+    return ConductorSettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 # --- runs -------------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from datetime import timedelta
 
 from celery import chord, group, signature
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -86,15 +86,8 @@ class Parked(Exception):
 def quality_settings_get(*, workspace_id) -> QualitySettings:
     """The workspace's quality settings (a row is created on first use, enabled as
     FATHOM_QUALITY_DEFAULT_ENABLED says)."""
-    found = QualitySettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return QualitySettings.objects.create(workspace_id=workspace_id,
-                                                  enabled=settings.FATHOM_QUALITY_DEFAULT_ENABLED)
-    except IntegrityError:
-        return QualitySettings.objects.get(workspace_id=workspace_id)
+    return QualitySettings.objects.get_or_create(
+        workspace_id=workspace_id, defaults={"enabled": settings.FATHOM_QUALITY_DEFAULT_ENABLED})[0]
 
 
 def retry_policy_get(*, workspace_id) -> RetryPolicy:

@@ -31,14 +31,7 @@ Event = SessionEvent.Kind
 
 def harness_settings_get(*, workspace_id) -> HarnessSettings:
     """The workspace's thresholds (a row with the defaults is created on first use)."""
-    found = HarnessSettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return HarnessSettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return HarnessSettings.objects.get(workspace_id=workspace_id)
+    return HarnessSettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 # --- sessions and triggers ------------------------------------------------------------------------------
