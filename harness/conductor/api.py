@@ -1,6 +1,5 @@
 """REST for conductor runs: start one (202), read it, cancel it, its graph, its events (SSE or JSON)."""
 
-from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
@@ -13,7 +12,7 @@ from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.services import MAX_OBJECTIVE_CHARS
 from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS
-from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
+from harness.runtime.sse import EventStreamRenderer, event_stream_response, numbered_event_stream
 
 
 class RunAgendaItemOutput(serializers.ModelSerializer):
@@ -146,13 +145,9 @@ class RunEventsView(APIView):
             def read_after(*, after: int, limit: int):
                 return selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
 
-            response = StreamingHttpResponse(
+            return event_stream_response(
                 numbered_event_stream(channel=run_channel(run.pk), read_after=read_after, payload=run_event_payload,
-                                      after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)),
-                content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
+                                      after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)))
         limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
         events = selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
         last = events[-1].seq if events else after
