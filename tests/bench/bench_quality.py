@@ -27,10 +27,9 @@ from fathom.models import Workspace
 from harness.fires.services import fire_create
 from harness.quality import flow, swarm
 from harness.quality.models import QualityAttempt, QualityRun
-from harness.runtime.services import message_send, session_create
 from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
-from tests.harness.quality.conftest import Roles, classification, verdict
-from tests.harness.quality.test_flow import respond, verify_all
+from tests.harness.quality.conftest import Roles, verdict
+from tests.harness.quality.test_flow import simple_chat_asked, verify_all
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,13 +90,7 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
 
 
 def _one_fire(workspace, roles, *, quality: bool) -> float:
-    session = session_create(workspace=workspace)
-    message_send(session=session, content="What is the capital of France?")
-    if quality:
-        roles.classifier.reply(classification("SIMPLE", "chat"))
-        roles.verifier.reply(verdict(0.9))
-    roles.main.reply(tool_calls=[respond()])
-    roles.main.call_tool("skip", {"reason": "-"})
+    session = simple_chat_asked(workspace, roles, quality=quality)
     started = time.perf_counter()
     if quality:
         assert session_tick(session_id=session.pk) == "parked"

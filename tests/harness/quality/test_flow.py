@@ -12,7 +12,7 @@ from harness.fires.models import Fire, FireTurn
 from harness.quality import agents, flow
 from harness.quality.models import QualityRun
 from harness.runtime.models import SessionEvent, Turn
-from harness.runtime.services import message_send
+from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
@@ -31,6 +31,19 @@ def verify_all(run: QualityRun) -> None:
     for perspective in flow.perspectives_for(run):
         flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective)
     assert flow.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+
+
+def simple_chat_asked(workspace, roles, *, quality: bool):
+    """A new session asked a SIMPLE chat question, its answers queued: the classifier's and the
+    verifier's when the harness is on, then the main model's respond and skip. Returns the session."""
+    session = session_create(workspace=workspace)
+    message_send(session=session, content="What is the capital of France?")
+    if quality:
+        roles.classifier.reply(classification("SIMPLE", "chat"))
+        roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[respond()])
+    roles.main.call_tool("skip", {"reason": "-"})
+    return session
 
 
 def harness_events(session) -> list[str]:

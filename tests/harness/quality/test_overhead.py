@@ -10,9 +10,8 @@ from django.test.utils import CaptureQueriesContext
 
 from harness.quality import flow
 from harness.quality.models import QualityRun
-from harness.runtime.services import message_send, session_create
-from tests.harness.quality.conftest import Roles, classification, verdict
-from tests.harness.quality.test_flow import respond
+from tests.harness.quality.conftest import Roles
+from tests.harness.quality.test_flow import simple_chat_asked
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
@@ -28,13 +27,7 @@ VERIFIER_STATEMENTS = 11  # the verifier's task and the chord's join, on the qua
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
-    session = session_create(workspace=workspace)
-    message_send(session=session, content="What is the capital of France?")
-    if quality:
-        roles.classifier.reply(classification("SIMPLE", "chat"))
-        roles.verifier.reply(verdict(0.9))
-    roles.main.reply(tool_calls=[respond()])
-    roles.main.call_tool("skip", {"reason": "-"})
+    session = simple_chat_asked(workspace, roles, quality=quality)
     fire_statements, verifier_statements = [], []
     with CaptureQueriesContext(connection) as ticks:
         outcome = session_tick(session_id=session.pk)
