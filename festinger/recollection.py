@@ -15,6 +15,10 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
 3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
 4. the cue patterns of the text become facts (source `inferred`, no threshold) and concepts that
    crossed the write threshold go to the writer: both on the `memory` queue, never on this path.
+
+What a prompt received is kept in its trace: a `festinger.recollection` event in the call's span (the
+block, the concepts recalled and unknown, the conversation), written once the call is answered, since
+only then is a proxied Ollama call inside its span (festinger/proxy/conversation.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from redis.exceptions import RedisError
 
 from fathom.celery import send_task_on_commit
 from fathom.llm.types import Message
+from fathom.tracing import event
 from festinger import cache
 from festinger.conversation import (
     conversation_key,
@@ -35,6 +40,7 @@ from festinger.conversation import (
     unseen,
     writer_calls_left,
 )
+from festinger.loops.guard import session_of
 from festinger.text import Triple, cues, normalise, tokenize
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,8 @@ ZERO_HIT = ("? {token}: no recollection. If not a typo, store it before proceedi
 # A cue restating a fact the world holds is sent again (it confirms the edge) at most this often.
 RECONFIRM_SECONDS = 24 * 3600
 _RECENT_CUES_MAX = 10_000
+RECOLLECTION_EVENT = "festinger.recollection"
+BLOCK_RECORDED_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,10 @@ class RecollectionMiddleware:
                 key = None
         recollection = recollect(world, [m.content for m in spoken], [m.content for m in fresh],
                                  learn=key is not None, conversation=key)
+        if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
+            request.metadata["recollection"] = {
+                "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
+                "unknown": list(recollection.unknown), "session": session_of(request)}
         request.messages = inject(request.messages, recollection.block)
         request.metadata["festinger"] = {"recalled": list(recollection.recalled),
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),
@@ -171,6 +183,9 @@ class RecollectionMiddleware:
         return None
 
     def after(self, request, completion):
+        injected = request.metadata.get("recollection")
+        if injected is not None:
+            event(RECOLLECTION_EVENT, **injected)
         noted = request.metadata.get("festinger")
         if not noted or not noted["conversation"] or not completion.text:
             return None

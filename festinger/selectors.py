@@ -1,9 +1,14 @@
-"""Festinger's reads: the conflict queue, the resolution runs and the graph's cycles of a workspace."""
+"""Festinger's reads: the conflict queue, the resolution runs, the graph's cycles and the recollections
+prompts received, of a workspace."""
+
+from collections import defaultdict
 
 from django.db.models import F
 
 from fathom.errors import NotFoundError
+from fathom.tracing.models import TraceEvent
 from festinger.models import Concept, Conflict, ConflictStatus, Edge, ResolutionRun
+from festinger.recollection import RECOLLECTION_EVENT
 
 _CONFLICT_RELATED = ("concept", "dimension", "existing_parent", "incoming_parent")
 
@@ -71,3 +76,23 @@ def cycles_find(*, workspace) -> list[tuple[str, tuple[str, ...]]]:
         pk__in={pk for dimension_id, members in cycles for pk in (dimension_id, *members)}).values_list("pk", "token"))
     return sorted((tokens[dimension_id], (*(tokens[pk] for pk in members), tokens[members[0]]))
                   for dimension_id, members in cycles)
+
+
+def recollections_list(*, workspace, session: str | None = None):
+    """What Festinger injected into the workspace's prompts (a fire's model calls and proxied calls alike),
+    newest first: the calls' `festinger.recollection` trace events, each with its block, the concepts
+    recalled and unknown and its conversation (`payload`), and its fire (`run_id`) or proxy (`actor_id`).
+    `session`: one conversation's, named as the loop detector names it."""
+    rows = TraceEvent.objects.filter(workspace=workspace, kind=RECOLLECTION_EVENT)
+    if session:
+        rows = rows.filter(payload__session=session)
+    return rows.order_by("-at", "-id")
+
+
+def recollections_of_runs(*, workspace, run_ids) -> dict[str, list[TraceEvent]]:
+    """{run id: its recollection events, oldest first} for these runs (a fire's run id is its id): one query."""
+    found = defaultdict(list)
+    for row in TraceEvent.objects.filter(workspace=workspace, run_id__in=[str(pk) for pk in run_ids],
+                                         kind=RECOLLECTION_EVENT).order_by("at", "id"):
+        found[row.run_id].append(row)
+    return dict(found)

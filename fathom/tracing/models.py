@@ -58,6 +58,9 @@ class TraceEvent(WorkspaceScoped):
                          condition=models.Q(name="llm.call") & ~models.Q(status="")),
             # Retention deletes the oldest events in batches (fathom.tracing.services.traces_prune).
             models.Index(fields=["at"], name="traceevent_at"),
+            # What Festinger injected into prompts, newest first (festinger.selectors.recollections_list).
+            models.Index(fields=["workspace", "-at"], name="traceevent_ws_recollections",
+                         condition=models.Q(kind="festinger.recollection")),
         ]
 
     def __str__(self):

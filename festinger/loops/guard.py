@@ -348,6 +348,40 @@ def stream_cut_observe(*, workspace_id: int, session: str, completion: Completio
         loop_events_record(workspace_id=workspace_id, session=session, events=events, model=model)
 
 
+@dataclass(frozen=True)
+class LoopState:
+    """A conversation's loop state as the guard holds it now: its level (detections since it last started
+    again) and its circuit breaker (`breaker_until`: a Unix time, 0 when it never opened)."""
+
+    level: int = 0
+    breaker_until: float = 0.0
+
+    @property
+    def breaker(self) -> str:
+        """closed; open (every call answered by the breaker); cooled (the next call closes it)."""
+        if not self.breaker_until:
+            return "closed"
+        return "open" if self.breaker_until > time.time() else "cooled"
+
+    @property
+    def seconds_left(self) -> int:
+        return max(0, round(self.breaker_until - time.time()))
+
+
+def loop_states(*, workspace_id: int, sessions) -> dict[str, LoopState]:
+    """{session: LoopState} of these conversations, in one round trip (a conversation Redis no longer
+    holds, its state expired or started again, is level 0 with its breaker closed). Raises RedisError."""
+    sessions = list(sessions)
+    if not sessions:
+        return {}
+    with get_redis().pipeline(transaction=False) as pipe:
+        for session in sessions:
+            pipe.hmget(_key(workspace_id, session), "level", "breaker_until")
+        found = pipe.execute()
+    return {session: LoopState(level=int(level or 0), breaker_until=float(until or 0))
+            for session, (level, until) in zip(sessions, found, strict=True)}
+
+
 # --- the record -------------------------------------------------------------------------------------------
 
 def loop_events_record(*, workspace_id: int, session: str, events: list[dict], model: str = "",
@@ -406,6 +440,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["LoopGuardMiddleware", "LoopSettings", "StreamRepetition", "config_changed",
+__all__ = ["LoopGuardMiddleware", "LoopSettings", "LoopState", "StreamRepetition", "config_changed",
            "fingerprint", "loop_config_update",
-           "loop_events_record", "loop_settings", "stream_cut_observe"]
+           "loop_events_record", "loop_settings", "loop_states", "stream_cut_observe"]

@@ -72,3 +72,9 @@ class LoopEvent(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.kind} in {self.session} (level {self.level})"
+
+
+# What the record's kinds are: a detection, or a mitigation (a breaker closing after its cool-down is neither).
+DETECTIONS = (LoopEvent.Kind.REPEATED_OUTPUT, LoopEvent.Kind.TOOL_CYCLE, LoopEvent.Kind.STREAM_REPETITION)
+MITIGATIONS = (LoopEvent.Kind.TEMPERATURE_BOOST, LoopEvent.Kind.FORBID_ACTION, LoopEvent.Kind.TRUNCATE_HISTORY,
+               LoopEvent.Kind.BREAKER_OPENED, LoopEvent.Kind.BREAKER_ANSWERED)

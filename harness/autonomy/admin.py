@@ -53,8 +53,9 @@ class AutonomySettingsAdmin(WorkspaceScopedAdmin):
 
 @admin.register(AutonomyDecision)
 class AutonomyDecisionAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "workspace", "mode", "action", "reason", "pressure", "focus_source", "trigger"]
-    list_filter = ["action", "reason", "mode", "workspace"]
+    list_display = ["created_at", "workspace", "mode", "action", "reason", "sit_state", "pressure", "focus_source",
+                    "trigger"]
+    list_filter = ["action", "reason", "sit_state", "mode", "workspace"]
     search_fields = ["detail", "focus"]
 
 

@@ -114,7 +114,8 @@ class DecisionOutput(serializers.ModelSerializer):
     class Meta:
         model = AutonomyDecision
         fields = ["id", "created_at", "mode", "action", "reason", "detail", "pressure", "breakdown", "window_start",
-                  "scheduled", "focus", "focus_source", "focus_error", "focus_tokens", "session", "trigger"]
+                  "scheduled", "sit_state", "start_attempts", "focus", "focus_source", "focus_error", "focus_tokens",
+                  "session", "trigger"]
 
 
 class DecisionListView(generics.ListAPIView):

@@ -95,5 +95,6 @@ def _sweep(command, options):
 def _decisions(command, options):
     for decision in selectors.decisions_list(workspace=_workspace(options))[: options["limit"]]:
         focus = f" focus: {decision.focus}" if decision.focus else ""
-        command.stdout.write(f"{decision.created_at:%Y-%m-%d %H:%M:%S} {decision.action} {decision.reason} "
+        state = f" ({decision.sit_state})" if decision.sit_state else ""
+        command.stdout.write(f"{decision.created_at:%Y-%m-%d %H:%M:%S} {decision.action}{state} {decision.reason} "
                              f"p={decision.pressure:.2f} {decision.detail}{focus}")

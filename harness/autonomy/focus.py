@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from fathom.llm import LLMError, Message, ToolCall, ToolSpec, complete
-from harness.autonomy.pressure import DORMANT_DAYS, MOOD_SHIFT_TAG, OWN_SOURCES
+from harness.autonomy.pressure import DORMANT_DAYS, MOOD_SHIFT_TAG, OWN_SOURCES, SIGNALS
 from harness.runtime.models import Session
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, Delta
 
@@ -90,7 +90,8 @@ def focus_fallback(*, breakdown: dict, substrate: dict) -> str:
     recent = "; ".join(f"[{i}] {_line(c, 80)}" for i, c in substrate["recent"][:3])
     raw = breakdown.get(top, {}).get("raw", 0)
     if top == "unprovenanced" and recent:
-        return (f"{raw:g} moments have accumulated since you last named a stretch of your lake, among them "
+        count = f"{raw:g}" if raw < SIGNALS[0].saturation else f"At least {raw:g}"  # the reading stops there
+        return (f"{count} moments have accumulated since you last named a stretch of your lake, among them "
                 f"{recent}. Which of them belong together, and what would you call that stretch?")
     if top == "dormant_patterns" and substrate["dormant"]:
         i, content = substrate["dormant"][0]

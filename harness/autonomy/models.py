@@ -26,7 +26,8 @@ class AutonomySettings(WorkspaceScoped):
     window_minutes = models.PositiveIntegerField(default=60, help_text="at most one autonomous Sit per window")
     daily_sit_cap = models.PositiveSmallIntegerField(default=6, help_text="autonomous Sits per local day")
     daily_token_cap = models.PositiveIntegerField(default=200_000,
-                                                  help_text="tokens autonomous Sits may use per local day")
+                                                  help_text="tokens autonomous Sits may use per local day (their "
+                                                            "fires' and their focus calls')")
     sit_rounds = models.PositiveSmallIntegerField(default=3, help_text="round cap of an autonomous Sit")
     series_hours = models.PositiveSmallIntegerField(default=24,
                                                     help_text="how long pressure samples and skips are kept")
@@ -71,12 +72,18 @@ class PressureSample(WorkspaceScoped):
 
 class AutonomyDecision(WorkspaceScoped):
     """What one sweep decided for a workspace, and why. A `sit` row is also the claim of its window:
-    one per workspace and window, whoever inserts it first."""
+    one per workspace and window, whoever inserts it first; its `sit_state` says whether the Sit it
+    claimed has started (a claim whose start died is queued again by the sweep)."""
 
     class Action(models.TextChoices):
-        SIT = "sit"  # an autonomous Sit was started
+        SIT = "sit"  # an autonomous Sit was claimed for the window (sit_state says whether it started)
         WOULD_SIT = "would_sit"  # observe mode: everything allowed a Sit; none was started
         SKIP = "skip"
+
+    class SitState(models.TextChoices):
+        CLAIMED = "claimed"  # the window is taken; the Sit's first message is not made yet
+        STARTED = "started"  # its first message is made: the harness carries the Sit from there
+        LOST = "lost"  # every attempt to start it died: the window had no Sit
 
     mode = models.CharField(max_length=8, choices=AutonomyMode.choices)
     action = models.CharField(max_length=10, choices=Action.choices)
@@ -89,13 +96,20 @@ class AutonomyDecision(WorkspaceScoped):
     focus = models.TextField(blank=True, help_text="the focus pre-pass's output: the Sit's first prompt")
     focus_source = models.CharField(max_length=16, blank=True, help_text="model, or fallback (the top signal)")
     focus_error = models.TextField(blank=True)
-    focus_tokens = models.PositiveIntegerField(default=0)
+    focus_tokens = models.PositiveIntegerField(default=0, help_text="the focus calls' tokens (they count "
+                                                                    "toward the daily token cap)")
+    sit_state = models.CharField(max_length=8, choices=SitState.choices, blank=True,
+                                 help_text="a sit decision's start: claimed, started or lost")
+    start_queued_at = models.DateTimeField(null=True, blank=True, help_text="when the Sit's start was last queued")
+    start_attempts = models.PositiveSmallIntegerField(default=0, help_text="how often the Sit's start was queued")
     session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     trigger = models.ForeignKey(Trigger, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["workspace", "-created_at"], name="autonomydecision_ws_created")]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="autonomydecision_ws_created"),
+                   models.Index(fields=["start_queued_at"], condition=Q(sit_state="claimed"),
+                                name="autonomydecision_sit_claimed")]
         constraints = [models.UniqueConstraint(fields=["workspace", "window_start"], condition=Q(action="sit"),
                                                name="autonomydecision_one_sit_per_window")]
 

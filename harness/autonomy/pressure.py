@@ -136,6 +136,8 @@ def _aggregate(settings: AutonomySettings, *, now: datetime, day_start: datetime
       (SELECT count(*) FROM {decision} WHERE workspace_id = %(ws)s AND action = 'sit' AND created_at >= %(day)s),
       (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM {fire}
         WHERE workspace_id = %(ws)s AND session_id = %(autonomy_session)s AND created_at >= %(day)s)
+      + (SELECT coalesce(sum(focus_tokens), 0) FROM {decision}
+        WHERE workspace_id = %(ws)s AND action = 'sit' AND created_at >= %(day)s)
     """
     params = {
         "ws": settings.workspace_id, "provenance": PROVENANCE_TAG, "marker": QA_MARKER_TAG, "own": list(OWN_SOURCES),

@@ -6,7 +6,11 @@ The sweep decides for every workspace that is not switched off, in a bounded num
 each, and records the decision with its reason. A Sit is claimed by inserting its `sit` decision:
 the unique constraint on (workspace, window) lets exactly one insert win, however many sweeps or
 workers race; the loser records `window_taken`. The Sit itself starts in a task (the focus call is
-a model call, which a sweep never waits on)."""
+a model call, which a sweep never waits on). The claim and the start are tied by the claim's
+`sit_state`: a claim still `claimed` once its start has had its time (the sweep died before the
+task was sent, the worker running it was killed) is queued again by a later sweep, and the start,
+under the claim's row lock, makes the Sit's first message only for a claim still `claimed`: a window
+gets its Sit however often its start is queued, and never two."""
 
 import logging
 import zoneinfo
@@ -14,7 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, F, OuterRef, TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from fathom.celery import send_task_on_commit
@@ -39,8 +44,14 @@ from harness.runtime.services import message_send, session_create
 
 logger = logging.getLogger(__name__)
 Action = AutonomyDecision.Action
+SitState = AutonomyDecision.SitState
 AUTONOMY_SESSION_TAG = "autonomy"
 SIT_START_TASK = "fires.autonomy_sit_start"
+SIT_START_TIME_LIMIT = 180  # the start task's hard time limit: no attempt outlives it
+# A claim still not started this long after its start was queued is queued again: by then the
+# attempt is over (the task's hard limit has passed) or was never sent.
+SIT_START_GRACE = timedelta(seconds=SIT_START_TIME_LIMIT + 60)
+SIT_START_ATTEMPTS = 3  # then the claim is given up as lost
 SETTINGS_FIELDS = ("mode", "threshold", "time_zone", "quiet_start", "quiet_end", "idle_minutes", "window_minutes",
                    "daily_sit_cap", "daily_token_cap", "sit_rounds", "series_hours", "cron",
                    *(f"weight_{name}" for name in SIGNAL_NAMES))
@@ -115,6 +126,7 @@ def autonomy_sweep(*, now: datetime | None = None) -> dict:
     and start a Sit where the switch is on and everything allows one. Returns counts by action."""
     now = now or timezone.now()
     _settings_ensure_all()
+    sits_redrive(now=now)
     samples, decisions, counts = [], [], {action: 0 for action in Action.values}
     for settings in AutonomySettings.objects.exclude(mode=AutonomyMode.OFF).select_related("workspace"):
         decision, sample = autonomy_decide(settings=settings, now=now)
@@ -143,7 +155,7 @@ def autonomy_decide(*, settings: AutonomySettings, now: datetime | None = None,
                                 detail=detail, pressure=reading.value, breakdown=reading.breakdown,
                                 window_start=gates.window_start, scheduled=scheduled)
     if action == Action.SIT:
-        decision = _claim(decision)
+        decision = _claim(decision, now=now)
     if (settings.mode == AutonomyMode.ON and not scheduled
             and reading.breakdown["unprovenanced"]["scaled"] >= 1
             and producers_pressure_start(workspace_id=settings.workspace_id, window_start=gates.window_start)):
@@ -201,19 +213,46 @@ def _sit_in_progress(settings: AutonomySettings) -> bool:
             or Turn.objects.filter(session_id=settings.session_id, status=Turn.Status.RUNNING).exists())
 
 
-def _claim(decision: AutonomyDecision) -> AutonomyDecision:
+def _claim(decision: AutonomyDecision, *, now: datetime) -> AutonomyDecision:
     """Insert the `sit` decision, the window's one claim, and queue the Sit's start after commit; a
     window already claimed turns the decision into a `window_taken` skip (returned unsaved)."""
+    decision.sit_state, decision.start_queued_at, decision.start_attempts = SitState.CLAIMED, now, 1
     try:
         with transaction.atomic():
             decision.save()
-            decision_id = decision.pk
-            send_task_on_commit(SIT_START_TASK, args=[decision_id])
+            _sit_start_enqueue(decision.pk)
     except IntegrityError:
         decision.pk = None
+        decision.sit_state, decision.start_queued_at, decision.start_attempts = "", None, 0
         decision.action, decision.reason = Action.SKIP, "window_taken"
         decision.detail = f"an autonomous Sit was started in this window ({decision.window_start:%H:%M} UTC) already"
     return decision
+
+
+def sits_redrive(*, now: datetime) -> int:
+    """Queue again the start of every claimed Sit whose last start was queued more than
+    SIT_START_GRACE ago and made nothing (its worker died, or the message was never sent); after
+    SIT_START_ATTEMPTS the claim is marked lost instead. Each claim is taken by a conditional UPDATE
+    on its last queue time, so sweeps that race queue it once. Returns how many were queued."""
+    overdue = AutonomyDecision.objects.filter(sit_state=SitState.CLAIMED, start_queued_at__lt=now - SIT_START_GRACE)
+    lost = overdue.filter(start_attempts__gte=SIT_START_ATTEMPTS).update(
+        sit_state=SitState.LOST, detail=Concat(F("detail"), Value(f"; lost: none of {SIT_START_ATTEMPTS} attempts "
+                                                                  "to start the Sit made its first message"),
+                                                 output_field=TextField()))
+    queued = 0
+    for pk, queued_at in overdue.values_list("pk", "start_queued_at"):
+        with transaction.atomic():
+            if AutonomyDecision.objects.filter(pk=pk, sit_state=SitState.CLAIMED, start_queued_at=queued_at).update(
+                    start_queued_at=now, start_attempts=F("start_attempts") + 1):
+                _sit_start_enqueue(pk)
+                queued += 1
+    if lost or queued:
+        logger.warning("autonomous Sits whose start died: %d queued again, %d given up as lost", queued, lost)
+    return queued
+
+
+def _sit_start_enqueue(decision_id: int) -> None:
+    send_task_on_commit(SIT_START_TASK, args=[decision_id])
 
 
 def _settings_ensure_all() -> None:
@@ -237,18 +276,23 @@ def _prune(now: datetime) -> None:
 def autonomous_sit_start(*, decision_id: int) -> AutonomyDecision:
     """Start the claimed Sit: the focus pre-pass (one model call, or the deterministic fallback),
     then round 1 of a self-directing Sit in the workspace's autonomy session, with the focus as its
-    prompt. Once per decision: a redelivered task finds the trigger made and returns."""
+    prompt. Only for a claim still `claimed`, checked again under its row lock when the message is
+    made: a start queued twice (redelivered, or queued again by the sweep) makes one Sit. The focus
+    call's tokens are recorded as soon as it returns, so they count toward the daily token cap even
+    when this attempt dies before the Sit starts."""
     decision = AutonomyDecision.objects.select_related("workspace").get(pk=decision_id)
-    if decision.trigger_id or decision.action != Action.SIT:
+    if decision.sit_state != SitState.CLAIMED:
         return decision
     settings = autonomy_settings_get(workspace=decision.workspace)
     with span("autonomy.sit", workspace=decision.workspace_id, actor_id=f"autonomy:{decision.pk}",
               pressure=decision.pressure, scheduled=decision.scheduled) as root:
         focus = focus_choose(workspace=decision.workspace, breakdown=decision.breakdown)
         root.set(focus_source=focus.source)
+    if focus.tokens:
+        AutonomyDecision.objects.filter(pk=decision_id).update(focus_tokens=F("focus_tokens") + focus.tokens)
     with transaction.atomic():
         decision = AutonomyDecision.objects.select_for_update().select_related("workspace").get(pk=decision_id)
-        if decision.trigger_id:
+        if decision.sit_state != SitState.CLAIMED:
             return decision
         session = autonomy_session_ensure(settings=settings)
         trigger = message_send(session=session, content=focus.text, author="self", source="sit",
@@ -256,8 +300,8 @@ def autonomous_sit_start(*, decision_id: int) -> AutonomyDecision:
                                payload={"sit": {"round": 1, "cap": settings.sit_rounds,
                                                 "autonomous": str(decision.pk)}})
         decision.focus, decision.focus_source, decision.focus_error = focus.text, focus.source, focus.error
-        decision.focus_tokens, decision.session, decision.trigger = focus.tokens, session, trigger
-        decision.save(update_fields=["focus", "focus_source", "focus_error", "focus_tokens", "session", "trigger"])
+        decision.session, decision.trigger, decision.sit_state = session, trigger, SitState.STARTED
+        decision.save(update_fields=["focus", "focus_source", "focus_error", "session", "trigger", "sit_state"])
     return decision
 
 

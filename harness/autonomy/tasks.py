@@ -16,10 +16,10 @@ def autonomy_sweep() -> dict:
 
 
 @shared_task(name="fires.autonomy_sit_start", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-             **retries(), soft_time_limit=120, time_limit=180)
+             **retries(), soft_time_limit=services.SIT_START_TIME_LIMIT - 60, time_limit=services.SIT_START_TIME_LIMIT)
 def autonomy_sit_start(decision_id: int) -> str:
     """Start the Sit a sweep claimed: the focus pre-pass, then round 1 (once per decision: guarded by
-    the decision's trigger and the trigger's idempotency key)."""
+    the claim's state under its row lock). A start that died is queued again by the sweep."""
     return str(services.autonomous_sit_start(decision_id=decision_id).trigger_id)
 
 

@@ -11,6 +11,8 @@ Its parts:
   card (the thinking accordion; later quality). Adding one is a function and a template, registered
   with `@side_panel(...)` or `@card_section(...)` in `dashboard/sections.py`; nothing else changes.
 - `feed`: the feed's page (fires and proposals merged, newest first, in a fixed number of queries).
+- `festinger`: how Festinger's loop detector and recollections are told (its panels, the recollection
+  card section, the conversation page at `/festinger/conversations/<session>`).
 - `stream`: the live feed over SSE (woken by the session event stream's notifications).
 - `views`, `urls`: thin views; templates live in `templates/dashboard/`.
 """

@@ -8,18 +8,21 @@ the Current and returns its template's context, or None to say nothing; a card s
 
 import json
 import zlib
+from datetime import timedelta
 
 from django.utils import timezone
 
+from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
-from festinger.selectors import conflicts_list
+from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs
 from harness.autonomy.models import AutonomyMode
 from harness.autonomy.pressure import SIGNALS, pressure_read
 from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind, pressure_series
 from harness.autonomy.services import autonomy_settings_get, gates_read
 from harness.conductor.models import AgendaItem
 from harness.conductor.selectors import runs_recent
+from harness.dashboard.festinger import recollection_entry, recollections_by_turn
 from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
@@ -30,6 +33,8 @@ from proposals.models import ProposalStatus
 from proposals.selectors import proposals_list
 
 PANEL_ROWS = 10
+RECOLLECTION_ROWS = 5
+LOOPS_WINDOW = timedelta(days=7)
 
 
 @card_section(name="quality", template="dashboard/sections/quality.html")
@@ -69,6 +74,14 @@ def thinking_of(fire: Fire) -> dict:
     plan = [{**step, "marker": MARKERS.get(step.get("status"), MARKERS["pending"])} for step in fire.plan or []]
     return {"fire": fire, "turns": turns, "plan": plan, "open": not fire.is_terminal,
             "tool_calls": sum(len(t["calls"]) for t in turns), **plan_history([t["turn"] for t in turns])}
+
+
+@card_section(name="recollections", template="dashboard/sections/recollections.html")
+def recollections(workspace, fires: list[Fire]) -> dict:
+    """What Festinger injected into each fire's prompts, by turn (one query for the page); a fire whose
+    prompts received nothing shows none."""
+    found = recollections_of_runs(workspace=workspace, run_ids=[fire.pk for fire in fires])
+    return {fire.pk: recollections_by_turn(fire, found[str(fire.pk)]) for fire in fires if str(fire.pk) in found}
 
 
 # Calls that are not work on a plan step: the plan itself, the answer, the review pass's outcome.
@@ -113,6 +126,21 @@ def pending_conflicts(current) -> dict | None:
     if not pending:
         return None
     return {"conflicts": [{"conflict": c, "decisions": allowed_decisions(c.collision_type)} for c in pending]}
+
+
+@side_panel(name="loops", title="Festinger loop detector", template="dashboard/panels/loops.html")
+def loop_detector(current) -> dict | None:
+    """The conversations the loop detector acted in this week (the proxy's clients', the fires'), the latest
+    first: detections, mitigations, and the level and circuit breaker each is at now."""
+    found = loop_conversations(workspace=current.workspace, since=timezone.now() - LOOPS_WINDOW, limit=PANEL_ROWS)
+    return {"conversations": found} if found else None
+
+
+@side_panel(name="recollections", title="Festinger recollections", template="dashboard/panels/recollections.html")
+def recent_recollections(current) -> dict | None:
+    """The latest recollections Festinger injected into a prompt, a fire's or a proxied call's."""
+    rows = list(recollections_list(workspace=current.workspace)[:RECOLLECTION_ROWS])
+    return {"recollections": [recollection_entry(row) for row in rows]} if rows else None
 
 
 @side_panel(name="inbox", title="Inbox", template="dashboard/panels/inbox.html")

@@ -1,12 +1,16 @@
-"""The dashboard's own reads, composed from the apps' selectors: what the first run has done, and the
-proposals the live feed has not sent yet."""
+"""The dashboard's own reads, composed from the apps' selectors: what the first run has done, the
+proposals the live feed has not sent yet, and one conversation as Festinger saw it."""
 
+from fathom.errors import NotFoundError
 from fathom.selectors import apikeys_active, model_assignments_of
+from festinger.loops.selectors import loop_events_list, loop_states_or_none
+from festinger.selectors import recollections_list
 from harness.fires.selectors import fires_feed_page
 from lake.selectors import deltas_list
 from proposals.selectors import proposals_list
 
 LIVE_PROPOSALS = 20
+CONVERSATION_ROWS = 50
 
 
 def onboarding_state(*, current) -> dict:
@@ -32,3 +36,15 @@ def proposals_newer(*, workspace, after: int) -> list[int]:
     return list(proposals_list(workspace=workspace).filter(pk__gt=after).order_by("pk")
                 .values_list("pk", flat=True)[:LIVE_PROPOSALS])
 
+
+
+def conversation_get(*, workspace, session: str) -> dict:
+    """A conversation of the workspace (the loop detector's name for it: a proxied client's session, a
+    fingerprint): its newest loop events, its loop state now (None when Redis cannot say) and the newest
+    recollections its prompts received. NotFoundError when the workspace knows no such conversation."""
+    events = list(loop_events_list(workspace=workspace, session=session)[:CONVERSATION_ROWS])
+    recollections = list(recollections_list(workspace=workspace, session=session)[:CONVERSATION_ROWS])
+    if not events and not recollections:
+        raise NotFoundError(f"no conversation {session!r} in this workspace")
+    return {"session": session, "events": events, "recollections": recollections,
+            "state": loop_states_or_none(workspace=workspace, sessions=[session]).get(session)}

@@ -26,4 +26,5 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel", views.conductor_run_cancel, name="run-cancel"),
     path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),
+    path("festinger/conversations/<path:session>", views.conversation_view, name="conversation"),
 ]

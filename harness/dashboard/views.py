@@ -26,9 +26,15 @@ from harness.conductor.services import run_cancel
 from harness.dashboard import forms, stream
 from harness.dashboard.access import current_set, current_switch, dashboard_view
 from harness.dashboard.feed import feed_page, fire_cards, proposal_row
+from harness.dashboard.festinger import loop_event_row, recollection_entry
 from harness.dashboard.panels import side_panels_render
 from harness.dashboard.sections import pretty, thinking_of
-from harness.dashboard.selectors import onboarding_state, proposal_newest_id, proposals_newer
+from harness.dashboard.selectors import (
+    conversation_get,
+    onboarding_state,
+    proposal_newest_id,
+    proposals_newer,
+)
 from harness.fires.selectors import (
     fire_citations,
     fire_get,
@@ -309,6 +315,19 @@ def conflict_override(request, conflict_id: int):
     else:
         messages.success(request, f"Conflict #{conflict.pk}: {decision['decision']} applied.")
     return _back(request)
+
+
+@require_GET
+@dashboard_view
+def conversation_view(request, session):
+    """One conversation as Festinger saw it: the loop detector's detections and mitigations, its circuit
+    breaker now, and the recollections its prompts received."""
+    found = conversation_get(workspace=request.dashboard.workspace, session=session)
+    return render(request, "dashboard/conversation.html", {
+        "current": request.dashboard, "session": session, "state": found["state"],
+        "events": [loop_event_row(event) for event in found["events"]],
+        "recollections": [recollection_entry(row) for row in found["recollections"]],
+    })
 
 
 # --- Onboarding ----------------------------------------------------------------------------------------

@@ -29,11 +29,14 @@ class FireTurnOutput(serializers.ModelSerializer):
 
 
 class FireSummaryOutput(serializers.ModelSerializer):
+    autonomous = serializers.CharField(read_only=True, help_text="the autonomy decision whose Sit this fire is a "
+                                                                 "round of (\"\" when no autonomous Sit started it)")
+
     class Meta:
         model = Fire
         fields = ["id", "mode", "status", "phase", "stop_reason", "session", "turn", "parent", "depth", "question",
-                  "model_calls", "input_tokens", "output_tokens", "cost", "trace_id", "created_at", "started_at",
-                  "finished_at"]
+                  "autonomous", "model_calls", "input_tokens", "output_tokens", "cost", "trace_id", "created_at",
+                  "started_at", "finished_at"]
 
 
 class FireOutput(FireSummaryOutput):

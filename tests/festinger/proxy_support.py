@@ -7,6 +7,8 @@ the proxy's ASGI app with uvicorn in a thread, for the proxy's tests and bench.
     ollama.reply_lines([...objects...])         # the next request gets these objects as they are
     ollama.endless("again ")                    # streams this until the client goes away (ollama.closed)
     ollama.always_chat("same answer")           # every chat, once the queue is empty
+
+and `Agent`, a client of the proxy that keeps its history as Agent Zero does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import ollama
 import uvicorn
+
+from fathom.tracing.models import TraceEvent
+from tests.conftest import wait_for
 
 TAGS = {"models": [{"name": "llama3.2:latest", "model": "llama3.2:latest", "modified_at": "2026-01-01T00:00:00Z",
                     "size": 2019393189, "digest": "a80c4f17acd5", "details": {
@@ -227,3 +233,28 @@ def serving(app):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def finished_calls(workspace) -> int:
+    """The proxied calls of the workspace whose work after the response (middleware, trace) is done."""
+    return TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count()
+
+
+class Agent:
+    """An agent that keeps its history and sends it every turn, as Agent Zero does."""
+
+    def __init__(self, url, workspace, session, *, task: str = "Find the quarterly report."):
+        self.client = ollama.Client(host=url, headers={"X-Festinger-Session": session})
+        self.workspace = workspace
+        self.history = [{"role": "system", "content": "You are a file agent."},
+                        {"role": "user", "content": task}]
+
+    def turn(self, **kwargs):
+        before = finished_calls(self.workspace)
+        answer = self.client.chat(model="llama3.2", messages=list(self.history), **kwargs)
+        wait_for(lambda: finished_calls(self.workspace) > before)  # the work after the response is done
+        self.history += [{"role": "assistant", "content": answer.message.content,
+                          **({"tool_calls": [c.model_dump() for c in answer.message.tool_calls]}
+                             if answer.message.tool_calls else {})},
+                         {"role": "user", "content": "That did not work. Go on."}]
+        return answer

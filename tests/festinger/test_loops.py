@@ -16,39 +16,15 @@ from festinger.loops.models import LoopEvent
 from festinger.proxy.serve import own_port_app
 from festinger.services import world_ensure
 from tests.conftest import wait_for
-from tests.festinger.proxy_support import serving
+from tests.festinger.proxy_support import Agent, finished_calls, serving
 
 Kind = LoopEvent.Kind
 STUCK = "I will list the files in /tmp to find the report."
 
 
-def finished_calls(workspace) -> int:
-    return TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count()
-
-
 def kinds(workspace, session) -> list[str]:
     return list(LoopEvent.objects.filter(workspace=workspace, session=session).order_by("id")
                 .values_list("kind", flat=True))
-
-
-class Agent:
-    """An agent that keeps its history and sends it every turn, as Agent Zero does."""
-
-    def __init__(self, url, workspace, session):
-        self.client = ollama.Client(host=url, headers={"X-Festinger-Session": session})
-        self.workspace = workspace
-        self.history = [{"role": "system", "content": "You are a file agent."},
-                        {"role": "user", "content": "Find the quarterly report."}]
-
-    def turn(self, **kwargs):
-        before = finished_calls(self.workspace)
-        answer = self.client.chat(model="llama3.2", messages=list(self.history), **kwargs)
-        wait_for(lambda: finished_calls(self.workspace) > before)  # the work after the response is done
-        self.history += [{"role": "assistant", "content": answer.message.content,
-                          **({"tool_calls": [c.model_dump() for c in answer.message.tool_calls]}
-                             if answer.message.tool_calls else {})},
-                         {"role": "user", "content": "That did not work. Go on."}]
-        return answer
 
 
 def test_repeated_outputs_escalate_through_every_mitigation_to_the_breaker_and_it_closes(

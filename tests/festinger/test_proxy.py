@@ -9,11 +9,14 @@ import httpx
 import ollama
 import pytest
 
+from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.proxy.serve import own_port_app
 from festinger.proxy.upstreams import proxy_route_save
+from festinger.recollection import RECOLLECTION_EVENT
 from festinger.services import insert_fact, world_ensure
 from lake.models import Media
+from tests.conftest import wait_for
 from tests.festinger.proxy_support import serving
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake image bytes").decode()
@@ -192,12 +195,18 @@ def test_a_registry_model_gets_the_images_through_the_lake(offline_proxy, worksp
 
 # --- recollections --------------------------------------------------------------------------------------
 
-def test_a_recollection_is_prepended_to_the_forwarded_system_prompt_once(proxy, fake_ollama, workspace):
+def recalls_gnommoweb(workspace):
+    """The world holds gnommoweb ISA repo and has seen it often enough to recall it."""
     insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
                 confidence=0.9, source="gutask")
     world = cache.world(workspace.pk)
     for _ in range(3):
         world.count("gnommoweb gnommoweb")
+
+
+
+def test_a_recollection_is_prepended_to_the_forwarded_system_prompt_once(proxy, fake_ollama, workspace):
+    recalls_gnommoweb(workspace)
     fake_ollama.reply_chat("Sure.")
     ollama.Client(host=proxy).chat(model="llama3.2", messages=[
         {"role": "system", "content": "You are an agent."},
@@ -205,3 +214,16 @@ def test_a_recollection_is_prepended_to_the_forwarded_system_prompt_once(proxy, 
     system = fake_ollama.chat_bodies()[0]["messages"][0]
     assert system["role"] == "system" and system["content"].count("<recollection>") == 1
     assert "gnommoweb: [type] repo" in system["content"] and system["content"].endswith("You are an agent.")
+
+
+def test_the_trace_of_a_proxied_call_keeps_the_recollection_its_prompt_received(proxy, fake_ollama, workspace):
+    recalls_gnommoweb(workspace)
+    fake_ollama.reply_chat("Sure.")
+    ollama.Client(host=proxy, headers={"X-Festinger-Session": "agent-7"}).chat(model="llama3.2", messages=[
+        {"role": "user", "content": "Please update gnommoweb to use FastAPI instead"}])
+    # written by the middleware's `after`, once the client has its answer
+    wait_for(lambda: TraceEvent.objects.filter(workspace=workspace, kind=RECOLLECTION_EVENT).exists())
+    event = TraceEvent.objects.get(workspace=workspace, kind=RECOLLECTION_EVENT)
+    assert event.name == "festinger.proxy.call" and event.actor_id == "festinger:proxy"
+    assert event.payload["session"] == "agent-7" and event.payload["recalled"] == ["gnommoweb"]
+    assert event.payload["block"] == fake_ollama.chat_bodies()[0]["messages"][0]["content"]  # what was forwarded

@@ -7,10 +7,14 @@ import pytest
 from django.utils import timezone
 
 from fathom.llm import Message, complete
+from fathom.tracing import span
+from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.cache import changes, model, registry
+from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
-from festinger.recollection import inject, recollection_for
+from festinger.recollection import RECOLLECTION_EVENT, inject, recollection_for
+from festinger.selectors import recollections_list
 from festinger.services import insert_fact, world_ensure
 
 
@@ -164,6 +168,26 @@ def test_every_model_call_is_enriched_and_counts_only_what_it_adds(world, script
     assert second.messages[0].content == "<recollection>\ngnommoweb: [type] repo\n</recollection>\n\nYou help."
     # The first call counted its prompt; the second only 'Deploy it' (the rest was already counted).
     assert cache.world(world.pk).encounters("gnommoweb") == 11
+
+
+def test_the_trace_keeps_what_each_prompt_received(world, scripted_llm):
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    seen(world, "gnommoweb", 10)
+    scripted_llm.reply("It is a repo.").reply("Hello.")
+
+    with span("trace.prompt", workspace=world, run_id="run-1"):
+        complete(workspace=world, role="main", call_id="llm-first", messages=[
+            Message.system("You help."), Message.user("What is gnommoweb?")])
+        complete(workspace=world, role="main", messages=[Message.user("hello")])  # nothing to recall
+
+    event = TraceEvent.objects.get(workspace=world, kind=RECOLLECTION_EVENT)
+    assert (event.name, event.call_id, event.run_id) == ("llm.call", "llm-first", "run-1")  # the call's span
+    assert event.payload == {"block": "<recollection>\ngnommoweb: [type] repo\n</recollection>",
+                             "recalled": ["gnommoweb"], "unknown": [],
+                             "session": fingerprint("You help.", "What is gnommoweb?", scope=event.trace_id)}
+    assert [row.payload["block"] for row in recollections_list(workspace=world, session=event.payload["session"])] \
+        == [event.payload["block"]]
 
 
 def test_the_writer_and_resolver_calls_are_left_alone(world, scripted_llm):

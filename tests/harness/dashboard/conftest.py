@@ -1,10 +1,29 @@
 """The dashboard's browser tests save a screenshot of each flow: under the test run's temporary
-directory, or under $FATHOM_SCREENSHOTS when it is set (how README's docs/screenshots are made)."""
+directory, or under $FATHOM_SCREENSHOTS when it is set (how README's docs/screenshots are made). The
+Festinger panels' tests borrow the proxy's fixtures (the proxy in front of a fake Ollama)."""
 
 import os
 from pathlib import Path
 
 import pytest
+
+from festinger import cache
+from tests.festinger.conftest import fake_ollama, proxy  # noqa: F401
+from tests.harness.dashboard.support import known_concept
+
+
+@pytest.fixture
+def festinger_knows():
+    """festinger_knows(workspace): its world knows gnommoweb (support.known_concept), forgotten after."""
+    known = []
+
+    def know(workspace):
+        known.append(workspace.pk)
+        known_concept(workspace)
+
+    yield know
+    for workspace_id in known:
+        cache.forget(workspace_id)
 
 
 @pytest.fixture

@@ -12,9 +12,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from fathom.llm import Message, complete
 from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
+from fathom.tracing.models import TraceEvent
+from festinger.loops.guard import loop_events_record
 from festinger.models import ConflictStatus, Edge
+from festinger.recollection import RECOLLECTION_EVENT
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
 from harness.conductor.services import run_create
 from harness.dashboard import stream
@@ -33,16 +37,20 @@ from tests.harness.dashboard.support import (
     fire_with_tools,
     member,
     provenance_proposal,
+    stuck_agent,
 )
 from tests.harness.tool_fire import run_tools
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
 # turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
-# their decisions, pending conflicts, the inbox, the pressure panel's settings, reading (two) and series,
-# the directives, the conductor's runs, active background tasks), the background tasks of the page's fires,
-# the user messages still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 25
+# their decisions, pending conflicts, the loop detector's conversations, the latest recollections, the inbox,
+# the pressure panel's settings, reading (two) and series, the directives, the conductor's runs, active
+# background tasks), the recollections and the background tasks of the page's fires, the user messages
+# still waiting for a turn, and the newest proposal id (where the live stream starts).
+FEED_QUERIES = 28
+# A conversation's page: the session and the user, the memberships, its loop events, its recollections.
+CONVERSATION_QUERIES = 5
 
 
 def judged(fire):
@@ -60,9 +68,16 @@ def operator(client, workspace):
     return client
 
 
+def detected(workspace, session: str, times: int = 3) -> None:
+    """A loop detection in the conversation `session`, recorded as the loop guard records it."""
+    loop_events_record(workspace_id=workspace.pk, session=session, model="llama3.2",
+                       events=[{"kind": "repeated_output", "level": 1, "detail": {"output": "again", "times": times}}])
+
+
 def dashboard_urls(*, fire, proposal, conflict_row, task, directive, run) -> list[tuple[str, str]]:
     """Every dashboard URL that names a row, as (method, path)."""
     return [
+        ("get", "/festinger/conversations/agent-zero-1"),
         ("get", f"/fires/{fire.pk}/card"), ("get", f"/fires/{fire.pk}/why"), ("get", f"/loop/{fire.pk}"),
         ("get", f"/proposals/{proposal.pk}"), ("post", f"/proposals/{proposal.pk}/approve"),
         ("post", f"/proposals/{proposal.pk}/deny"), ("post", f"/proposals/{proposal.pk}/edit"),
@@ -76,7 +91,8 @@ def dashboard_urls(*, fire, proposal, conflict_row, task, directive, run) -> lis
 
 def test_a_logged_out_user_is_sent_to_login_from_every_page(client, workspace):
     fire = fire_create(workspace=workspace, mode="reactive", question="q")
-    for path in ["/", "/onboarding/", f"/loop/{fire.pk}", f"/fires/{fire.pk}/why", "/feed/stream"]:
+    for path in ["/", "/onboarding/", f"/loop/{fire.pk}", f"/fires/{fire.pk}/why", "/feed/stream",
+                 "/festinger/conversations/agent-zero-1"]:
         response = client.get(path)
         assert response.status_code == 302 and response["Location"].startswith("/login/?next="), path
     assert client.post("/proposals/1/approve").status_code == 302
@@ -120,9 +136,16 @@ def test_the_user_switches_between_the_workspaces_of_their_memberships(operator,
     assert 'action="/ask"' not in page  # a viewer there: no forms that act
 
 
-def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, workspace, other_workspace):
+def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, workspace, other_workspace,
+                                                                  scripted_llm, festinger_knows):
     # given rows of another workspace, where this user has no membership
     fire = fire_create(workspace=other_workspace, mode="reactive", question="over there")
+    detected(other_workspace, "agent-zero-1")  # a conversation, with the recollection its prompt received
+    festinger_knows(other_workspace)
+    scripted_llm.reply("It is a repo.")
+    complete(workspace=other_workspace, role="proxy", messages=[Message.user("What is gnommoweb?")])
+    recalled = TraceEvent.objects.get(workspace=other_workspace, kind=RECOLLECTION_EVENT).payload["session"]
+    assert operator.get(f"/festinger/conversations/{recalled}").status_code == 404
     proposal = provenance_proposal(other_workspace, level=3)
     conflict_row = isa_isa_conflict(other_workspace)
     task = background_task(other_workspace, fire)
@@ -146,6 +169,7 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     page = operator.get("/").content.decode()
     assert str(fire.pk) not in page and proposal.title not in page and "gnommoweb" not in page
     assert "look into the rover" not in page
+    assert "agent-zero-1" not in page and "<recollection>" not in page and "Festinger loop detector" not in page
 
 
 def test_a_user_without_a_workspace_goes_to_onboarding(client, db):
@@ -182,19 +206,24 @@ def test_the_feed_is_newest_first_and_paginated(operator, workspace):
 
 
 def test_the_feed_page_costs_the_same_queries_for_two_entries_or_twenty(operator, scripted_llm, workspace,
-                                                                       django_assert_num_queries):
-    judged(fire_with_tools(scripted_llm, workspace))
+                                                                       festinger_knows, django_assert_num_queries):
+    festinger_knows(workspace)  # the fires' prompts receive recollections
+    judged(fire_with_tools(scripted_llm, workspace, question="what about gnommoweb?"))
+    detected(workspace, "agent-zero-1")
     provenance_proposal(workspace, level=3)
     operator.get("/")  # the first look makes the workspace's autonomy settings (their defaults)
     with CaptureQueriesContext(connection) as small:
         assert operator.get("/").status_code == 200
     for n in range(8):
-        judged(fire_with_tools(scripted_llm, workspace, question=f"again {n}"))
+        judged(fire_with_tools(scripted_llm, workspace, question=f"gnommoweb again {n}"))
+        detected(workspace, f"agent-{n}")
         Feedback.objects.create(workspace=workspace, fire=Fire.objects.filter(workspace=workspace).first(), rating="up")
         provenance_proposal(workspace, level=1 + n % 3, title=f"era {n}")
     with django_assert_num_queries(len(small.captured_queries)):
         assert operator.get("/").status_code == 200
     assert len(small.captured_queries) == FEED_QUERIES, [q["sql"][:80] for q in small.captured_queries]
+    page = operator.get("/").content.decode()
+    assert page.count('class="recollections"') == 9 and page.count('class="loop-conversation"') == 9
 
 
 def test_an_auto_approved_proposal_is_greyed_with_its_policy_tag(operator, workspace):
@@ -218,6 +247,63 @@ def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, sc
     assert "the rover&#x27;s log" in why and "state" in why
     assert "[feedfacefeed]</code> cited, but no such delta" in why and "[0badc0de0bad]</code> dropped" in why
     assert operator.get("/loop/not-a-uuid").status_code == 404
+
+
+# --- Festinger: the loop detector, recollections ---------------------------------------------------------
+
+def test_the_loop_detector_panel_and_a_conversations_page_show_detections_mitigations_and_the_breaker(
+        operator, proxy, fake_ollama, workspace, festinger_knows):
+    festinger_knows(workspace)
+    stuck_agent(proxy, fake_ollama, workspace, session="agent-zero-1")  # detected, mitigated, then stopped
+    page = operator.get("/").content.decode()
+    panel = page[page.index('id="panel-loops"'):]
+    assert 'data-session="agent-zero-1"' in panel and "4 detections · 7 mitigations" in panel
+    assert 'class="breaker breaker-open"' in panel and "level 4" in panel
+
+    conversation = operator.get("/festinger/conversations/agent-zero-1").content.decode()
+    assert "Conversation <code>agent-zero-1</code>" in conversation
+    assert "breaker open: the model is spared for" in conversation
+    assert conversation.count('class="loop-event detection"') == 4
+    assert conversation.count('class="loop-event mitigation"') == 7
+    assert "mitigation: circuit breaker opened" in conversation and "temperature 0.7 → 1.0" in conversation
+    assert "“I will list the files in /tmp to find the report.” 3 times" in conversation
+    # what its prompts received: a recollection before each model call (the breaker's answer had none)
+    assert conversation.count('class="recollection-item"') == 6
+    assert "gnommoweb: [type] repo" in conversation and "<code>gnommoweb</code>" in conversation
+    assert operator.get("/festinger/conversations/agent-zero-2").status_code == 404  # no such conversation
+
+
+def test_a_fires_card_shows_the_recollection_each_turn_received(operator, scripted_llm, workspace,
+                                                               festinger_knows):
+    festinger_knows(workspace)
+    fire = fire_with_tools(scripted_llm, workspace, question="what about gnommoweb?")
+    events = TraceEvent.objects.filter(workspace=workspace, kind=RECOLLECTION_EVENT, run_id=str(fire.pk))
+    turns = sorted(fire.turns.filter(call_id__in=events.values("call_id")).values_list("number", flat=True))
+    assert turns  # every turn named gnommoweb: each received the same block, shown once with their numbers
+
+    page = operator.get("/").content.decode()
+    start = page.index(f'id="fire-{fire.pk}"')
+    card = page[start:page.index("</article>", start)]
+    assert "Festinger's recollection: recalled gnommoweb (1 block)" in card
+    assert f"Turn{'s' if len(turns) > 1 else ''} {', '.join(map(str, turns))} received" in card
+    assert "&lt;recollection&gt;\ngnommoweb: [type] repo\n&lt;/recollection&gt;" in card
+    # the latest recollections beside the feed, each with where it went
+    panel = page[page.index('id="panel-recollections"'):]
+    assert "a fire's prompt: 1 recalled, 0 unknown" in panel and f'href="/loop/{fire.pk}"' in panel
+    assert "gnommoweb: [type] repo" in operator.get(f"/loop/{fire.pk}").content.decode()  # and its loop view
+
+
+def test_a_conversations_page_costs_the_same_queries_for_two_events_or_twenty(operator, workspace,
+                                                                             django_assert_num_queries):
+    detected(workspace, "agent-zero-1")
+    detected(workspace, "agent-zero-1", times=4)
+    with django_assert_num_queries(CONVERSATION_QUERIES):
+        assert operator.get("/festinger/conversations/agent-zero-1").status_code == 200
+    for times in range(5, 23):
+        detected(workspace, "agent-zero-1", times=times)
+    with django_assert_num_queries(CONVERSATION_QUERIES):
+        page = operator.get("/festinger/conversations/agent-zero-1").content.decode()
+    assert page.count('class="loop-event detection"') == 20 and "None of its prompts received" in page
 
 
 # --- deciding ---------------------------------------------------------------------------------------------

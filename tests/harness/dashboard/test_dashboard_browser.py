@@ -1,6 +1,7 @@
 """The operator dashboard in headless Chromium against uvicorn (as `fathom up` serves it): log in,
 switch workspace, open a fire's accordion, watch a new fire arrive live, approve and deny proposals
-inline, override a conflict. Each flow saves a screenshot (see conftest.py)."""
+inline, override a conflict, follow a loop the proxy's detector caught and read the recollections
+prompts received. Each flow saves a screenshot (see conftest.py)."""
 
 from datetime import timedelta
 
@@ -20,7 +21,13 @@ from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
 from tests.festinger.conftest import isa_isa_conflict
-from tests.harness.dashboard.support import PASSWORD, fire_with_tools, member, provenance_proposal
+from tests.harness.dashboard.support import (
+    PASSWORD,
+    fire_with_tools,
+    member,
+    provenance_proposal,
+    stuck_agent,
+)
 from tests.harness.support import wait_for_background_work
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -216,3 +223,41 @@ def test_an_operator_flips_the_autonomy_switch_beside_the_pressure_gauge(live_se
     wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "Autonomy is on."))
     assert AutonomySettings.objects.get(workspace=workspace).mode == "on"
     assert browser.find_element(By.CSS_SELECTOR, ".switch input[value=on]").is_selected()
+
+
+def test_an_operator_follows_a_loop_the_proxy_caught_and_reads_the_recollections(
+        live_server_url, browser, screenshot, proxy, fake_ollama, scripted_llm, workspace, festinger_knows):
+    member(workspace)
+    festinger_knows(workspace)
+    fire = fire_with_tools(scripted_llm, workspace, question="What changed in gnommoweb this week?")
+    stuck_agent(proxy, fake_ollama, workspace, session="agent-zero-1")  # detected, mitigated, then stopped
+    wait = log_in(browser, live_server_url)
+
+    # beside the feed: the conversation the detector caught, its breaker open; the latest recollections
+    panel = browser.find_element(By.ID, "panel-loops").find_element(By.XPATH, "..")
+    conversation = panel.find_element(By.CSS_SELECTOR, "li.loop-conversation[data-session='agent-zero-1']")
+    assert "4 detections · 7 mitigations" in conversation.text and "breaker open" in conversation.text
+    latest = browser.find_element(By.ID, "panel-recollections").find_element(By.XPATH, "..")
+    latest.find_element(By.CSS_SELECTOR, "li.recollection-item summary").click()
+    block = wait.until(lambda _: latest.find_element(By.CSS_SELECTOR, "pre.recollection-block"))
+    wait.until(lambda _: block.is_displayed())
+    assert "gnommoweb: [type] repo" in block.text
+    browser.execute_script("arguments[0].scrollIntoView()", panel)
+    screenshot("festinger-panels")
+
+    # on the fire's card: what each of its turns was given
+    card = browser.find_element(By.ID, f"fire-{fire.pk}")
+    card.find_element(By.CSS_SELECTOR, "details.recollections > summary").click()
+    given = card.find_element(By.CSS_SELECTOR, "details.recollections pre.recollection-block")
+    wait.until(lambda _: given.is_displayed())
+    assert given.text == "<recollection>\ngnommoweb: [type] repo\n</recollection>"
+    browser.execute_script("arguments[0].scrollIntoView()", card)
+    screenshot("recollection")
+
+    # the conversation close up: every detection and mitigation, and what its prompts received
+    conversation.find_element(By.TAG_NAME, "a").click()
+    table = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "table.loop-events")))
+    assert "detected: the same output repeated" in table.text and "mitigation: circuit breaker opened" in table.text
+    assert "breaker open" in browser.find_element(By.CSS_SELECTOR, ".conversation .breaker").text
+    assert "gnommoweb: [type] repo" in browser.find_element(By.CSS_SELECTOR, "ol.recollections").text
+    screenshot("loop-conversation")

@@ -1,0 +1,66 @@
+"""How the dashboard says what Festinger did: a loop detector's event in a few words, and a recollection
+with where it went (a fire's turns, a proxied conversation). Read by the Festinger panels and card
+section (`sections`) and the conversation page (`views`)."""
+
+import json
+
+from festinger.loops.models import DETECTIONS, MITIGATIONS, LoopEvent
+
+Kind = LoopEvent.Kind
+
+
+def loop_event_row(event: LoopEvent) -> dict:
+    """A LoopEvent for a table: its kind in words, whether it detected or mitigated, its detail in words."""
+    return {"event": event, "label": event.get_kind_display(), "summary": _summary(event.kind, event.detail or {}),
+            "role": "detection" if event.kind in DETECTIONS else "mitigation" if event.kind in MITIGATIONS else "state"}
+
+
+def recollection_entry(row) -> dict:
+    """A `festinger.recollection` trace event: its block, what it recalled and did not know, and where it
+    went (`fire_id` for a fire's model call, else the conversation, e.g. a proxied client's session)."""
+    payload = row.payload or {}
+    return {"at": row.at, "block": payload.get("block", ""), "recalled": payload.get("recalled") or [],
+            "unknown": payload.get("unknown") or [], "session": payload.get("session") or "",
+            "fire_id": row.run_id if row.run_id and row.actor_id == f"fire:{row.run_id}" else None}
+
+
+def recollections_by_turn(fire, rows) -> dict:
+    """A fire's recollections in order as `groups`, the same block given to turns in a row shown once with
+    their numbers (a call that is no turn of the fire's journal has none), and every concept they
+    `recalled` and left `unknown`."""
+    turn_of = {turn.call_id: turn.number for turn in fire.turns.all() if turn.call_id}
+    groups: list[dict] = []
+    for row in rows:
+        entry = recollection_entry(row)
+        turn = turn_of.get(row.call_id)
+        if groups and groups[-1]["block"] == entry["block"]:
+            groups[-1]["turns"].append(turn)
+            continue
+        groups.append({**entry, "turns": [turn]})
+    for group in groups:
+        group["turns"] = [number for number in group["turns"] if number is not None]
+    return {"groups": groups,
+            "recalled": list(dict.fromkeys(token for group in groups for token in group["recalled"])),
+            "unknown": list(dict.fromkeys(token for group in groups for token in group["unknown"]))}
+
+
+def _summary(kind: str, detail: dict) -> str:
+    if kind == Kind.REPEATED_OUTPUT:
+        return f"“{detail.get('output', '')}” {detail.get('times', '?')} times"
+    if kind == Kind.TOOL_CYCLE:
+        calls = ", ".join(f"{call.get('name')}({json.dumps(call.get('arguments'), sort_keys=True)[:80]})"
+                          for call in detail.get("calls") or [])
+        return f"{calls}, a cycle of {detail.get('period', '?')}"
+    if kind == Kind.STREAM_REPETITION:
+        return f"“{detail.get('repeated', '')}” {detail.get('times', '?')} times in one answer"
+    if kind == Kind.TEMPERATURE_BOOST:
+        return f"temperature {detail.get('from')} → {detail.get('to')}"
+    if kind == Kind.FORBID_ACTION:
+        return detail.get("note", "")
+    if kind == Kind.TRUNCATE_HISTORY:
+        return f"{detail.get('dropped', '?')} messages dropped"
+    if kind == Kind.BREAKER_OPENED:
+        return f"open for {detail.get('cooldown_seconds', '?')} s"
+    if kind == Kind.BREAKER_ANSWERED:
+        return f"{detail.get('seconds_left', '?')} s of its cool-down left"
+    return ""
