@@ -167,14 +167,28 @@ def celery_worker(session_celery_worker):
     """The session's real worker consuming every queue, for this test. Between the tests that ask for
     it, it consumes nothing, so another test's tasks (sent by the test, its live server or workers of
     its own) never reach it. Tests that use it need `transactional_db` so the worker sees their rows."""
+    worker_consume(_session_worker[0], settings.FATHOM_QUEUES)
+    yield session_celery_worker
+    worker_consume(_session_worker[0], ())
+
+
+def worker_consume(node: str, queues, timeout: float = 30) -> None:
+    """Make the worker `node` consume exactly `queues`, and wait until it says it does (a broadcast
+    control command can be missed, so it is sent again until then)."""
     from fathom.celery import app
 
-    node = _session_worker[0]
-    for queue in settings.FATHOM_QUEUES:
-        app.control.add_consumer(queue, destination=[node], reply=True)
-    yield session_celery_worker
-    for queue in settings.FATHOM_QUEUES:
-        app.control.cancel_consumer(queue, destination=[node], reply=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.inspect(destination=[node], timeout=1).active_queues() or {}
+        if node in replies:
+            consuming = {queue["name"] for queue in replies[node]}
+            if consuming == set(queues):
+                return
+            for queue in set(queues) - consuming:
+                app.control.add_consumer(queue, destination=[node], reply=True)
+            for queue in consuming - set(queues):
+                app.control.cancel_consumer(queue, destination=[node], reply=True)
+    raise AssertionError(f"worker {node} did not consume {sorted(queues)} within {timeout}s")
 
 
 @pytest.fixture(autouse=True)
