@@ -21,7 +21,6 @@ from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
 from tests.festinger.conftest import isa_isa_conflict
-from tests.harness.conftest import ALL_QUEUES
 from tests.harness.dashboard.support import (
     PASSWORD,
     fire_with_tools,
@@ -187,13 +186,8 @@ def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screens
 
 
 @pytest.mark.worker
-def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(workers, live_server_url, browser,
+def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_worker, live_server_url, browser,
                                                                         screenshot, workspace):
-    # A worker of its own, started now, whose first fire is slow to begin: a warm worker can create the
-    # fire while the page the question redirects to renders, and the live feed then never sends it
-    # (created before the page's `until`, committed after its render: taken for an older fire the
-    # page left out).
-    workers(ALL_QUEUES)
     member(workspace)
     wait = log_in(browser, live_server_url)
     wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))
