@@ -34,8 +34,9 @@ def worker_argv(*, queues: list[str], concurrency: int, name: str, pool: str = "
 
 
 def quality_worker_argv(*, name: str = "quality@%h") -> list[str]:
-    """The worker of the `quality` queue: verifiers and swarm specialists are I/O-bound model calls, so
-    one process runs FATHOM_QUALITY_WORKER_THREADS of them at once on threads."""
+    """The worker of the `quality` queue: verifiers, swarm specialists and the conductor's capability calls
+    wait on models and commands, so one process runs FATHOM_QUALITY_WORKER_THREADS of them at once on
+    threads."""
     return worker_argv(queues=["quality"], concurrency=settings.FATHOM_QUALITY_WORKER_THREADS, name=name,
                        pool="threads")
 

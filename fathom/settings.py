@@ -69,10 +69,11 @@ FATHOM_WORKER_CONCURRENCY = env_int("FATHOM_WORKER_CONCURRENCY", 2, minimum=1, m
 # Festinger's proxy (its own uvicorn process, FATHOM_PROXY_PORT) is one more.
 FATHOM_STACK_PROCESSES = 6 + FATHOM_WORKER_CONCURRENCY
 # The quality worker (`fathom up`'s thread-pool worker on the `quality` queue: verifiers, swarm
-# specialists) runs this many threads, each holding at most one connection of its one process's pool
-# while a task runs, so it may not have more threads than the pool has connections. I/O-bound model
-# calls: five specialists and their aggregator run at once with 8.
-FATHOM_QUALITY_WORKER_THREADS = env_int("FATHOM_QUALITY_WORKER_THREADS", min(8, FATHOM_DB_POOL_MAX_SIZE), minimum=1,
+# specialists, the conductor's capability calls) runs this many threads, each holding one connection
+# of its one process's pool while a task runs, so it may not have more threads than the pool has
+# connections (a research call's `deliberate` voices borrow more from the same pool, waiting for them
+# when all are lent). I/O-bound model calls and commands: ten ready agenda items run at once with 10.
+FATHOM_QUALITY_WORKER_THREADS = env_int("FATHOM_QUALITY_WORKER_THREADS", min(10, FATHOM_DB_POOL_MAX_SIZE), minimum=1,
                                         maximum=FATHOM_DB_POOL_MAX_SIZE)
 FATHOM_DB_STACK_CONNECTIONS = FATHOM_DB_POOL_MAX_SIZE * FATHOM_STACK_PROCESSES
 # Beside the stack: management commands, a shell, a test run and the workers it starts.
@@ -124,7 +125,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "fathom.api.middleware.RejectUnstorableText",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "fathom.static.StaticFilesMiddleware",
     "fathom.dbpool.DatabaseConnectionMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -301,6 +302,9 @@ FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
 # "module.function(*, workspace, data) -> (row with .hash, created)" keeping an image's bytes and naming it by
 # hash: the proxy's base64 images for registry models.
 FATHOM_MEDIA_STORE = "lake.media.media_store"
+# "module.function() -> the configured embedder (.name, .embed(texts) -> vectors)": what the offline model
+# embeds with (fathom.llm.embed; the proxy's /api/embed for the offline model).
+FATHOM_EMBEDDER_LOADER = "lake.embedders.get_embedder"
 FATHOM_LLM_MAX_ATTEMPTS = env_int("FATHOM_LLM_MAX_ATTEMPTS", 4, minimum=1, maximum=20)
 FATHOM_LLM_DEADLINE_SECONDS = env_float("FATHOM_LLM_DEADLINE_SECONDS", 120.0, minimum=1)
 FATHOM_LLM_BACKOFF_SECONDS = env_float("FATHOM_LLM_BACKOFF_SECONDS", 0.5, minimum=0)

@@ -93,9 +93,12 @@ def conductor_step(run_id: str) -> str:
     return conductor.run_step(run_id=run_id)
 
 
-@shared_task(name="fires.conductor_call", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+@shared_task(name="quality.conductor_call", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
              **retries(WorkerBusy))
 def conductor_call(call_id: str) -> str:
     """Carry out one capability call on its worker, then enqueue the run's next step (guarded by the
-    call's claim; a redelivered call resumes from its fire's or its own journal)."""
+    call's claim; a redelivered call resumes from its fire's or its own journal). On the `quality` queue:
+    a call mostly waits on a model or a command, so the thread-pool worker runs a step's ready items at
+    once. Celery enforces no time limit on threads; each worker bounds itself (the terminal's timeout,
+    the fire's turns and its model calls' deadline)."""
     return conductor.capability_call_run(call_id=call_id)

@@ -145,6 +145,32 @@ def stop_worker(process: subprocess.Popen) -> None:
             process.wait()
 
 
+def start_stack_workers(name: str) -> dict[str, subprocess.Popen]:
+    """The Celery workers `fathom up` starts, as it starts them (fathom.supervisor.stack_children: the
+    prefork worker and the thread-pool quality worker, their queues, pools and concurrency from
+    settings), named `<name>-worker` and `<name>-quality`, each answering a ping. Stop each with
+    stop_worker."""
+    from fathom.supervisor import stack_children
+
+    started = {}
+    try:
+        for child in stack_children(host="127.0.0.1", port=settings.HTTP_PORT):
+            if child.name not in ("worker", "quality"):
+                continue
+            argv = list(child.argv)
+            argv[argv.index("-n") + 1] = f"{name}-{child.name}@%h"
+            argv[argv.index("--loglevel") + 1] = "WARNING"
+            started[child.name] = subprocess.Popen(argv, cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.DEVNULL,
+                                                   start_new_session=True)
+        for kind in started:
+            wait_for_worker(f"{name}-{kind}", timeout=60)
+    except BaseException:
+        for process in started.values():
+            stop_worker(process)
+        raise
+    return started
+
+
 _session_worker: list[str] = []  # the node name of the session's worker once it runs
 
 

@@ -8,16 +8,19 @@
 
     completion = complete(..., stream=on_chunk)   # on_chunk(StreamChunk) per text delta / tool call, as they come
 
+    embeddings = embed(workspace=ws, model="offline", texts=["..."])   # .vectors, .usage (a registry model's)
+
 Roles (`ROLES`; any lowercase word works, these are the ones the admin offers) map to registry
 models per workspace (`fathom.llm.models`); with none configured the offline model answers
 (`fathom.llm.offline`). Tests script answers with `fathom.llm.scripted.Script`. Failures raise
 `fathom.llm.errors.LLMError` subclasses. See `fathom.llm.client` for the options."""
 
-from fathom.llm.client import complete
+from fathom.llm.client import complete, embed
 from fathom.llm.errors import LLMError
 from fathom.llm.middleware import LLMRequest, ModelMiddleware
 from fathom.llm.types import (
     Completion,
+    Embeddings,
     ImageRef,
     Message,
     StopReason,
@@ -30,6 +33,6 @@ from fathom.llm.types import (
 ROLES = ("main", "verifier", "classifier", "planner", "writer", "resolver", "focus", "embedder", "conductor", "terminal")
 
 __all__ = [
-    "ROLES", "Completion", "ImageRef", "LLMError", "LLMRequest", "Message", "ModelMiddleware", "StopReason",
-    "StreamChunk", "ToolCall", "ToolSpec", "Usage", "complete",
+    "ROLES", "Completion", "Embeddings", "ImageRef", "LLMError", "LLMRequest", "Message", "ModelMiddleware",
+    "StopReason", "StreamChunk", "ToolCall", "ToolSpec", "Usage", "complete", "embed",
 ]

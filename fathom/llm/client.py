@@ -1,4 +1,5 @@
-"""The one way the project calls a model: `complete(...)`, by role, for a workspace, streamed or not.
+"""The one way the project calls a model: `complete(...)`, by role, for a workspace, streamed or not
+(and `embed(...)` for a registry model's embeddings).
 
 Every call resolves the role's model (`fathom.llm.registry`), spends one call of its trace's budget
 (`fathom.llm.budget`: past the ceiling it is not made), runs the model middleware around the
@@ -23,11 +24,11 @@ from dataclasses import replace
 
 from fathom.llm import middleware, registry
 from fathom.llm.budget import budget_spend
-from fathom.llm.errors import LLMError, LLMStreamInterrupted
+from fathom.llm.errors import LLMBadRequest, LLMError, LLMStreamInterrupted
 from fathom.llm.middleware import LLMRequest
 from fathom.llm.providers import get_provider
 from fathom.llm.retry import Attempts, RetryPolicy
-from fathom.llm.types import Completion, Message, StreamChunk, ToolSpec
+from fathom.llm.types import Completion, Embeddings, Message, StreamChunk, ToolSpec
 from fathom.tracing.spans import flush, span
 
 SUMMARY_CHARS = 500
@@ -65,6 +66,34 @@ def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterab
         return completion
 
 
+def embed(*, workspace, model, texts: Iterable[str], actor_id: str | None = None) -> Embeddings:
+    """`texts` embedded by the registry model `model` (a ResolvedModel, a registry name or
+    "provider:model"): the offline model answers with the project's configured embedder, an openai
+    or openai-compatible model with its provider's embeddings endpoint; a provider with none raises
+    LLMBadRequest. Retried as `complete` is, and traced as an `llm.embed` span."""
+    texts = list(texts)
+    resolved = _resolved(model)
+    provider = get_provider(resolved.provider)
+    if not hasattr(provider, "embed"):
+        raise LLMBadRequest(f'"{resolved.name}" does not support embeddings ({resolved.provider} models have none)',
+                            provider=resolved.provider, model=resolved.model, http_status=400)
+    request = LLMRequest(workspace_id=getattr(workspace, "pk", workspace), role="embedder", model=resolved,
+                         messages=[], call_id=f"llm-{secrets.token_hex(6)}")
+    with span("llm.embed", workspace=request.workspace_id, actor_id=actor_id, call_id=request.call_id,
+              model=resolved.model, provider=resolved.provider, registry_model=resolved.name, texts=len(texts)) as call:
+        attempts = _attempts(request, call)
+        started = time.perf_counter()
+        while True:
+            try:
+                answer = provider.embed(request, texts, timeout=attempts.timeout())
+                break
+            except LLMError as exc:
+                attempts.failed(exc)
+        call.set(input_tokens=answer.usage.input_tokens, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                 attempts=attempts.number, embedder=answer.model)
+    return answer
+
+
 # --- the pieces -------------------------------------------------------------------------------------------
 
 def _request(workspace, role, messages, tools, response_format, options, *, stream) -> tuple[LLMRequest, str]:
@@ -76,14 +105,7 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     call_id = options.pop("call_id", None) or f"llm-{secrets.token_hex(6)}"
     chosen = options.pop("model", None)
     fresh_context = bool(options.pop("fresh_context", False))
-    if chosen is None:
-        model = registry.resolve(workspace=workspace_id, role=role)
-    elif isinstance(chosen, registry.ResolvedModel):
-        model = chosen
-    elif ":" in chosen:
-        model = registry.from_spec(chosen)
-    else:
-        model = registry.model_by_name(chosen)
+    model = registry.resolve(workspace=workspace_id, role=role) if chosen is None else _resolved(chosen)
     merged = {**model.options, **options}
     request = LLMRequest(workspace_id=workspace_id, role=role, model=model, messages=list(messages),
                          tools=list(tools) if tools else None, response_format=response_format,
@@ -91,6 +113,15 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     if fresh_context:
         request.metadata["fresh_context"] = True
     return request, actor_id
+
+
+def _resolved(chosen) -> registry.ResolvedModel:
+    """A model named by the caller: a ResolvedModel, "provider:model", or a registry name."""
+    if isinstance(chosen, registry.ResolvedModel):
+        return chosen
+    if ":" in chosen:
+        return registry.from_spec(chosen)
+    return registry.model_by_name(chosen)
 
 
 def _budget_spend(request: LLMRequest, call) -> None:

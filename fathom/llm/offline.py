@@ -19,7 +19,11 @@ import json
 import re
 from collections.abc import Iterator
 
-from fathom.llm.types import Completion, StopReason, StreamChunk, ToolCall, Usage
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from fathom.llm.errors import LLMError
+from fathom.llm.types import Completion, Embeddings, StopReason, StreamChunk, ToolCall, Usage
 
 OFFLINE_NOTICE = "[offline]"
 _ID_PATTERN = re.compile(r"\b[0-9a-f]{6,32}\b")
@@ -53,6 +57,18 @@ class OfflineProvider:
         for call in completion.tool_calls:
             yield StreamChunk(tool_call=call)
         yield StreamChunk(completion=completion)
+
+    def embed(self, request, texts: list[str], *, timeout: float | None = None) -> Embeddings:
+        """The project's configured embedder (settings.FATHOM_EMBEDDER_LOADER: the lake's), which is what
+        the offline model embeds with."""
+        embedder = import_string(settings.FATHOM_EMBEDDER_LOADER)()
+        try:
+            vectors = embedder.embed(list(texts))
+        except Exception as exc:  # noqa: BLE001 - the embedder's errors are its own app's types, unknown here
+            raise LLMError(f"the embedder {embedder.name} failed: {exc}", provider=self.name,
+                           model=embedder.name) from exc
+        return Embeddings(vectors, Usage(input_tokens=sum(approx_tokens(len(text)) for text in texts)),
+                          model=embedder.name, provider=self.name)
 
     def _completion(self, request, text, tool_calls, stop_reason) -> Completion:
         prompt_chars = sum(len(m.content) for m in request.messages)

@@ -186,6 +186,17 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class Embeddings:
+    """What an embedding model answered: one vector per text, in the texts' order; `usage.input_tokens`
+    counts the texts' tokens (an estimate where the model says none)."""
+
+    vectors: list[list[float]]
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StreamChunk:
     """One piece of a streamed answer: a text delta, a finished tool call, or (last) the whole
     completion with usage and cost. Exactly one of the three is set."""

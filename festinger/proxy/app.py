@@ -7,9 +7,10 @@
     POST /api/show             a model's details
     POST /api/chat             NDJSON stream by default, one object with "stream": false
     POST /api/generate         the same, for a prompt
-    POST /api/embed            passed through to Ollama
-    POST /api/embeddings       passed through to Ollama
-    POST /v1/chat/completions  OpenAI's (SSE with "stream": true)
+    POST /api/embed            passed through to Ollama; a registry model's embeddings in Ollama's shape
+    POST /api/embeddings       the same, Ollama's older shape
+    POST /v1/chat/completions  OpenAI's (SSE with "stream": true; `n` choices, thinking as reasoning_content)
+    POST /v1/embeddings        OpenAI's, from Ollama's /api/embed or a registry model
     GET  /v1/models            OpenAI's model list
 
 An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
@@ -51,6 +52,7 @@ from festinger.proxy.conversation import (
     connections_returned,
     session_context,
 )
+from festinger.proxy.openai_writer import OpenAIWriter
 from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base, registry_names, upstream_for
 from festinger.proxy.wire import WireError
 
@@ -187,14 +189,54 @@ class ProxyApp:
         await request.json(200, wire.show_entry(name, family=upstream.family))
 
     async def embed(self, request):
+        """/api/embed and /api/embeddings: passed through to an Ollama upstream; a registry model's
+        embeddings (`fathom.llm.embed`) in Ollama's shape."""
         body = wire.json_body(await request.body())
         name = wire.model_name(body)
         upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
         if upstream is None:
             raise wire.model_not_found(name)
-        if upstream.kind != OLLAMA:
-            raise WireError(400, f'"{name}" does not support embeddings (only an Ollama upstream\'s models do)')
-        await self._pass_through(request, request.path, {**body, "model": upstream.target})
+        if upstream.kind == OLLAMA:
+            await self._pass_through(request, request.path, {**body, "model": upstream.target})
+            return
+        if request.path == "/api/embeddings":
+            vectors, _ = await self.in_thread(_registry_embeddings, request.workspace_id, upstream,
+                                              wire.embedding_prompt(body))
+            await request.json(200, {"embedding": vectors[0] if vectors else []})
+            return
+        started = time.perf_counter()
+        texts, dimensions = wire.embed_inputs(body), wire.embed_dimensions(body)
+        vectors, tokens = await self.in_thread(_registry_embeddings, request.workspace_id, upstream, texts)
+        await request.json(200, wire.embed_answer(name, wire.shortened(vectors, dimensions), tokens, started))
+
+    async def openai_embeddings(self, request):
+        """OpenAI's /v1/embeddings, from an Ollama upstream's /api/embed or a registry model."""
+        body = wire.json_body(await request.body())
+        name = wire.model_name(body)
+        texts, dimensions, encoding = wire.openai_embedding_request(body)
+        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        if upstream is None:
+            raise wire.model_not_found(name)
+        if upstream.kind == OLLAMA:
+            vectors, tokens = await self._ollama_embeddings(upstream.target, texts, dimensions)
+        else:
+            vectors, tokens = await self.in_thread(_registry_embeddings, request.workspace_id, upstream, texts)
+            vectors = wire.shortened(vectors, dimensions)
+        await request.json(200, wire.openai_embedding_list(name, vectors, tokens, encoding))
+
+    async def _ollama_embeddings(self, model: str, texts: list[str], dimensions: int) -> tuple[list, int]:
+        body = {"model": model, "input": texts, **({"dimensions": dimensions} if dimensions else {})}
+        try:
+            answer = await self.client.post(f"{ollama_base()}/api/embed", json=body, timeout=120)
+        except httpx.HTTPError as exc:
+            raise WireError(502, f"the Ollama upstream did not answer: {exc}") from None
+        if answer.status_code != 200:
+            raise WireError(answer.status_code, _error_message(answer.content))
+        try:
+            data = answer.json()
+            return list(data["embeddings"]), int(data.get("prompt_eval_count") or 0)
+        except (ValueError, KeyError, TypeError):
+            raise WireError(502, "the Ollama upstream answered /api/embed with no embeddings") from None
 
     async def _ollama_models(self, path: str) -> list[dict]:
         base = ollama_base()
@@ -251,7 +293,7 @@ class ProxyApp:
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            session=session, options=options)
-        upstream = await self.in_thread(_prepare, call, name, body.get("raw") is True)
+        upstream = await self.in_thread(_prepare, call, name, body.get("raw") is True, len(writer.choices))
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -264,7 +306,7 @@ class ProxyApp:
     async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
         if call.answer is not None:  # the loop breaker answered
-            await writer.whole(call.answer, started, reason=wire.LOOP_DONE_REASON)
+            await _breaker_answers(writer, call.answer, started)
             self.after_response(call.finish, call.answer, kind)
             return
         forwarded = dict(body, model=call.upstream.target)
@@ -278,66 +320,84 @@ class ProxyApp:
                     forwarded["system"] = "\n\n".join(systems)
             if call.forwarded_options() != (body.get("options") or {}):
                 forwarded["options"] = call.forwarded_options()
-        watcher = Assembler(kind, StreamRepetition(call.loop_settings))
-        cut = await request.relay(self.client, f"{ollama_base()}/api/{kind}", forwarded, watcher, writer)
-        if watcher.completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
-            self.after_response(call.finish, watcher.completion, kind, cut)
+        url = f"{ollama_base()}/api/{kind}"
+
+        async def relay(index: int, choice) -> tuple[Completion | None, str | None]:
+            watcher = Assembler(kind, StreamRepetition(call.loop_settings))
+            sent = dict(forwarded, options=wire.choice_options(forwarded.get("options") or {}, index)) \
+                if index else forwarded
+            cut = await request.relay(self.client, url, sent, watcher, choice)
+            return watcher.completion, cut
+
+        completion, cut = await _each_choice(request, writer, relay)
+        if completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
+            self.after_response(call.finish, completion, kind, cut)
 
     async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
+        if call.answer is not None:  # (several choices) the loop breaker answered
+            await _breaker_answers(writer, call.answer, started)
+            self.after_response(call.finish, call.answer, kind)
+            return
+
+        async def answer(index: int, choice) -> tuple[Completion | None, str | None]:
+            return await self._registry_choice(request, body, call, kind, choice, index, started)
+
+        completion, cut = await _each_choice(request, writer, answer)
+        if call.request is not None:  # several choices: the middleware ran here, its `after` sees the first
+            if completion is not None:
+                self.after_response(call.finish, completion, kind, cut)
+        elif cut is not None:
+            self.after_response(_stream_cut_observe, call, completion, cut)
+
+    async def _registry_choice(self, request, body: dict, call: ProxiedCall, kind: str, writer, index: int,
+                               started: float) -> tuple[Completion | None, str | None]:
+        """One answer of a registry model, streamed to `writer`: (its completion, the repeating piece if
+        the loop guard cut it); (None, None) when the client went away."""
         loop = asyncio.get_running_loop()
         chunks: asyncio.Queue = asyncio.Queue()
         cancelled = threading.Event()
-        self.in_thread(_run_registry, call, body, kind, loop, chunks, cancelled)
+        self.in_thread(_run_registry, call, body, kind, loop, chunks, cancelled, index)
         repetition = StreamRepetition(call.loop_settings)
-        text, tool_calls, started_writing = [], [], False
+        text, tool_calls = [], []
         try:
             while True:
                 item = await request.until_disconnect(chunks.get())
                 if isinstance(item, BaseException):
-                    if not started_writing:
-                        raise item
-                    await writer.fail(str(getattr(item, "message", item)))
-                    return
+                    raise item
                 if item.completion is not None:
                     completion = item.completion
                     reason = wire.LOOP_DONE_REASON if completion.provider == BREAKER_PROVIDER else None
                     await writer.done(completion, started, reason=reason)
-                    return
+                    return completion, None
                 if item.tool_call is not None:
                     tool_calls.append(item.tool_call)
                     await writer.delta(tool_calls=[item.tool_call])
-                    started_writing = True
                     continue
                 text.append(item.text)
                 unit = repetition.feed(item.text)
                 if unit is not None:
-                    cancelled.set()
                     completion = Completion(text="".join(text), tool_calls=tuple(tool_calls), model=call.upstream.target,
                                             stop_reason=StopReason.OTHER, usage=Usage())
                     await writer.delta(content=item.text)
                     await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
-                    self.after_response(_stream_cut_observe, call, completion, unit)
-                    return
+                    return completion, unit
                 await writer.delta(content=item.text)
-                started_writing = True
         except ClientGone:
-            cancelled.set()
+            return None, None
+        finally:
+            cancelled.set()  # the model call, if still running, is abandoned at its next chunk
 
     async def openai_chat(self, request):
+        """OpenAI's chat completions (errors in OpenAI's shape: the path says so); `n` choices are `n`
+        upstream calls at once, around one pass of the middleware (festinger.proxy.openai_writer)."""
         body = wire.json_body(await request.body())
-        try:
-            ollama = wire.openai_to_ollama(body)
-        except WireError as exc:
-            raise OpenAIError(exc.status, exc.message) from None
+        ollama = wire.openai_to_ollama(body)
         if not isinstance(ollama.get("model"), str) or not ollama["model"]:
             raise OpenAIError(400, "model is required")
-        writer = OpenAIWriter(request, ollama["model"], ollama["stream"],
+        writer = OpenAIWriter(request, ollama["model"], ollama["stream"], choices=wire.openai_choices(body),
                               include_usage=bool((body.get("stream_options") or {}).get("include_usage")))
-        try:
-            await self.converse(request, ollama, kind="chat", answer_as=writer)
-        except WireError as exc:
-            raise OpenAIError(exc.status, exc.message) from None
+        await self.converse(request, ollama, kind="chat", answer_as=writer)
 
     async def openai_models(self, request):
         names = [entry["name"] for entry in await self._ollama_models("/api/tags")]
@@ -409,7 +469,7 @@ class Request:
         if self._started:
             return
         if isinstance(exc, OpenAIError) or self.path.startswith("/v1/"):
-            await self.json(exc.status, wire.openai_error(exc.status, exc.message))
+            await self.json(exc.status, wire.openai_error(exc.status, exc.message, param=exc.param, code=exc.code))
         elif exc.status in (404, 405) and exc.message.startswith(str(exc.status)):
             await self.respond(exc.status, exc.message.encode(), content_type=b"text/plain")
         else:
@@ -441,7 +501,11 @@ class Request:
         repeating piece when the loop guard cut the stream."""
         relay = asyncio.ensure_future(self._relay(client, url, body, watcher, writer))
         gone = self.disconnected()
-        done, _ = await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # another choice of the answer failed
+            relay.cancel()
+            raise
         if relay in done:
             return relay.result()
         relay.cancel()  # closes the upstream response: Ollama stops generating
@@ -606,6 +670,11 @@ class _Writer:
         self.tool_calls: list = []
         self.finished = False
 
+    @property
+    def choices(self) -> tuple:
+        """Ollama's API answers with one choice: the writer itself (OpenAI's may have several)."""
+        return (self,)
+
     async def delta(self, *, content: str = "", tool_calls=()) -> None:
         if not self.stream:
             self.text.append(content)
@@ -658,84 +727,29 @@ class GenerateWriter(_Writer):
         return wire.generate_done(self.model, completion, started, text=content, reason=reason)
 
 
-class OpenAIWriter(_Writer):
-    """OpenAI's chat completion: SSE `chat.completion.chunk`s ending in `data: [DONE]`, or one object."""
+async def _each_choice(request: Request, writer, run) -> tuple[Completion | None, str | None]:
+    """`run(index, choice)` for every choice of `writer` at once (Ollama's API and most OpenAI requests
+    have one); the first choice's result. One choice failing fails the answer: the others are
+    cancelled, and the error is the response, or its stream's last event once the answer began."""
+    tasks = []
+    try:
+        if len(writer.choices) == 1:
+            return await run(0, writer.choices[0])
+        tasks = [asyncio.ensure_future(run(index, choice)) for index, choice in enumerate(writer.choices)]
+        return (await asyncio.gather(*tasks))[0]
+    except (WireError, LLMError) as exc:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if not request._started:
+            raise
+        await writer.fail(exc.message)
+        return None, None
 
-    translates = True
 
-    def __init__(self, request, model, stream, *, include_usage: bool = False):
-        super().__init__(request, model, stream)
-        self.id = wire.openai_completion_id()
-        self.created = int(time.time())
-        self.include_usage = include_usage
-        self.sent_role = False
-
-    async def ollama_object(self, obj: dict) -> None:
-        """One object of an Ollama upstream's answer, rewritten."""
-        if obj.get("error"):
-            await self.fail(str(obj["error"]))
-            return
-        message = obj.get("message") or {}
-        calls = [c for c in (wire.tool_call_of(raw) for raw in message.get("tool_calls") or ()) if c is not None]
-        if message.get("content") or calls:
-            await self.delta(content=message.get("content") or "", tool_calls=calls)
-        if obj.get("done"):
-            final = Completion(usage=Usage(int(obj.get("prompt_eval_count") or 0), int(obj.get("eval_count") or 0)),
-                               stop_reason=StopReason.MAX_TOKENS if obj.get("done_reason") == "length" else StopReason.END)
-            await self.done(final, time.perf_counter(), reason=obj.get("done_reason"))
-
-    async def delta(self, *, content: str = "", tool_calls=()) -> None:
-        if not self.stream:
-            self.text.append(content)
-            self.tool_calls.extend(tool_calls)
-            return
-        if not self.request._started:
-            await self.request.start(200, b"text/event-stream")
-        delta = {} if self.sent_role else {"role": "assistant"}
-        self.sent_role = True
-        if content:
-            delta["content"] = content
-        if tool_calls:
-            delta["tool_calls"] = wire.openai_tool_calls([wire.ollama_tool_call(c) for c in tool_calls])
-        await self._event({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-
-    async def done(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        calls = self.tool_calls or list(completion.tool_calls)
-        finish = "stop" if reason == wire.LOOP_DONE_REASON else wire.openai_finish_reason(
-            "length" if completion.stop_reason == StopReason.MAX_TOKENS else reason, bool(calls))
-        usage = {"prompt_tokens": completion.usage.input_tokens, "completion_tokens": completion.usage.output_tokens,
-                 "total_tokens": completion.usage.total_tokens}
-        if self.stream:
-            if not self.request._started:
-                await self.request.start(200, b"text/event-stream")
-            await self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-            if self.include_usage:
-                await self._event({"choices": [], "usage": usage})
-            await self.request.end(b"data: [DONE]\n\n")
-            return
-        text = "".join(self.text) or completion.text
-        message = {"role": "assistant", "content": text}
-        if calls:
-            message["tool_calls"] = wire.openai_tool_calls([wire.ollama_tool_call(c) for c in calls])
-        await self.request.json(200, {"id": self.id, "object": "chat.completion", "created": self.created,
-                                      "model": self.model, "choices": [{"index": 0, "message": message,
-                                                                        "finish_reason": finish}],
-                                      "usage": usage})
-
-    async def fail(self, message: str) -> None:
-        self.finished = True
-        if not self.request._started:
-            await self.request.json(502, wire.openai_error(502, message))
-            return
-        await self.request.end(b"data: " + json.dumps(wire.openai_error(502, message)).encode() + b"\n\n")
-
-    async def _event(self, payload: dict) -> None:
-        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                 **payload}
-        await self.request.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+async def _breaker_answers(writer, answer: Completion, started: float) -> None:
+    for choice in writer.choices:
+        await choice.whole(answer, started, reason=wire.LOOP_DONE_REASON)
 
 
 # --- in threads --------------------------------------------------------------------------------------
@@ -745,26 +759,44 @@ def _upstream_for(workspace_id: int, name: str) -> Upstream | None:
         return upstream_for(workspace_id=workspace_id, name=name)
 
 
+def _registry_embeddings(workspace_id: int, upstream: Upstream, texts: list[str]) -> tuple[list, int]:
+    """A registry model's embeddings of `texts`, and their tokens (`fathom.llm.embed`: the offline
+    model's are the project's embedder's)."""
+    if not texts:
+        return [], 0
+    with connections_returned():
+        answer = llm_client.embed(workspace=workspace_id, model=upstream.model, texts=texts, actor_id="festinger:proxy")
+    return answer.vectors, answer.usage.input_tokens
+
+
 def _registry_names(workspace_id: int):
     with connections_returned():
         return registry_names(workspace_id=workspace_id)
 
 
-def _prepare(call: ProxiedCall, name: str, raw_prompt: bool) -> Upstream | None:
-    """Resolve the model; for an Ollama upstream, run the middleware's `before`."""
+def _prepare(call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+    """Resolve the model; run the middleware's `before` for an Ollama upstream, and for a registry
+    model asked for several choices (one conversation turn: the middleware runs once, here, and the
+    model calls go without it). A single registry call runs it inside `fathom.llm.complete`."""
     with connections_returned():
         call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
         call.loop_settings = loop_settings(call.workspace_id)
-    if call.upstream is not None and call.upstream.kind == OLLAMA and not raw_prompt:
-        call.prepare()
+    if call.upstream is None:
+        return None
+    if call.upstream.kind == OLLAMA:
+        if not raw_prompt:
+            call.prepare()
+    elif choices > 1:
+        call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
     return call.upstream
 
 
-def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled) -> None:
-    """Stream a registry model's answer into `chunks`, the whole completion last (the middleware runs
-    inside `fathom.llm.complete`); a client gone abandons the call at its next chunk."""
+def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled,
+                  index: int = 0) -> None:
+    """Stream a registry model's answer (choice `index`) into `chunks`, the whole completion last; a
+    client gone abandons the call at its next chunk. The middleware runs inside `fathom.llm.complete`,
+    unless the proxy ran it already (`call.request`: several choices), when the calls go without it."""
     put = lambda item: loop.call_soon_threadsafe(chunks.put_nowait, item)  # noqa: E731
-    options = {_REGISTRY_OPTIONS[k]: v for k, v in call.options.items() if k in _REGISTRY_OPTIONS}
 
     def relay(chunk: StreamChunk) -> None:
         if cancelled.is_set():
@@ -773,6 +805,19 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
 
     with session_context(call.session), connections_returned(), call_notes_context(call.notes):
         try:
+            tools = wire.to_tool_specs(body.get("tools"))
+            response_format = wire.to_response_format(body.get("format"))
+            if call.request is not None:
+                options = _registry_options(wire.choice_options(call.request.options, index))
+                try:
+                    completion = llm_client.complete(
+                        workspace=call.workspace_id, role="proxy", messages=call.request.messages, tools=tools,
+                        response_format=response_format, model=call.upstream.model, stream=relay,
+                        fresh_context=True, actor_id="festinger:proxy", call_id=f"{call.call_id}-{index}", **options)
+                except _ClientGone:
+                    return
+                put(StreamChunk(completion=completion))
+                return
             messages = wire.to_messages(call.raw_messages, store_image=_image_store(call.workspace_id))
             with span("festinger.proxy.call", workspace=call.workspace_id, actor_id="festinger:proxy",
                       call_id=call.call_id) as trace:
@@ -780,10 +825,9 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                           endpoint=kind)
                 try:
                     completion = llm_client.complete(
-                        workspace=call.workspace_id, role="proxy", messages=messages,
-                        tools=wire.to_tool_specs(body.get("tools")),
-                        response_format=wire.to_response_format(body.get("format")),
-                        model=call.upstream.model, stream=relay, **options)
+                        workspace=call.workspace_id, role="proxy", messages=messages, tools=tools,
+                        response_format=response_format, model=call.upstream.model, stream=relay,
+                        **_registry_options(call.options))
                 except _ClientGone:
                     trace.set(cancelled=True)
                     return
@@ -791,6 +835,11 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                 trace.set(**{k: v for k, v in call.notes.items() if v is not None})
         except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
             put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+
+
+def _registry_options(options: dict) -> dict:
+    """Ollama's options under the names `complete` takes (those a registry model understands)."""
+    return {_REGISTRY_OPTIONS[k]: v for k, v in options.items() if k in _REGISTRY_OPTIONS}
 
 
 class _ClientGone(Exception):
@@ -846,5 +895,6 @@ _ROUTES = {
     "/api/embed": (("POST",), ProxyApp.embed),
     "/api/embeddings": (("POST",), ProxyApp.embed),
     "/v1/chat/completions": (("POST",), ProxyApp.openai_chat),
+    "/v1/embeddings": (("POST",), ProxyApp.openai_embeddings),
     "/v1/models": (("GET",), ProxyApp.openai_models),
 }

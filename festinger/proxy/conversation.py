@@ -6,7 +6,9 @@ project's, runs every `before`, and gives back the messages to forward (Ollama's
 images and every other field kept, changed only where the middleware changed them); `finish` (in a
 thread, after the client has its last byte) runs every `after` with the assembled answer (counting,
 cues to the memory queue, loop detection) inside a `festinger.proxy.call` span. For a registry
-model, `fathom.llm.complete` runs the same middleware itself."""
+model, `fathom.llm.complete` runs the same middleware itself, except when an OpenAI client asks for
+several choices: one turn of the conversation, so the proxy runs the middleware once around them as
+it does for Ollama (the first choice is the answer it learns from and watches for loops)."""
 
 from __future__ import annotations
 
@@ -58,13 +60,14 @@ class ProxiedCall:
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
 
-    def prepare(self) -> None:
-        """Run every middleware's `before` (for an Ollama upstream); sets `answer` when one answered."""
+    def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
+        """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
+        `model`, whose images `store_image` keeps); sets `answer` when one answered."""
         with session_context(self.session), connections_returned():
-            model = ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
+            model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
-                                      messages=wire.to_messages(self.raw_messages), options=dict(self.options),
-                                      call_id=self.call_id)
+                                      messages=wire.to_messages(self.raw_messages, store_image=store_image),
+                                      options=dict(self.options), call_id=self.call_id)
             self._originals = {id(message): raw for message, raw in zip(self.request.messages, self.raw_messages,
                                                                           strict=True)}
             self._original_messages = list(self.request.messages)

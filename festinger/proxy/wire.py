@@ -1,13 +1,16 @@
 """Ollama's and OpenAI's wire shapes, as the proxy speaks them: messages in (to the project's
 `Message`s for the model middleware and registry models), chunks and answers out (Ollama's NDJSON
-objects, OpenAI's chat completion chunks), and errors in each API's own shape and status codes."""
+objects, OpenAI's chat completion chunks), embeddings requests and answers of both APIs, and errors
+in each API's own shape and status codes."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import json
+import math
 import secrets
+import struct
 import time
 from datetime import UTC, datetime
 
@@ -26,10 +29,12 @@ class WireError(Exception):
     """A request the proxy answers with an error, in the API's own shape: Ollama's
     `{"error": "..."}`, OpenAI's `{"error": {"message", "type", "code"}}`."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.param = param  # OpenAI's shape only: the request field at fault, and a code for it
+        self.code = code
 
 
 def model_not_found(name: str) -> WireError:
@@ -243,8 +248,18 @@ def show_entry(name: str, *, family: str) -> dict:
 
 # --- OpenAI's chat completions ------------------------------------------------------------------------------
 
+# The most choices (`n`) one chat completion may ask for: the proxy makes one upstream call per choice.
+MAX_CHOICES = 8
+# OpenAI's reasoning effort as Ollama's `think`, as Ollama's own /v1 maps it (the tiers past Ollama's
+# ends are clamped to its nearest).
+_THINK = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high", "max": "max",
+          "xhigh": "max", "ultra": "max"}
+
+
 def openai_to_ollama(body: dict) -> dict:
-    """An OpenAI chat completion request as the equivalent Ollama /api/chat body."""
+    """An OpenAI chat completion request as the equivalent Ollama /api/chat body. As in Ollama's own
+    /v1, an assistant message's `reasoning` (or `reasoning_content`) is its `thinking`, and
+    `reasoning_effort` (or `reasoning.effort`) is `think`."""
     messages = []
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not all(isinstance(m, dict) for m in raw_messages):
@@ -265,6 +280,9 @@ def openai_to_ollama(body: dict) -> dict:
                         images.append(url.split(",", 1)[1])
             content = "\n".join(texts)
         message = {"role": raw.get("role") or "user", "content": content or ""}
+        thinking = raw.get("reasoning") or raw.get("reasoning_content")
+        if isinstance(thinking, str) and thinking:
+            message["thinking"] = thinking
         if images:
             message["images"] = images
         if raw.get("tool_calls"):
@@ -293,7 +311,37 @@ def openai_to_ollama(body: dict) -> dict:
             ollama["format"] = "json"
         elif response_format.get("type") == "json_schema":
             ollama["format"] = (response_format.get("json_schema") or {}).get("schema") or "json"
+    think = _think(body)
+    if think is not None:
+        ollama["think"] = think
     return ollama
+
+
+def openai_choices(body: dict) -> int:
+    """OpenAI's `n`: how many choices to answer with (1 to MAX_CHOICES), or a 400 in OpenAI's words."""
+    n = body.get("n")
+    if n is None:
+        return 1
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise WireError(400, f"Invalid type for 'n': expected an integer, but got {_json_type(n)} instead.",
+                        param="n", code="invalid_type")
+    if n < 1:
+        raise WireError(400, f"Invalid 'n': integer below minimum value. Expected a value >= 1, but got {n} "
+                             f"instead.", param="n", code="integer_below_min_value")
+    if n > MAX_CHOICES:
+        raise WireError(400, f"Invalid 'n': integer above maximum value. Expected a value <= {MAX_CHOICES}, but got "
+                             f"{n} instead (the proxy asks its upstream once per choice).",
+                        param="n", code="integer_above_max_value")
+    return n
+
+
+def choice_options(options: dict, index: int) -> dict:
+    """The options of choice `index` of several: a `seed` moves on by the index, so seeded choices
+    differ (as OpenAI's do) and each stays reproducible."""
+    seed = options.get("seed")
+    if index == 0 or not isinstance(seed, int) or isinstance(seed, bool):
+        return options
+    return {**options, "seed": seed + index}
 
 
 def openai_completion_id() -> str:
@@ -317,16 +365,34 @@ def openai_finish_reason(done_reason_: str | None, has_tool_calls: bool) -> str:
     return "length" if done_reason_ == "length" else "stop"
 
 
-def openai_usage(final: dict) -> dict:
-    prompt, completion = int(final.get("prompt_eval_count") or 0), int(final.get("eval_count") or 0)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+def openai_reasoning(thinking: str) -> dict:
+    """A reasoning model's thinking, under both names clients read it by: `reasoning` (Ollama's own
+    /v1, vLLM) and `reasoning_content` (DeepSeek, LiteLLM, older vLLM)."""
+    return {"reasoning_content": thinking, "reasoning": thinking}
 
 
-def openai_error(status: int, message: str) -> dict:
+def openai_error(status: int, message: str, *, param: str | None = None, code: str | None = None) -> dict:
     kind = {400: "invalid_request_error", 401: "authentication_error", 404: "invalid_request_error"}.get(
         status, "api_error")
-    code = "model_not_found" if status == 404 else None
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    if code is None and status == 404:
+        code = "model_not_found"
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _think(body: dict):
+    reasoning = body.get("reasoning")
+    effort = reasoning.get("effort") if isinstance(reasoning, dict) else body.get("reasoning_effort")
+    if effort is None or effort == "":
+        return None
+    if not isinstance(effort, str) or effort not in _THINK:
+        raise WireError(400, f"invalid reasoning value: {json.dumps(effort)} (must be \"minimal\", \"low\", \"medium\", "
+                             f"\"high\", \"xhigh\", \"ultra\", \"max\", or \"none\")", param="reasoning_effort")
+    return _THINK[effort]
+
+
+def _json_type(value) -> str:
+    return {bool: "a boolean", str: "a string", float: "a decimal", list: "an array", dict: "an object"}.get(
+        type(value), "null")
 
 
 def _arguments(arguments):
@@ -336,3 +402,95 @@ def _arguments(arguments):
         except ValueError:
             return {"raw": arguments}
     return arguments or {}
+
+
+# --- embeddings: Ollama's /api/embed and /api/embeddings, OpenAI's /v1/embeddings ------------------------------
+
+def embed_inputs(body: dict) -> list[str]:
+    """/api/embed's `input`, a string or a list of strings, as a list (an empty string: nothing to embed)."""
+    raw = body.get("input")
+    if raw is None or raw == "":
+        return []
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, list) and all(isinstance(text, str) for text in raw):
+        return raw
+    raise WireError(400, "invalid input type")
+
+
+def embedding_prompt(body: dict) -> list[str]:
+    """/api/embeddings' `prompt` as the list of texts to embed (an empty prompt: none)."""
+    prompt = body.get("prompt")
+    if prompt is None or prompt == "":
+        return []
+    if not isinstance(prompt, str):
+        raise WireError(400, "json: cannot unmarshal prompt: it must be a string")
+    return [prompt]
+
+
+def embed_dimensions(body: dict) -> int:
+    """`dimensions` (0: the model's own)."""
+    dimensions = body.get("dimensions")
+    if dimensions is None:
+        return 0
+    if not isinstance(dimensions, int) or isinstance(dimensions, bool) or dimensions < 0:
+        raise WireError(400, "json: cannot unmarshal dimensions: it must be a non-negative integer",
+                        param="dimensions")
+    return dimensions
+
+
+def shortened(vectors: list[list[float]], dimensions: int) -> list[list[float]]:
+    """Each vector cut to its first `dimensions` values and normalised again, as Ollama does (and as
+    OpenAI's text-embedding-3 shortens)."""
+    if not dimensions:
+        return vectors
+    cut = []
+    for vector in vectors:
+        if dimensions >= len(vector):
+            cut.append(vector)
+            continue
+        head = vector[:dimensions]
+        norm = math.sqrt(sum(value * value for value in head)) or 1e-12
+        cut.append([value / norm for value in head])
+    return cut
+
+
+def embed_answer(model: str, vectors: list[list[float]], tokens: int, started: float) -> dict:
+    """Ollama's /api/embed answer (it leaves out zero counts and durations)."""
+    answer = {"model": model, "embeddings": vectors}
+    if vectors:
+        answer["total_duration"] = int((time.perf_counter() - started) * 1e9)
+    if tokens:
+        answer["prompt_eval_count"] = tokens
+    return answer
+
+
+def openai_embedding_request(body: dict) -> tuple[list[str], int, str]:
+    """OpenAI's embeddings request as (texts, dimensions, encoding format), or a 400 as Ollama's /v1 says it."""
+    encoding = body.get("encoding_format") or "float"
+    if not isinstance(encoding, str) or encoding.lower() not in ("float", "base64"):
+        raise WireError(400, f"Invalid value for 'encoding_format' = {encoding}. Supported values: "
+                             f"['float', 'base64'].", param="encoding_format")
+    raw = body.get("input")
+    if raw == "":
+        raw = [""]
+    if raw is None or raw == []:
+        raise WireError(400, "invalid input", param="input")
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(text, str) for text in raw):
+        raise WireError(400, "invalid input type (strings only: token arrays are not supported)", param="input")
+    return raw, embed_dimensions(body), encoding.lower()
+
+
+def openai_embedding_list(model: str, vectors: list[list[float]], tokens: int, encoding: str) -> dict:
+    """OpenAI's embeddings answer: floats, or base64 of little-endian float32 (the `openai` client's default)."""
+    def encoded(vector):
+        if encoding == "base64":
+            return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        return vector
+
+    return {"object": "list", "model": model,
+            "data": [{"object": "embedding", "embedding": encoded(vector), "index": index}
+                     for index, vector in enumerate(vectors)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}

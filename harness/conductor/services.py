@@ -84,7 +84,8 @@ def step_enqueue(*, run_id) -> None:
 
 
 def call_enqueue(*, call_id) -> None:
-    send_task_on_commit("fires.conductor_call", args=[str(call_id)])
+    """Run a capability call on the thread-pool worker (queue `quality`) once the transaction commits."""
+    send_task_on_commit("quality.conductor_call", args=[str(call_id)])
 
 
 def run_step(*, run_id) -> str:

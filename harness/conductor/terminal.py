@@ -3,15 +3,15 @@
 A command runs only when the workspace enables the terminal (ConductorSettings.terminal_enabled, off
 by default), with `/bin/sh -c`, its working directory the workspace's file root (FATHOM_FS_ROOT/<slug>,
 the folder of the harness's fs tools), an environment holding nothing of the server's (no keys, no
-DATABASE_URL: PATH, HOME, LANG, TMPDIR only), resource limits set in the child before it starts
-(CPU time, address space, file size, open files, no core dumps), and a wall-clock timeout after
-which its whole process group is killed. This bounds what a command can consume; it is not a jail:
-a command can still read what the server's user may read. Run it as a user of its own for that."""
+DATABASE_URL: PATH, HOME, LANG, TMPDIR only), resource limits the shell sets on itself before the
+command's first line (CPU time, address space, file size, open files, no core dumps; as hard limits,
+which an unprivileged command cannot raise), and a wall-clock timeout after which its whole process
+group is killed. This bounds what a command can consume; it is not a jail: a command can still read
+what the server's user may read. Run it as a user of its own for that."""
 
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -49,8 +49,8 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
     root = workspace_root(workspace)  # the fs tools' folder of the workspace
     env = {"PATH": SAFE_PATH, "HOME": str(root), "LANG": "C.UTF-8", "TMPDIR": str(root)}
     process = subprocess.Popen(
-        ["/bin/sh", "-c", command], cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_limiter(limits), close_fds=True)
+        ["/bin/sh", "-c", f"{_limits_line(limits)}\n{command}"], cwd=root, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
     try:
         output, _ = process.communicate(timeout=limits.terminal_timeout_seconds)
         timed_out = False
@@ -64,19 +64,17 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
     return CommandResult(not timed_out and process.returncode == 0, text, process.returncode, timed_out)
 
 
-def _limiter(limits):
+def _limits_line(limits) -> str:
+    """The shell's first line: the limits, or exit 126 without running the command. Not a preexec_fn:
+    Python code between fork and exec is unsafe in a threaded process (the quality worker runs these
+    calls on threads), and it rules out vfork, so each command would copy the whole worker's memory map."""
     cpu = limits.terminal_cpu_seconds
-    memory = limits.terminal_memory_mb * 1024 * 1024
-    file_size = limits.terminal_file_mb * 1024 * 1024
-
-    def apply():  # runs in the child, between fork and exec
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
+    return " && ".join([
+        f"ulimit -S -t {cpu}", f"ulimit -H -t {cpu + 1}",  # SIGXCPU at the limit, SIGKILL a second later
+        f"ulimit -v {limits.terminal_memory_mb * 1024}",  # KiB
+        f"ulimit -f {limits.terminal_file_mb * 2048}",  # 512-byte blocks, as POSIX counts them
+        "ulimit -n 256", "ulimit -c 0",
+    ]) + " || exit 126"
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -182,19 +182,25 @@ def running_tasks(current) -> dict | None:
 
 
 PLOT_WIDTH, PLOT_HEIGHT = 280, 70
+PLOT_MIN_SPAN = timedelta(minutes=10)
 
 
 def pressure_plot(series, *, threshold: float, hours: int, now) -> dict:
-    """The series as an SVG polyline over the last `hours` (x: time, y: 0 at the bottom to 1 at the top)
-    with the threshold's line; values for a text summary beside it."""
-    span = hours * 3600 or 1
+    """The series as an SVG polyline (a point when it is one sample) over the time its samples span, at
+    least PLOT_MIN_SPAN and at most the last `hours` (x: time, y: 0 at the bottom to 1 at the top), with
+    the threshold's line; values for a text summary beside it."""
+    oldest = series[0][0] if series else now
+    span = min(max(now - oldest, PLOT_MIN_SPAN), timedelta(hours=hours) or PLOT_MIN_SPAN).total_seconds()
     points = []
     for at, value in series:
         x = PLOT_WIDTH * (1 - min(span, max(0.0, (now - at).total_seconds())) / span)
-        points.append(f"{x:.1f},{PLOT_HEIGHT * (1 - min(1.0, max(0.0, value))):.1f}")
+        points.append((round(x, 1), round(PLOT_HEIGHT * (1 - min(1.0, max(0.0, value))), 1)))
     values = [value for _, value in series]
-    return {"width": PLOT_WIDTH, "height": PLOT_HEIGHT, "points": " ".join(points), "count": len(values),
-            "threshold_y": round(PLOT_HEIGHT * (1 - threshold), 1), "hours": hours,
+    minutes = round(span / 60)
+    return {"width": PLOT_WIDTH, "height": PLOT_HEIGHT, "points": " ".join(f"{x},{y}" for x, y in points),
+            "point": points[0] if len(points) == 1 else None, "count": len(values),
+            "threshold_y": round(PLOT_HEIGHT * (1 - threshold), 1),
+            "span": f"{minutes} min" if minutes < 120 else f"{round(minutes / 60)} h",
             "low": min(values) if values else None, "high": max(values) if values else None}
 
 

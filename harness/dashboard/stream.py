@@ -10,7 +10,7 @@ proposal), so nothing is inserted twice; a page without JavaScript is simply rel
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import redis.asyncio as aioredis
 from asgiref.sync import sync_to_async
@@ -23,6 +23,9 @@ from harness.runtime.events import channel_for
 POLL_SECONDS = 3.0
 WATCHED_FIRES = 40
 KEEPALIVE = ": keep-alive\n\n"
+# A fire's created_at is taken just before its row commits: one stamped this little before the page
+# was read may not have been visible to it yet.
+COMMIT_MARGIN = timedelta(seconds=2)
 
 
 @dataclass
@@ -50,10 +53,12 @@ def sse_event(name: str, html: str, cursor: Cursor) -> str:
     return f"id: {cursor}\nevent: {name}\n{data}\n\n"
 
 
-async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cursor: Cursor, max_seconds: float):
+async def feed_stream(*, progress, render_fire, render_proposal, known: dict, shown_proposals: set[int],
+                      cursor: Cursor, max_seconds: float):
     """`progress(proposal_id)` -> ({fire id: (created at, signature)}, [proposal ids after it]); `known`
-    maps the fires the browser holds to the signature it holds (None: send the card again). Blocking
-    reads run on executor threads."""
+    maps the fires the browser holds to the signature it holds (None: send the card again);
+    `shown_proposals` are proposals after the cursor the browser holds already. Blocking reads run on
+    executor threads."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
@@ -75,7 +80,8 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, cu
             known = {fire_id: signature for fire_id, (_, signature) in states.items()}
             for proposal_id in new_proposals:
                 cursor.proposal_id = max(cursor.proposal_id, proposal_id)
-                yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
+                if proposal_id not in shown_proposals:
+                    yield sse_event("proposal-new", await proposal_html(proposal_id), cursor)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
@@ -100,16 +106,22 @@ def fire_signature(*, status: str, phase: str, model_calls: int, turns: int) -> 
 def known_fires(states: dict, *, shown: dict, until: datetime | None, cursor: Cursor | None) -> dict:
     """The fires the browser holds and the signature it holds them at. A reconnect's cursor: every
     fire up to it (sent again, since it may have moved on meanwhile). A page: the fires it showed, at
-    the signatures it rendered, and the older ones it did not show (created before it was rendered,
-    `until`), which are not new to it."""
+    the signatures it rendered, and the older ones it did not show (created before it was read,
+    `until`, less COMMIT_MARGIN), which are not new to it."""
     if cursor is not None:
         return {fire_id: None for fire_id, (created_at, _) in states.items()
                 if cursor.fires_until is not None and created_at <= cursor.fires_until}
     known = {fire_id: signature for fire_id, signature in shown.items() if fire_id in states}
     for fire_id, (created_at, signature) in states.items():
-        if fire_id not in known and until is not None and created_at <= until:
+        if fire_id not in known and until is not None and created_at <= until - COMMIT_MARGIN:
             known[fire_id] = signature
     return known
+
+
+def newest_held(states: dict, *, shown: dict, until: datetime | None) -> datetime | None:
+    """Where a page's cursor starts: when it was read, or its newest fire when that one came while it
+    was read (a reconnect must not send it as new)."""
+    return max(filter(None, (until, *(states[fire_id][0] for fire_id in shown if fire_id in states))), default=None)
 
 
 def _closing(function):

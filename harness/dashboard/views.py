@@ -70,13 +70,17 @@ class LoginView(auth_views.LoginView):
 def feed(request):
     current = request.dashboard
     before = _before(request)
+    # Taken before the page is read: a fire or proposal a worker creates while it is read (a question
+    # just asked) is newer, so the live feed sends it even though the page could not show it.
+    read_at = timezone.now()
+    stream_after = proposal_newest_id(workspace=current.workspace)
     page = feed_page(workspace=current.workspace, before=before)
     if request.headers.get("HX-Request") and before is not None:
         return render(request, "dashboard/partials/feed_page.html", {"page": page, "current": current})
     return render(request, "dashboard/feed.html", {
         "current": current, "page": page, "before": before, "panels": side_panels_render(current),
-        "ask_form": forms.AskForm(), "stream_after": proposal_newest_id(workspace=current.workspace),
-        "rendered_at": timezone.now(),
+        "ask_form": forms.AskForm(), "stream_after": stream_after,
+        "read_at": read_at,
     })
 
 
@@ -92,8 +96,12 @@ def feed_stream(request):
     shown = dict(item.partition("~")[::2] for item in request.GET.getlist("shown"))
     until = parse_datetime(request.GET.get("until", "").replace(" ", "+"))
     known = stream.known_fires(states, shown=shown, until=until, cursor=cursor)
+    # The proposals the page showed though newer than its `proposals_after` (drafted as it was read): a
+    # proposal is sent once, as new, so these never are, on a reconnect either (same URL).
+    shown_proposals = {_int(raw, 0) for raw in request.GET.getlist("shown_proposal")}
     if cursor is None:
-        cursor = stream.Cursor(fires_until=until, proposal_id=_int(request.GET.get("proposals_after"), 0))
+        cursor = stream.Cursor(fires_until=stream.newest_held(states, shown=shown, until=until),
+                               proposal_id=_int(request.GET.get("proposals_after"), 0))
 
     def progress(proposal_id: int):
         return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
@@ -112,7 +120,7 @@ def feed_stream(request):
 
     return event_stream_response(
         stream.feed_stream(progress=progress, render_fire=render_fire, render_proposal=render_proposal, known=known,
-                           cursor=cursor, max_seconds=STREAM_SECONDS))
+                           shown_proposals=shown_proposals, cursor=cursor, max_seconds=STREAM_SECONDS))
 
 
 @require_GET

@@ -41,3 +41,13 @@ def proxy(transactional_db, workspace, settings, fake_ollama):
     with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
         yield url
     cache.forget(workspace.pk)
+
+
+@pytest.fixture
+def offline_proxy(transactional_db, workspace, settings):
+    """The proxy with no Ollama configured: only the registry's models."""
+    settings.OLLAMA_HOST = ""
+    world_ensure(workspace=workspace)
+    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
+        yield url
+    cache.forget(workspace.pk)

@@ -5,7 +5,8 @@ the proxy's ASGI app with uvicorn in a thread, for the proxy's tests and bench.
     ollama.reply_chat("Hello", chunks=3)        # the next /api/chat answers this (streamed or not, as asked)
     ollama.reply_chat("", tool_calls=[{"function": {"name": "ls", "arguments": {"path": "/"}}}])
     ollama.reply_lines([...objects...])         # the next request gets these objects as they are
-    ollama.endless("again ")                    # streams this until the client goes away (ollama.closed)
+    ollama.endless("again ")                    # streams this until the client goes away (ollama.closed,
+                                                # ollama.streams_closed counts them)
     ollama.always_chat("same answer")           # every chat, once the queue is empty
 
 and `Agent`, a client of the proxy that keeps its history as Agent Zero does.
@@ -47,6 +48,7 @@ class FakeOllama:
         self.fallback = None
         self.requests: list[tuple[str, str, dict]] = []
         self.closed = threading.Event()  # an endless stream's client went away
+        self.streams_closed = 0
         self.lock = threading.Lock()
         fake = self
 
@@ -168,6 +170,8 @@ class FakeOllama:
             try:
                 handler.stream_lines(forever(), pause=pause)
             except OSError:
+                with fake.lock:
+                    fake.streams_closed += 1
                 fake.closed.set()
         return self.reply(run)
 

@@ -11,25 +11,13 @@ import pytest
 
 from fathom.tracing.models import TraceEvent
 from festinger import cache
-from festinger.proxy.serve import own_port_app
 from festinger.proxy.upstreams import proxy_route_save
 from festinger.recollection import RECOLLECTION_EVENT
-from festinger.services import insert_fact, world_ensure
+from festinger.services import insert_fact
 from lake.models import Media
 from tests.conftest import wait_for
-from tests.festinger.proxy_support import serving
 
 PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake image bytes").decode()
-
-
-@pytest.fixture
-def offline_proxy(transactional_db, workspace, settings):
-    """The proxy with no Ollama configured: only the registry's models."""
-    settings.OLLAMA_HOST = ""
-    world_ensure(workspace=workspace)
-    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
-        yield url
-    cache.forget(workspace.pk)
 
 
 # --- the small routes -----------------------------------------------------------------------------------

@@ -29,6 +29,12 @@ def main_port(transactional_db, settings, fake_ollama):
         yield url
 
 
+@pytest.fixture
+def keys(workspace, other_workspace, api_client_for) -> tuple[str, str]:
+    """The Authorization headers of an API key of `workspace` and of one of `other_workspace`."""
+    return tuple(api_client_for(ws)._credentials["HTTP_AUTHORIZATION"] for ws in (workspace, other_workspace))
+
+
 def openai_client(url, **kwargs):
     return openai.OpenAI(base_url=f"{url}/v1", api_key=kwargs.pop("api_key", "unused"), max_retries=0, **kwargs)
 
@@ -113,10 +119,8 @@ def test_a_proxy_port_of_a_workspace_that_does_not_exist_says_so(transactional_d
     assert answer.status_code == 503 and "no-such-workspace" in answer.json()["error"]
 
 
-def test_the_main_port_serves_the_proxy_to_api_keys_of_their_own_workspace(
-        main_port, workspace, other_workspace, api_client_for, fake_ollama):
-    mine = api_client_for(workspace)._credentials["HTTP_AUTHORIZATION"]
-    theirs = api_client_for(other_workspace)._credentials["HTTP_AUTHORIZATION"]
+def test_the_main_port_serves_the_proxy_to_api_keys_of_their_own_workspace(main_port, workspace, keys, fake_ollama):
+    mine, theirs = keys
     proxy_route_save(workspace=workspace, name="house-model", upstream="registry", target="offline")
     base = f"{main_port}/v1/festinger/proxy"
 
@@ -158,3 +162,32 @@ def test_loops_lists_the_workspaces_detections_newest_first_with_filters(api, wo
     assert [row["session"] for row in api.get("/v1/festinger/loops?kind=tool_cycle").json()["results"]] == ["two"]
     bad = api.get("/v1/festinger/loops?kind=nonsense")
     assert bad.status_code == 400 and bad.json()["error"]["code"]
+
+
+def test_the_main_port_serves_embeddings_and_choices_to_keys_of_their_own_workspace(
+        main_port, workspace, keys, fake_ollama):
+    mine, theirs = keys
+    proxy_route_save(workspace=workspace, name="house-embedder", upstream="registry", target="offline")
+    base = f"{main_port}/v1/festinger/proxy"
+
+    assert httpx.post(f"{base}/api/embed", json={"model": "house-embedder", "input": "x"}).status_code == 401
+    assert httpx.post(f"{base}/v1/embeddings", json={"model": "house-embedder", "input": "x"}).status_code == 401
+    embedded = ollama.Client(host=base, headers={"Authorization": mine}).embed(model="house-embedder", input="x")
+    assert len(embedded.embeddings) == 1
+    with pytest.raises(ollama.ResponseError) as raised:
+        ollama.Client(host=base, headers={"Authorization": theirs}).embed(model="house-embedder", input="x")
+    assert raised.value.status_code == 404
+
+    own = openai_client(base, api_key=mine.removeprefix("Bearer "))
+    assert len(own.embeddings.create(model="house-embedder", input=["x", "y"]).data) == 2
+    with pytest.raises(openai.NotFoundError):
+        openai_client(base, api_key=theirs.removeprefix("Bearer ")).embeddings.create(model="house-embedder", input="x")
+    bad = httpx.post(f"{base}/v1/embeddings", json={"model": "house-embedder", "input": []}, headers={"Authorization": mine})
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "input"
+
+    fake_ollama.reply_chat("one").reply_chat("two")
+    answer = own.chat.completions.create(model="llama3.2", n=2, messages=[{"role": "user", "content": "hi"}])
+    assert {choice.message.content for choice in answer.choices} == {"one", "two"}
+    with pytest.raises(openai.BadRequestError) as raised:
+        own.chat.completions.create(model="llama3.2", n=0, messages=[{"role": "user", "content": "hi"}])
+    assert raised.value.param == "n"

@@ -1,7 +1,8 @@
 """Providers turn an LLMRequest into a Completion (or a stream of chunks) for one wire protocol.
 
 Each is a class with `complete(request, *, timeout) -> Completion` and
-`stream(request, *, timeout) -> Iterator[StreamChunk]` (the last chunk carries the completion), raising
+`stream(request, *, timeout) -> Iterator[StreamChunk]` (the last chunk carries the completion), and,
+where the provider has embeddings, `embed(request, texts, *, timeout) -> Embeddings`, raising
 `fathom.llm.errors.LLMError` subclasses. They leave cost, latency and ids to the caller
 (`fathom.llm.client`), and never retry themselves."""
 

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import openai
 
-from fathom.llm.errors import LLMNotConfigured
+from fathom.llm.errors import LLMNotConfigured, LLMServerError
 from fathom.llm.media import image_base64
 from fathom.llm.models import OpenAIApi
 from fathom.llm.providers import openai_responses
 from fathom.llm.providers._sdk import cached_client, parse_arguments, typed_error
-from fathom.llm.types import Completion, StopReason, StreamChunk, ToolCall, Usage
+from fathom.llm.types import Completion, Embeddings, StopReason, StreamChunk, ToolCall, Usage
 
 # Options passed through to the API as they are; anything else is not sent.
 PASSED_OPTIONS = ("temperature", "top_p", "stop", "seed", "tool_choice", "parallel_tool_calls", "frequency_penalty",
@@ -47,6 +47,21 @@ class OpenAIProvider:
         if request.model.api == RESPONSES:
             return openai_responses.stream(self._client(request), request, timeout=timeout, provider=self.name)
         return self._chat_stream(request, timeout=timeout)
+
+    def embed(self, request, texts: list[str], *, timeout: float) -> Embeddings:
+        """The model's embeddings of `texts` (/v1/embeddings, as floats)."""
+        try:
+            response = self._client(request).embeddings.create(model=request.model.model, input=texts,
+                                                               encoding_format="float", timeout=timeout)
+        except openai.APIError as exc:
+            raise typed_error(exc, openai, request) from exc
+        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+        if len(vectors) != len(texts):
+            raise LLMServerError(f"{self.name} answered {len(vectors)} embeddings for {len(texts)} texts",
+                                 provider=self.name, model=request.model.model)
+        tokens = response.usage.prompt_tokens if response.usage is not None else 0
+        return Embeddings(vectors, Usage(input_tokens=tokens or 0), model=response.model or request.model.model,
+                          provider=self.name)
 
     def _chat_stream(self, request, *, timeout: float) -> Iterator[StreamChunk]:
         try:

@@ -1,7 +1,8 @@
 """The terminal sandbox refuses what it must and bounds what it runs: off by default, inside the
 workspace's file root, a scrubbed environment, a timeout that kills the command's whole process
-group, resource limits set in the child, and every command traced."""
+group, resource limits set before the command runs, and every command traced."""
 
+import signal
 import sys
 import time
 
@@ -75,6 +76,14 @@ def test_resource_limits_bound_file_size_and_memory(workspace, limits):
     memory = command_run(workspace=workspace, limits=limits,
                          command=f"{sys.executable} -c 'x = bytearray(512 * 1024 * 1024); print(len(x))'")
     assert not memory.ok and "MemoryError" in memory.output and "536870912" not in memory.output
+
+
+def test_a_command_past_its_cpu_time_is_stopped(workspace, limits):
+    limits.terminal_cpu_seconds = 1
+    limits.terminal_timeout_seconds = 60
+    result = command_run(workspace=workspace, limits=limits, command="ulimit -t; ulimit -H -t; while :; do :; done")
+    assert result.output.split() == ["1", "2"]  # soft, then hard a second later
+    assert result.exit_code == -signal.SIGXCPU and not result.timed_out
 
 
 def test_output_is_cut_to_the_workspaces_limit(workspace, limits):

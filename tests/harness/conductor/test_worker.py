@@ -58,7 +58,7 @@ def test_a_run_over_the_lake_streams_its_events_and_shows_its_graph(celery_worke
 
 def test_no_watcher_runs_on_a_started_worker(celery_worker):
     registered = [name for names in (app.control.inspect(timeout=5).registered() or {}).values() for name in names]
-    assert "fires.conductor_step" in registered and "fires.conductor_call" in registered
+    assert "fires.conductor_step" in registered and "quality.conductor_call" in registered
     assert not [name for name in registered if "watch" in name.lower()]
 
 

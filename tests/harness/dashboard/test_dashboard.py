@@ -230,6 +230,7 @@ def test_an_auto_approved_proposal_is_greyed_with_its_policy_tag(operator, works
     provenance_proposal(workspace, level=1, title="A small episode")
     page = operator.get("/").content.decode()
     assert "proposal-entry status-approved auto" in page and "decided-by:auto-policy:level&lt;=2" in page
+    assert page.count("auto-policy:level&lt;=2") == 1  # the tag says who decided: not a second time
 
 
 # --- loop view, why ------------------------------------------------------------------------------------
@@ -245,6 +246,8 @@ def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, sc
     assert 'class="thumb-down"' in loop  # and the card's other sections (here: quality's thumbs)
     why = operator.get(f"/fires/{fire.pk}/why").content.decode()
     assert "the rover&#x27;s log" in why and "state" in why
+    # its tool calls' arguments as JSON, as the accordion shows them, not as Python reprs
+    assert "&quot;action&quot;: &quot;pending_intents&quot;" in why and "&#x27;action&#x27;" not in why
     assert "[feedfacefeed]</code> cited, but no such delta" in why and "[0badc0de0bad]</code> dropped" in why
     assert operator.get("/loop/not-a-uuid").status_code == 404
 
@@ -416,6 +419,17 @@ def test_a_fires_background_tasks_show_on_its_card_and_an_operator_cancels_one(o
     assert task.state == "canceled" and task.cancel_requested_by == "operator:user:operator@example.com"
 
 
+def test_a_running_cards_contract_is_pending_until_it_is_evaluated(operator, workspace):
+    fire = fire_create(workspace=workspace, mode="reactive", question="still thinking")
+    run = QualityRun.objects.create(workspace=workspace, fire=fire, state="running")
+    attempt = QualityAttempt.objects.create(workspace=workspace, run=run, number=1)
+    page = operator.get("/").content.decode()
+    assert 'contract <span class="contract-pending">pending</span>' in page and "failed" not in page
+    attempt.contract = {"passed": False, "issues": ["no answer"]}
+    attempt.save()
+    assert 'contract <span class="fail">failed</span>' in operator.get("/").content.decode()
+
+
 def test_a_cards_quality_shows_and_thumbs_post_the_feedback_the_verifier_calibrates_on(operator, scripted_llm,
                                                                                         workspace):
     fire = fire_with_tools(scripted_llm, workspace)
@@ -455,6 +469,20 @@ def test_the_pressure_panel_shows_the_gauge_its_breakdown_and_the_series_plot(op
     assert "unprovenanced" in page and "pending_conflicts" in page  # the breakdown by signal
     assert "<polyline points=" in page and "3 samples from 0.10 to 0.50" in page
     assert 'value="observe" checked' in page  # the default mode
+
+
+def test_the_pressure_plot_spans_the_samples_it_has(operator, workspace):
+    # a fresh install: a few minutes of samples fill the plot's width, not its last pixels
+    for minutes_ago, value in ((4, 0.1), (2, 0.3), (0, 0.5)):
+        sample = PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
+        PressureSample.objects.filter(pk=sample.pk).update(created_at=timezone.now() - timedelta(minutes=minutes_ago))
+    page = operator.get("/").content.decode()
+    xs = [float(point.split(",")[0]) for point in re.search(r'<polyline points="([^"]+)"', page).group(1).split()]
+    assert xs[-1] - xs[0] > 100 and "The last 10 min:" in page  # 280 px wide; at least ten minutes shown
+
+    PressureSample.objects.filter(workspace=workspace).exclude(value=0.5).delete()
+    page = operator.get("/").content.decode()
+    assert '<circle class="plot-point"' in page and "1 sample from 0.50" in page  # one sample: a point
 
 
 def test_an_operator_flips_the_autonomy_switch(operator, client, workspace):
