@@ -13,9 +13,13 @@ _mounts = [(prefix.rstrip("/"), import_string(path)()) for prefix, path in setti
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "lifespan":  # Django has no lifespan; the mounted apps need none beyond their first request
+    if scope["type"] == "lifespan":  # Django has no lifespan; a mounted app that holds connections closes them
         while True:
             message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                for _prefix, app in _mounts:
+                    if hasattr(app, "close"):
+                        await app.close()
             await send({"type": f"{message['type']}.complete"})
             if message["type"] == "lifespan.shutdown":
                 return

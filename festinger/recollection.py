@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
+from celery import signature
+from django.db import transaction
 from redis.exceptions import RedisError
 
-from fathom.celery import send_task_on_commit
 from fathom.llm.types import Message
 from fathom.tracing import event
 from festinger import cache
@@ -214,13 +218,36 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
     writes = list(recollection.to_write)
     if writes and not _writes_left(world, conversation):
         writes = []  # a cap is spent (or unknown): the writer would refuse them (festinger.writer)
+    if not triples and not writes:
+        return
     workspace_id = world.workspace_id
-    if triples:
-        send_task_on_commit("memory.festinger_cues_insert",
-                            args=[workspace_id, [_as_dict(triple) for triple in triples]])
-    for token in writes:
-        send_task_on_commit("memory.festinger_concept_write",
-                            args=[workspace_id, token, _context(token, texts), conversation])
+    contexts = {token: _context(token, texts) for token in writes}
+
+    def send():
+        if triples:
+            signature("memory.festinger_cues_insert").delay(workspace_id, [_as_dict(triple) for triple in triples])
+        for token in writes:
+            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
+
+    held = _held_sends.get()
+    if held is not None:
+        held.append(send)
+    else:
+        transaction.on_commit(send)
+
+
+@contextmanager
+def memory_queue_held(sends: list[Callable[[], None]]):
+    """Meanwhile, what a model call's recollection queues (cues, writes) waits in `sends` for the
+    caller to send once its answer is out (the proxy: a publish would delay the response, T33)."""
+    token = _held_sends.set(sends)
+    try:
+        yield
+    finally:
+        _held_sends.reset(token)
+
+
+_held_sends: ContextVar[list | None] = ContextVar("festinger_memory_queue_held", default=None)
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

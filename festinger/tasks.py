@@ -4,6 +4,8 @@ maintenance.festinger_resolution    the resolution job (beat, or an operator's "
 memory.festinger_conflict_ask       the resolver model asked about one conflict (admin's "ask now")
 memory.festinger_cues_insert        facts a cue pattern stated (source `inferred`, no threshold)
 memory.festinger_concept_write      the write path for a concept that crossed the write threshold
+memory.festinger_proxy_calls_finish the work after proxied calls' responses: every `after`, the trace
+memory.festinger_stream_cut_observe a registry model's answer the proxy cut for repeating itself
 maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts into PostgreSQL
 """
 
@@ -11,10 +13,13 @@ from celery import shared_task
 
 from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
+from fathom.llm.types import Completion
 from fathom.models import Workspace
 from fathom.transient import retries
 from festinger.cache import counts_flush
+from festinger.loops.guard import STREAM_CUT_TASK, stream_cut_observe
 from festinger.models import Conflict, ResolutionRun
+from festinger.proxy.conversation import FINISH_TASK, proxied_calls_finish
 from festinger.resolution import conflict_resolve_with_model, resolution_execute
 from festinger.schedules import RESOLUTION_TASK
 from festinger.services import insert_fact
@@ -87,6 +92,21 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
     """Ask the writer about one concept (guarded: one write per concept at a time, none once known, none
     past the conversation's or the workspace's hourly cap)."""
     return concept_write(workspace_id=workspace_id, token=token, context=context or (), conversation=conversation)
+
+
+# No acks_late: the loop guard's record of an answer is not idempotent, so each call's work runs at most
+# once (claimed per call); a retry skips the calls it finished or began.
+@shared_task(name=FINISH_TASK, ignore_result=True, **retries(), soft_time_limit=120, time_limit=150)
+def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
+    """Every model middleware's `after` and the trace of each proxied call (its outcome as JSON)."""
+    proxied_calls_finish(outcomes=outcomes)
+
+
+@shared_task(name=STREAM_CUT_TASK, ignore_result=True, soft_time_limit=60, time_limit=90)
+def festinger_stream_cut_observe(workspace_id: int, session: str, completion: dict, unit: str, model: str) -> None:
+    """A registry model's answer the proxy cut for repeating `unit`: a detection of the loop guard."""
+    stream_cut_observe(workspace_id=workspace_id, session=session, completion=Completion.from_dict(completion),
+                       unit=unit, model=model)
 
 
 @shared_task(name="maintenance.festinger_counts_flush", acks_late=True, reject_on_worker_lost=True,

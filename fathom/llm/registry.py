@@ -5,7 +5,8 @@ deployment default's row for the role, the deployment's "*" row, FATHOM_DEFAULT_
 ("provider:model" from the environment), and finally the offline model.
 
 Resolutions are cached in-process and kept coherent across processes by a version number in Redis
-that every registry change bumps (`registry_changed`), so the hot path costs one Redis GET."""
+that every registry change bumps (`registry_changed`, fathom.channels), so the hot path costs no round
+trip."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
 
+from fathom.channels import version, version_bump
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Provider
-from fathom.redis_client import get_redis
 
 VERSION_KEY = "fathom:llm:registry:version"
 # The offline model, used when nothing else is configured. Not a row: it always exists.
@@ -96,7 +97,7 @@ def registry_changed() -> None:
 
 
 def _bump() -> None:
-    get_redis().incr(VERSION_KEY)
+    version_bump(VERSION_KEY)
 
 
 def from_row(row: LLMModel) -> ResolvedModel:
@@ -150,7 +151,7 @@ _lock = threading.Lock()
 
 
 def _current_version() -> str:
-    return get_redis().get(VERSION_KEY) or "0"
+    return version(VERSION_KEY)
 
 
 def _resolve_uncached(workspace_id, role: str) -> ResolvedModel:

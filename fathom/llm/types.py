@@ -184,6 +184,22 @@ class Completion:
             "attempts": self.attempts,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping) -> Completion:
+        """The completion `to_dict` gave (a task's argument)."""
+        usage = data.get("usage") or {}
+        return cls(
+            text=data.get("text") or "",
+            tool_calls=tuple(ToolCall(c["id"], c["name"], dict(c.get("arguments") or {}))
+                             for c in data.get("tool_calls") or ()),
+            stop_reason=data.get("stop_reason") or StopReason.END,
+            usage=Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                        int(usage.get("cached_tokens") or 0)),
+            cost=float(data.get("cost") or 0.0), latency_ms=float(data.get("latency_ms") or 0.0),
+            model=data.get("model") or "", provider=data.get("provider") or "", request_id=data.get("request_id"),
+            call_id=data.get("call_id"), trace_id=data.get("trace_id"), attempts=int(data.get("attempts") or 1),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Embeddings:

@@ -1,18 +1,14 @@
 """A process's subscription to the changes channel: every committed write to a workspace's graph is
-published there (`registry.note_write`), and every process reads it before each read of a world."""
+published there (`registry.note_write`), and every process reads it before each read of a world
+(fathom.channels: without waiting)."""
 
 from __future__ import annotations
 
-import os
-import threading
 from dataclasses import dataclass, field
 
-from redis.exceptions import RedisError
-
+from fathom import channels
 from fathom.redis_client import get_redis
 from festinger.cache import keys
-
-SUBSCRIBE_TIMEOUT_SECONDS = 5
 
 
 @dataclass(slots=True)
@@ -24,43 +20,13 @@ class Heard:
     resubscribed: bool = False
 
 
-class ChangesSubscription:
-    """`take` reads what Redis has delivered to the socket without waiting for more (no round trip);
-    a subscription that dropped is made again, once."""
-
+class ChangesSubscription(channels.Subscription):
     def __init__(self):
-        self.pid = os.getpid()
-        self.pubsub = None
-        self.lock = threading.Lock()
+        super().__init__(keys.CHANGES)
 
     def take(self) -> Heard:
-        heard = Heard()
-        with self.lock:
-            try:
-                self._take(heard)
-            except RedisError:  # the connection dropped: subscribe again (everything reloads), once
-                self.pubsub.close()
-                self.pubsub = None
-                self._take(heard)
-        return heard
-
-    def _take(self, heard: Heard) -> None:
-        if self.pubsub is None:
-            self.pubsub = get_redis().pubsub()
-            self.pubsub.subscribe(keys.CHANGES)
-            # Wait for the confirmation: from then on no write goes unheard.
-            self._read(self.pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_SECONDS), heard)
-        while (message := self.pubsub.get_message(timeout=0.0)) is not None:
-            self._read(message, heard)
-
-    @staticmethod
-    def _read(message, heard: Heard) -> None:
-        if message is None:
-            raise RedisError("festinger: Redis did not confirm the subscription to the changes channel")
-        if message["type"] == "subscribe":
-            heard.resubscribed = True
-        elif message["type"] == "message":
-            heard.workspace_ids.append(int(message["data"]))
+        heard = super().take()
+        return Heard([int(data) for data in heard.messages], heard.resubscribed)
 
 
 def changes_publish(workspace_id: int) -> None:

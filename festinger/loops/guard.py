@@ -4,7 +4,8 @@ A conversation is named by the proxy (`conversation_session`: the client's `X-Fe
 header, else a fingerprint of its first system message and first user message); a call outside the
 proxy (a fire's) by the same fingerprint within its trace, so two fires asking alike are not one
 conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the proxy). Its state lives in Redis, so every
-process of the stack sees the same conversation:
+process of the stack sees the same conversation; which conversations have one at all, every process
+knows without asking (`looping`), so a call of any other costs no round trip:
 
 - detection, after each answer: the same normalised assistant output `repeat_count` times within the
   last `window` outputs; the same tool calls with the same arguments repeating with a period of at
@@ -27,12 +28,14 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass, fields
 
 from django.db import transaction
 from redis.exceptions import RedisError
 
+from fathom.channels import Subscription, version, version_bump
 from fathom.llm.types import Completion, Message, StopReason
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import current_span
@@ -44,6 +47,11 @@ log = logging.getLogger(__name__)
 CONFIG_VERSION_KEY = "festinger:loops:config:version"
 STATE_TTL_SECONDS = 24 * 3600
 BREAKER_PROVIDER = "festinger-loop-breaker"
+STREAM_CUT_TASK = "memory.festinger_stream_cut_observe"
+# Every detection and reset says "+<workspace>:<session>" or "-..." here; the sessions with a state are
+# kept in a sorted set per workspace (by the time of their last detection).
+LOOPS_CHANNEL = "festinger:loops"
+_LOOPING_KEY = "festinger:loops:{ws}:looping"
 Kind = LoopEvent.Kind
 
 
@@ -79,16 +87,15 @@ class LoopSettings:
 _configs: dict[int, tuple[str, LoopSettings]] = {}
 
 
-def loop_settings(workspace_id: int, version: str | None = None) -> LoopSettings:
+def loop_settings(workspace_id: int) -> LoopSettings:
     """The workspace's thresholds as saved now (cached per process until the next change)."""
-    if version is None:
-        version = get_redis().get(CONFIG_VERSION_KEY) or "0"
+    current = version(CONFIG_VERSION_KEY)
     cached = _configs.get(workspace_id)
-    if cached is not None and cached[0] == version:
+    if cached is not None and cached[0] == current:
         return cached[1]
     row = LoopConfig.objects.filter(workspace_id=workspace_id).first()
     found = LoopSettings.of(row) if row is not None else LoopSettings()
-    _configs[workspace_id] = (version, found)
+    _configs[workspace_id] = (current, found)
     return found
 
 
@@ -105,7 +112,7 @@ def loop_config_update(*, workspace, **values) -> LoopConfig:
 
 def config_changed() -> None:
     """Every process reads the thresholds again from its next call on (after this commit)."""
-    transaction.on_commit(lambda: get_redis().incr(CONFIG_VERSION_KEY))
+    transaction.on_commit(lambda: version_bump(CONFIG_VERSION_KEY))
 
 
 # --- the middleware ---------------------------------------------------------------------------------------
@@ -176,14 +183,10 @@ class Conversation:
 
     @classmethod
     def of(cls, workspace_id: int, session: str) -> Conversation | None:
-        redis = get_redis()
-        with redis.pipeline(transaction=False) as pipe:
-            pipe.get(CONFIG_VERSION_KEY)
-            pipe.hgetall(_key(workspace_id, session))
-            version, state = pipe.execute()
-        settings = loop_settings(workspace_id, version or "0")
+        settings = loop_settings(workspace_id)
         if not settings.enabled:
             return None
+        state = get_redis().hgetall(_key(workspace_id, session)) if looping(workspace_id, session) else {}
         return cls(workspace_id=workspace_id, session=session, settings=settings,
                    level=int(state.get("level") or 0), breaker_until=float(state.get("breaker_until") or 0),
                    outputs=tuple(json.loads(state.get("outputs") or "[]")),
@@ -296,20 +299,34 @@ class Conversation:
         if not found:
             return []
         self.level += 1
-        redis.hset(key, mapping={"level": self.level, "outputs": json.dumps(self.outputs),
-                                 "cycles": json.dumps(self.cycles), "repeated": json.dumps(self.repeated)})
-        redis.expire(key, STATE_TTL_SECONDS)
+        now = time.time()
+        looping = _LOOPING_KEY.format(ws=self.workspace_id)
+        with redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, mapping={"level": self.level, "outputs": json.dumps(self.outputs),
+                                    "cycles": json.dumps(self.cycles), "repeated": json.dumps(self.repeated)})
+            pipe.expire(key, STATE_TTL_SECONDS)
+            pipe.zadd(looping, {self.session: now})
+            pipe.zremrangebyscore(looping, 0, now - STATE_TTL_SECONDS)
+            pipe.publish(LOOPS_CHANNEL, f"+{self.workspace_id}:{self.session}")
+            pipe.execute()
         return [{"kind": kind, "level": self.level, "detail": detail} for kind, detail in found]
 
     def reset(self) -> None:
         key = _key(self.workspace_id, self.session)
-        get_redis().delete(key, f"{key}:outputs", f"{key}:calls")
+        with get_redis().pipeline(transaction=False) as pipe:
+            pipe.delete(key, f"{key}:outputs", f"{key}:calls")
+            pipe.zrem(_LOOPING_KEY.format(ws=self.workspace_id), self.session)
+            pipe.publish(LOOPS_CHANNEL, f"-{self.workspace_id}:{self.session}")
+            pipe.execute()
         self.level, self.breaker_until, self.outputs, self.cycles, self.repeated = 0, 0.0, (), (), None
 
 
 class StreamRepetition:
     """Watches one streamed answer: `feed(delta)` returns the repeating piece once the text ends with
-    a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row."""
+    a piece of `min_chars`..`max_chars` characters repeated `repeats` times in a row (the shortest such
+    piece). A look costs a few searches in C whatever the lengths: a piece repeated at least twice ends
+    with the text's last `min_chars` characters one period earlier too, so only the periods at which
+    those characters occur again are tried."""
 
     def __init__(self, settings: LoopSettings):
         self.settings = settings
@@ -327,13 +344,17 @@ class StreamRepetition:
         if self.unchecked < self.min_chars:
             return None
         self.unchecked = 0
-        tail, repeats = self.tail, self.repeats
-        for period in range(self.min_chars, min(self.max_chars, len(tail) // repeats) + 1):
-            if tail[-1] != tail[-1 - period] or tail[-period:] != tail[-2 * period:-period]:
-                continue
-            unit = tail[-period:]
-            if tail.endswith(unit * repeats) and unit.strip():
+        tail, shortest = self.tail, self.min_chars
+        longest = min(self.max_chars, len(tail) // self.repeats)
+        if longest < shortest:
+            return None
+        last = tail[-shortest:]
+        lowest, end = len(tail) - shortest - longest, len(tail) - shortest
+        while (at := tail.rfind(last, lowest, end)) >= 0:  # nearest first: the shortest period first
+            unit = tail[at + shortest - len(tail):]
+            if tail.endswith(unit * self.repeats) and unit.strip():
                 return unit
+            end = at + shortest - 1
         return None
 
 
@@ -346,6 +367,33 @@ def stream_cut_observe(*, workspace_id: int, session: str, completion: Completio
     events = guard.observe(completion, cut=unit)
     if events:
         loop_events_record(workspace_id=workspace_id, session=session, events=events, model=model)
+
+
+# --- which conversations have a state -------------------------------------------------------------------
+
+def looping(workspace_id: int, session: str) -> bool:
+    """Whether the conversation has a loop state (a detection within STATE_TTL_SECONDS), from this
+    process's copy of the workspace's looping conversations: no round trip for the others. Every
+    detection and reset is published (LOOPS_CHANNEL) and heard here before the answer."""
+    with _looping_lock:
+        heard = _loops.take()
+        if heard.resubscribed:
+            _looping.clear()
+        for message in heard.messages:
+            workspace, _, name = message[1:].partition(":")
+            sessions = _looping.get(int(workspace))
+            if sessions is not None:
+                (sessions.add if message[0] == "+" else sessions.discard)(name)
+        sessions = _looping.get(workspace_id)
+        if sessions is None:
+            sessions = _looping[workspace_id] = set(get_redis().zrangebyscore(
+                _LOOPING_KEY.format(ws=workspace_id), time.time() - STATE_TTL_SECONDS, "+inf"))
+        return session in sessions
+
+
+_loops = Subscription(LOOPS_CHANNEL)
+_looping: dict[int, set[str]] = {}
+_looping_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -440,6 +488,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["LoopGuardMiddleware", "LoopSettings", "LoopState", "StreamRepetition", "config_changed",
+__all__ = ["STREAM_CUT_TASK", "LoopGuardMiddleware", "LoopSettings", "LoopState", "StreamRepetition", "config_changed",
            "fingerprint", "loop_config_update",
            "loop_events_record", "loop_settings", "loop_states", "stream_cut_observe"]

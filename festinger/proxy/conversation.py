@@ -3,12 +3,15 @@
 For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
 project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
-images and every other field kept, changed only where the middleware changed them); `finish` (in a
-thread, after the client has its last byte) runs every `after` with the assembled answer (counting,
-cues to the memory queue, loop detection) inside a `festinger.proxy.call` span. For a registry
-model, `fathom.llm.complete` runs the same middleware itself, except when an OpenAI client asks for
-several choices: one turn of the conversation, so the proxy runs the middleware once around them as
-it does for Ollama (the first choice is the answer it learns from and watches for loops)."""
+images and every other field kept, changed only where the middleware changed them). Once the client
+has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
+assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
+meanwhile): `proxied_calls_finish`, in a worker, runs every `after` (counting, cues to the memory
+queue, loop detection) inside a `festinger.proxy.call` span (T33: the response never waits for the
+write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
+the same middleware itself, except when an OpenAI client asks for several choices: one turn of the
+conversation, so the proxy runs the middleware once around them as it does for Ollama (the first
+choice is the answer it learns from and watches for loops)."""
 
 from __future__ import annotations
 
@@ -17,18 +20,26 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from celery import signature
 from django.db import connections
 
 from fathom.llm import middleware
 from fathom.llm.middleware import LLMRequest
 from fathom.llm.registry import ResolvedModel
 from fathom.llm.types import Completion, Message
+from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
 from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
+from festinger.recollection import memory_queue_held
 
 PROXY_ROLE = "proxy"
+FINISH_TASK = "memory.festinger_proxy_calls_finish"
+# A finished call is claimed once (a retried task must not count an answer twice), for longer than a
+# task's retries last (fathom.transient: at most six, two minutes apart at most).
+_FINISHED_KEY = "festinger:proxy:finished:{call_id}"
+_FINISHED_SECONDS = 3600
 # Filled by `NotesMiddleware.after` for the proxy's span: what was forwarded after all middleware.
 call_notes: ContextVar[dict | None] = ContextVar("festinger_proxy_call_notes", default=None)
 
@@ -57,13 +68,14 @@ class ProxiedCall:
     entered: list = field(default_factory=list)
     answer: Completion | None = None
     notes: dict = field(default_factory=dict)
+    sends: list = field(default_factory=list)  # to the memory queue once the response is out (recollection's)
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
 
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), connections_returned():
+        with session_context(self.session), connections_returned(), memory_queue_held(self.sends):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -91,9 +103,21 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
+    def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
+        """The call as plain JSON: the request as the middleware left it (its model without a key), and
+        the answer."""
+        model = self.request.model
+        return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
+                "stream_cut": stream_cut, "entered": len(self.entered),
+                "upstream": {"name": self.upstream.name, "kind": self.upstream.kind, "target": self.upstream.target},
+                "model": {"name": model.name, "provider": model.provider, "model": model.model},
+                "messages": [message.to_dict() for message in self.request.messages],
+                "options": self.request.options, "metadata": self.request.metadata,
+                "completion": completion.to_dict()}
+
     def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
-        """After the response: every `after` (counting, learning, loop detection) and the trace."""
-        with session_context(self.session), connections_returned(), call_notes_context(self.notes):
+        """Every `after` (counting, learning, loop detection) and the trace."""
+        with session_context(self.session), call_notes_context(self.notes):
             with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
                       call_id=self.call_id) as call:
                 call.set(model=self.upstream.name, upstream=self.upstream.kind, target=self.upstream.target,
@@ -113,6 +137,39 @@ class ProxiedCall:
             if original.content and message.content.endswith(original.content):
                 return raw
         return None
+
+
+def outcomes_send(outcomes: list[dict]) -> None:
+    """Queue the work after these proxied calls (their `ProxiedCall.outcome`s) on the memory queue, in
+    one message."""
+    signature(FINISH_TASK).apply_async((outcomes,), ignore_result=True)
+
+
+def proxied_calls_finish(*, outcomes: list[dict]) -> int:
+    """The work after proxied calls' responses (their `ProxiedCall.outcome`s): every `after` and the
+    trace of each, once per call (a redelivered or retried batch skips the calls it began before). How
+    many it finished."""
+    with get_redis().pipeline(transaction=False) as pipe:
+        for outcome in outcomes:
+            pipe.set(_FINISHED_KEY.format(call_id=outcome["call_id"]), 1, nx=True, ex=_FINISHED_SECONDS)
+        claimed = pipe.execute()
+    for outcome, ours in zip(outcomes, claimed, strict=True):
+        if ours:
+            _finish(outcome)
+    return sum(1 for ours in claimed if ours)
+
+
+def _finish(outcome: dict) -> None:
+    upstream = Upstream(**outcome["upstream"])
+    call = ProxiedCall(workspace_id=outcome["workspace_id"], upstream=upstream, raw_messages=[],
+                       session=outcome["session"], call_id=outcome["call_id"],
+                       entered=list(middleware.loaded()[:outcome["entered"]]))
+    call.request = LLMRequest(workspace_id=call.workspace_id, role=PROXY_ROLE,
+                              model=ResolvedModel(**outcome["model"]),
+                              messages=[Message.from_dict(m) for m in outcome["messages"]],
+                              options=dict(outcome["options"]), metadata=dict(outcome["metadata"]),
+                              call_id=call.call_id)
+    call.finish(Completion.from_dict(outcome["completion"]), outcome["kind"], outcome["stream_cut"])
 
 
 @contextmanager

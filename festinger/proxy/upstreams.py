@@ -6,7 +6,7 @@
 4. with no OLLAMA_HOST: None, which the proxy answers as Ollama does (404, "try pulling it first").
 
 Resolutions are cached per process and dropped when a route or the registry changes (version keys in
-Redis), so the hot path costs one Redis round trip."""
+Redis, fathom.channels), so the hot path costs no round trip."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from fathom.channels import version, version_bump
 from fathom.llm import registry
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import LLMModel, Provider
-from fathom.redis_client import get_redis
 from festinger.proxy.models import ProxyRoute
 
 ROUTES_VERSION_KEY = "festinger:proxy:routes:version"
@@ -43,8 +43,7 @@ class Upstream:
 
 def upstream_for(*, workspace_id: int, name: str) -> Upstream | None:
     """The upstream that answers `name` in the workspace, or None (an unknown model)."""
-    redis = get_redis()
-    versions = tuple(redis.mget(ROUTES_VERSION_KEY, registry.VERSION_KEY)) + (settings.OLLAMA_HOST,)
+    versions = (version(ROUTES_VERSION_KEY), version(registry.VERSION_KEY), settings.OLLAMA_HOST)
     key = (workspace_id, name)
     with _lock:
         if _cache.get("versions") != versions:
@@ -93,7 +92,7 @@ def proxy_route_save(*, workspace, name: str, upstream: str, target: str, enable
 
 
 def routes_changed() -> None:
-    transaction.on_commit(lambda: get_redis().incr(ROUTES_VERSION_KEY))
+    transaction.on_commit(lambda: version_bump(ROUTES_VERSION_KEY))
 
 
 # --- internals ------------------------------------------------------------------------------------------

@@ -3,13 +3,16 @@ same upstream, in one run.
 
     .venv/bin/python -m pytest tests/bench/bench_proxy.py -s -q -o python_files='bench_*.py'
 
-Three processes besides this one: a fast fake Ollama (tests/bench/fake_ollama_app.py, uvicorn), the
+Four processes besides this one: a fast fake Ollama (tests/bench/fake_ollama_app.py, uvicorn), the
 proxy (`festinger.proxy.asgi`, as `fathom up` runs it, on the test database, with a world whose
-recollection is injected into every prompt and the loop guard on), and LiteLLM's proxy
-(`litellm --model ollama_chat/...`). Sequential requests, whole and streamed: p50 / p99 of the latency
-added over calling the fake directly (streamed: to the first byte and to the last), then 64 concurrent
-streams: requests per second and errors. Prints figures and the issue's targets; never asserts a
-timing (the machine is shared: numbers are noisy)."""
+recollection is injected into every prompt and the loop guard on), the Celery worker `fathom up` runs
+(it does the work after each proxied response: counting, the loop guard, the trace), and LiteLLM's
+proxy (`litellm --model ollama_chat/...`). Sequential requests, whole and streamed: p50 / p99 of the
+latency added over calling the fake directly (streamed: to the first byte and to the last; a proxy's
+requests take turns with direct ones, so that a shared machine's load falls on both alike), then 64
+concurrent streams: requests per second and errors; last, how many proxied calls the worker finished.
+Prints figures and the issue's targets; never asserts a timing (the machine is shared: numbers are
+noisy)."""
 
 import asyncio
 import math
@@ -22,14 +25,20 @@ import subprocess
 import sys
 import time
 
+import aiohttp
 import httpx
+import psutil
 import pytest
 
+from fathom.processes import proxy_argv
+from fathom.supervisor import stack_children
+from fathom.tracing.models import TraceEvent
 from festinger.models import Concept
 from festinger.services import insert_fact, world_ensure
-from tests.conftest import REPO_ROOT, worker_env
+from tests.conftest import REPO_ROOT, wait_for_worker, worker_env
 
 SEQUENTIAL = int(os.environ.get("FATHOM_BENCH_PROXY_REQUESTS", "300"))
+WARM_UP = 20
 CONCURRENT_STREAMS = 64
 REQUESTS_PER_STREAM = int(os.environ.get("FATHOM_BENCH_PROXY_PER_STREAM", "10"))
 PROMPT = "Please update gnommoweb to use FastAPI instead, and tell me what changed."
@@ -80,8 +89,12 @@ def stack(transactional_db, workspace):
                        health="/api/tags")]
     fake = f"http://127.0.0.1:{fake_port}"
     env = {**worker_env(), "OLLAMA_HOST": fake, "FATHOM_PROXY_WORKSPACE": workspace.slug, "FATHOM_LOG_LEVEL": "WARNING"}
-    processes.append(start([*uvicorn, "--port", str(proxy_port), "festinger.proxy.asgi:application"],
-                           port=proxy_port, env=env))
+    processes.append(start(proxy_argv(host="127.0.0.1", port=proxy_port), port=proxy_port, env=env))
+    # The worker that does the work after each proxied response (memory queue), as `fathom up` runs it.
+    worker = next(child for child in stack_children(host="127.0.0.1", port=0) if child.name == "worker")
+    processes.append(subprocess.Popen(worker.argv, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True))
+    wait_for_worker("fathom@")
     litellm_key = f"sk-bench-{secrets.token_hex(16)}"
     litellm = shutil.which("litellm", path=os.path.dirname(sys.executable)) if os.environ.get(
         "FATHOM_BENCH_PROXY_LITELLM", "1") != "0" else None
@@ -97,7 +110,8 @@ def stack(transactional_db, workspace):
             print(f"LiteLLM's proxy did not start ({exc}): compared with nothing")
             litellm = None
     try:
-        yield {"fake": fake, "proxy": f"http://127.0.0.1:{proxy_port}",
+        yield {"fake": fake, "proxy": f"http://127.0.0.1:{proxy_port}", "workspace": workspace,
+               "proxy_process": psutil.Process(processes[1].pid), "worker_process": psutil.Process(processes[2].pid),
                "litellm": f"http://127.0.0.1:{litellm_port}" if litellm else None, "litellm_key": litellm_key}
     finally:
         for process in reversed(processes):
@@ -125,18 +139,25 @@ def timed(client: httpx.Client, url: str, body: dict, headers: dict, *, stream: 
     return first or 0.0, time.perf_counter() - started
 
 
-def sequential(url: str, body: dict, *, stream: bool, headers=None, sessions: bool = False) -> dict:
+def sequential(targets: dict, *, stream: bool) -> dict:
+    """One request at a time to every target in turn (each round in another order), so that all see the
+    same load of the shared machine: label -> {"first": [...], "total": [...]} seconds. `targets`:
+    label -> (url, body, headers, sessions)."""
+    rows = {label: {"first": [], "total": []} for label in targets}
+    labels = list(targets)
     with httpx.Client(timeout=30) as client:
-        firsts, totals = [], []
-        for index in range(SEQUENTIAL + 20):
-            sent = dict(headers or {})
-            if sessions:  # every request its own conversation: the same answer again is no loop
-                sent["X-Festinger-Session"] = f"bench-{index}-{secrets.token_hex(3)}"
-            first, total = timed(client, url, body, sent, stream=stream)
-            if index >= 20:  # warm-up
-                firsts.append(first)
-                totals.append(total)
-    return {"first": firsts, "total": totals}
+        for index in range(SEQUENTIAL + WARM_UP):
+            turn = index % len(labels)
+            for label in labels[turn:] + labels[:turn]:
+                url, body, headers, sessions = targets[label]
+                sent = dict(headers or {})
+                if sessions:  # every request its own conversation: the same answer again is no loop
+                    sent["X-Festinger-Session"] = f"bench-{index}-{secrets.token_hex(3)}"
+                first, total = timed(client, url, body, sent, stream=stream)
+                if index >= WARM_UP:
+                    rows[label]["first"].append(first)
+                    rows[label]["total"].append(total)
+    return rows
 
 
 def pct(values, p) -> float:
@@ -149,32 +170,50 @@ def added(over: dict, base: dict, key: str) -> tuple[float, float]:
 
 
 async def concurrent(url: str, body_of, headers=None, sessions: bool = False) -> tuple[float, int, int]:
-    """64 streams at once, each REQUESTS_PER_STREAM requests in a row: (requests/s, done, errors)."""
+    """64 streams at once, each REQUESTS_PER_STREAM requests in a row: (requests/s, done, errors). The
+    client is aiohttp: httpx's pool, at 64 connections, tops out below what the fake Ollama alone serves."""
     done, errors = 0, 0
-    limits = httpx.Limits(max_connections=CONCURRENT_STREAMS * 2, max_keepalive_connections=CONCURRENT_STREAMS)
 
-    async def one_stream(client, index):
+    async def one_stream(session, index):
         nonlocal done, errors
         for n in range(REQUESTS_PER_STREAM):
             sent = dict(headers or {})
             if sessions:
                 sent["X-Festinger-Session"] = f"c-{index}-{n}-{secrets.token_hex(3)}"
             try:
-                async with client.stream("POST", url, json=body_of(True), headers=sent) as answer:
-                    async for _ in answer.aiter_raw():
+                async with session.post(url, json=body_of(True), headers=sent) as answer:
+                    async for _ in answer.content.iter_any():
                         pass
-                    if answer.status_code == 200:
+                    if answer.status == 200:
                         done += 1
                     else:
                         errors += 1
-            except httpx.HTTPError:
+            except (TimeoutError, aiohttp.ClientError):
                 errors += 1
 
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    connector = aiohttp.TCPConnector(limit=CONCURRENT_STREAMS * 2)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
         started = time.perf_counter()
-        await asyncio.gather(*(one_stream(client, index) for index in range(CONCURRENT_STREAMS)))
+        await asyncio.gather(*(one_stream(session, index) for index in range(CONCURRENT_STREAMS)))
         elapsed = time.perf_counter() - started
     return done / elapsed, done, errors
+
+
+def cpu_seconds(process: psutil.Process) -> float:
+    """User and system CPU time of a process and its children (a prefork worker's pool)."""
+    times = process.cpu_times()
+    return times.user + times.system + times.children_user + times.children_system + sum(
+        child.cpu_times().user + child.cpu_times().system for child in process.children(recursive=True))
+
+
+def finished_calls(workspace, expected: int, timeout: float = 120) -> tuple[int, float]:
+    """(proxied calls whose after-work is traced, seconds waited for them to reach `expected`)."""
+    started = time.monotonic()
+    while True:
+        finished = TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count()
+        if finished >= expected or time.monotonic() - started > timeout:
+            return finished, time.monotonic() - started
+        time.sleep(0.5)
 
 
 def test_proxy_latency_and_throughput_against_litellm(stack):
@@ -184,32 +223,37 @@ def test_proxy_latency_and_throughput_against_litellm(stack):
     forwarded = httpx.post(f"{proxy}/api/chat", json=chat_body(False), timeout=30)
     assert forwarded.status_code == 200, forwarded.text
     seen = httpx.get(f"{fake}/last").json()["messages"][0]["content"]
+    finished_calls(stack["workspace"], 1)  # the worker warmed up by the first call's work
+    cpu_before = {name: cpu_seconds(stack[name]) for name in ("proxy_process", "worker_process")}
     print(f"\nrecollection injected into the forwarded prompt: {seen.startswith('<recollection>')} "
           f"({seen.splitlines()[1] if seen.startswith('<recollection>') else seen[:60]!r})")
-    print(f"{SEQUENTIAL} sequential requests per row (after 20 warm-up), {os.cpu_count()} cores shared: noisy")
+    print(f"{SEQUENTIAL} sequential requests per row (after {WARM_UP} warm-up), taking turns with the direct "
+          f"ones beside them; {os.cpu_count()} cores shared: noisy")
 
     rows = {}
     for stream in (False, True):
         kind = "stream" if stream else "whole"
-        rows[("direct", kind)] = sequential(f"{fake}/api/chat", chat_body(stream), stream=stream)
-        rows[("fathom", kind)] = sequential(f"{proxy}/api/chat", chat_body(stream), stream=stream, sessions=True)
-        rows[("fathom-openai", kind)] = sequential(f"{proxy}/v1/chat/completions", openai_body(stream), stream=stream,
-                                                   sessions=True)
-        if litellm:
-            rows[("litellm", kind)] = sequential(f"{litellm}/v1/chat/completions", openai_body(stream), stream=stream,
-                                                 headers=litellm_headers)
+        direct = (f"{fake}/api/chat", chat_body(stream), None, False)
+        rows.update({(label, kind): row for label, row in sequential({
+            "direct": direct, "fathom": (f"{proxy}/api/chat", chat_body(stream), None, True),
+            "fathom-openai": (f"{proxy}/v1/chat/completions", openai_body(stream), None, True)}, stream=stream).items()})
+        if litellm:  # apart: what LiteLLM does after a response would land on the requests after it
+            rows.update({(label, kind): row for label, row in sequential({
+                "direct beside litellm": direct,
+                "litellm": (f"{litellm}/v1/chat/completions", openai_body(stream), litellm_headers, False)},
+                stream=stream).items()})
 
-    print(f"{'':28} {'p50 ms':>9} {'p99 ms':>9} {'added p50':>10} {'added p99':>10}")
+    print(f"{'':40} {'p50 ms':>9} {'p99 ms':>9} {'added p50':>10} {'added p99':>10}")
     for (who, kind), row in rows.items():
-        base = rows[("direct", kind)]
+        base = rows[("direct beside litellm" if who.endswith("litellm") else "direct", kind)]
         for key in (("first", "total") if kind == "stream" else ("total",)):
             a50, a99 = added(row, base, key)
             label = f"{who} {kind}" + (" first byte" if key == "first" else "")
-            print(f"{label:28} {pct(row[key], 0.5):9.2f} {pct(row[key], 0.99):9.2f} {a50:10.2f} {a99:10.2f}")
+            print(f"{label:40} {pct(row[key], 0.5):9.2f} {pct(row[key], 0.99):9.2f} {a50:10.2f} {a99:10.2f}")
     ours = added(rows[("fathom", "whole")], rows[("direct", "whole")], "total")
     print(f"target: fathom whole added p50 <= 1.5 ms, p99 <= 5 ms: {ours[0]:.2f} / {ours[1]:.2f} ms")
     if litellm:
-        theirs = added(rows[("litellm", "whole")], rows[("direct", "whole")], "total")
+        theirs = added(rows[("litellm", "whole")], rows[("direct beside litellm", "whole")], "total")
         print(f"target: fathom's added p50 <= 0.1x LiteLLM's: {ours[0]:.2f} vs {theirs[0]:.2f} ms "
               f"({ours[0] / theirs[0] if theirs[0] > 0 else float('nan'):.3f}x)")
 
@@ -225,5 +269,11 @@ def test_proxy_latency_and_throughput_against_litellm(stack):
               f"({their_done} done, {their_errors} errors); target fathom >= 10x: "
               f"{ours_rps / their_rps if their_rps else float('nan'):.1f}x")
     assert ours_errors == 0
+    proxied = 1 + sum(SEQUENTIAL + WARM_UP for who, _kind in rows if who.startswith("fathom")) + ours_done
+    finished, waited = finished_calls(stack["workspace"], proxied)
+    print(f"the worker finished the work after {finished} of {proxied} proxied calls ({waited:.1f} s after the last)")
+    spent = {name: cpu_seconds(stack[name]) - seconds for name, seconds in cpu_before.items()}
+    print(f"CPU per proxied call: the proxy {spent['proxy_process'] / (proxied - 1) * 1000:.2f} ms, "
+          f"the worker {spent['worker_process'] / (proxied - 1) * 1000:.2f} ms")
     print("medians of totals (ms): " + ", ".join(
         f"{who}/{kind}={statistics.median(row['total']) * 1000:.2f}" for (who, kind), row in rows.items()))

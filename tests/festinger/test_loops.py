@@ -4,14 +4,24 @@ Ollama, and as model middleware around a fire's `complete` calls."""
 import httpx
 import ollama
 import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fathom.llm import Message, complete
 from fathom.llm.scripted import Script
+from fathom.llm.types import Completion
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from fathom.tracing.spans import span
 from festinger import cache
-from festinger.loops.guard import LoopSettings, StreamRepetition, loop_config_update, loop_settings
+from festinger.loops.guard import (
+    Conversation,
+    LoopSettings,
+    StreamRepetition,
+    loop_config_update,
+    loop_settings,
+)
 from festinger.loops.models import LoopEvent
 from festinger.proxy.serve import own_port_app
 from festinger.services import world_ensure
@@ -20,6 +30,12 @@ from tests.festinger.proxy_support import Agent, finished_calls, serving
 
 Kind = LoopEvent.Kind
 STUCK = "I will list the files in /tmp to find the report."
+
+
+@pytest.fixture
+def proxy(proxy, celery_worker):
+    """The proxy, with the worker that does the work after each response (the loop guard's detection)."""
+    return proxy
 
 
 def kinds(workspace, session) -> list[str]:
@@ -130,7 +146,7 @@ def test_repetition_inside_one_streamed_answer_cuts_the_stream(proxy, fake_ollam
     wait_for(lambda: kinds(workspace, "babbler") == [Kind.STREAM_REPETITION])
 
 
-def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, workspace, settings):
+def test_a_registry_models_answer_repeating_itself_is_cut_too(transactional_db, workspace, settings, celery_worker):
     settings.OLLAMA_HOST = ""
     world_ensure(workspace=workspace)
     script = Script.install(workspace, roles=("proxy",))
@@ -203,6 +219,22 @@ def test_fires_asking_alike_are_not_one_conversation_and_other_roles_are_not_wat
     assert not LoopEvent.objects.filter(workspace=workspace).exists()
 
 
+def test_only_a_conversation_with_a_loop_state_costs_a_round_trip(workspace, monkeypatch):
+    reads = []
+    hgetall = redis.Redis.hgetall
+    monkeypatch.setattr(redis.Redis, "hgetall", lambda client, key: reads.append(key) or hgetall(client, key))
+    assert Conversation.of(workspace.pk, "calm").level == 0 and reads == []
+
+    guard = Conversation.of(workspace.pk, "calm")
+    for _ in range(3):  # a detection, published: every process hears it before its next call
+        found = guard.observe(Completion(text=STUCK))
+    assert [event["kind"] for event in found] == [Kind.REPEATED_OUTPUT]
+    assert Conversation.of(workspace.pk, "calm").level == 1 and len(reads) == 1
+
+    guard.reset()
+    assert Conversation.of(workspace.pk, "calm").level == 0 and len(reads) == 1
+
+
 def test_stream_repetition_finds_the_repeating_piece():
     watcher = StreamRepetition(LoopSettings(stream_min_chars=5, stream_max_chars=50, stream_repeats=3))
     assert watcher.feed("The answer is near. ") is None
@@ -210,6 +242,32 @@ def test_stream_repetition_finds_the_repeating_piece():
     assert watcher.feed("I look again. ") == "I look again. "
     calm = StreamRepetition(LoopSettings(stream_min_chars=5, stream_max_chars=50, stream_repeats=3))
     assert all(calm.feed(word + " ") is None for word in "each word of this answer is a different one".split())
+
+
+def shortest_repeating_piece(text: str, settings: LoopSettings) -> str | None:
+    """What StreamRepetition looks for, by trying every period."""
+    repeats = max(2, settings.stream_repeats)
+    for period in range(settings.stream_min_chars, min(settings.stream_max_chars, len(text) // repeats) + 1):
+        unit = text[-period:]
+        if text.endswith(unit * repeats) and unit.strip():
+            return unit
+    return None
+
+
+@given(deltas=st.lists(st.text(alphabet="ab .", min_size=1, max_size=9), max_size=80),
+       shortest=st.integers(2, 6), longest=st.integers(6, 30), repeats=st.integers(2, 5))
+@settings(max_examples=300, deadline=None)
+def test_stream_repetition_finds_what_trying_every_period_finds(deltas, shortest, longest, repeats):
+    limits = LoopSettings(stream_min_chars=shortest, stream_max_chars=longest, stream_repeats=repeats)
+    watcher, text, unchecked = StreamRepetition(limits), "", 0
+    for delta in deltas:
+        text += delta
+        unchecked += len(delta)
+        expected = None
+        if unchecked >= shortest:  # it looks once at least `stream_min_chars` characters came since the last look
+            unchecked = 0
+            expected = shortest_repeating_piece(text[-longest * max(2, repeats):], limits)
+        assert watcher.feed(delta) == expected
 
 
 def test_the_breaker_answers_openai_clients_too(proxy, fake_ollama, workspace):

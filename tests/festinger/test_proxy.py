@@ -204,12 +204,13 @@ def test_a_recollection_is_prepended_to_the_forwarded_system_prompt_once(proxy, 
     assert "gnommoweb: [type] repo" in system["content"] and system["content"].endswith("You are an agent.")
 
 
-def test_the_trace_of_a_proxied_call_keeps_the_recollection_its_prompt_received(proxy, fake_ollama, workspace):
+def test_the_trace_of_a_proxied_call_keeps_the_recollection_its_prompt_received(proxy, fake_ollama, workspace,
+                                                                              celery_worker):
     recalls_gnommoweb(workspace)
     fake_ollama.reply_chat("Sure.")
     ollama.Client(host=proxy, headers={"X-Festinger-Session": "agent-7"}).chat(model="llama3.2", messages=[
         {"role": "user", "content": "Please update gnommoweb to use FastAPI instead"}])
-    # written by the middleware's `after`, once the client has its answer
+    # written by the middleware's `after`, by the worker, once the client has its answer
     wait_for(lambda: TraceEvent.objects.filter(workspace=workspace, kind=RECOLLECTION_EVENT).exists())
     event = TraceEvent.objects.get(workspace=workspace, kind=RECOLLECTION_EVENT)
     assert event.name == "festinger.proxy.call" and event.actor_id == "festinger:proxy"

@@ -105,7 +105,7 @@ def test_seeded_choices_differ_by_their_seed(proxy, fake_ollama):
     assert {option["temperature"] for option in options} == {0.5}
 
 
-def test_one_turn_with_n_choices_is_one_turn_for_the_loop_guard(proxy, fake_ollama, workspace):
+def test_one_turn_with_n_choices_is_one_turn_for_the_loop_guard(proxy, fake_ollama, workspace, celery_worker):
     loop_config_update(workspace=workspace, repeat_count=2, breaker_after=1)
     fake_ollama.always_chat(STUCK)
     client = openai.OpenAI(base_url=f"{proxy}/v1", api_key="unused", max_retries=0,
@@ -154,7 +154,7 @@ def test_n_choices_from_a_registry_model_share_one_recollection(registry_proxy, 
     assert {choices[0]["content"], choices[1]["content"]} == {"streamed one", "streamed two"}
 
 
-def test_n_choices_of_a_registry_model_are_one_turn_for_the_loop_guard(registry_proxy, workspace):
+def test_n_choices_of_a_registry_model_are_one_turn_for_the_loop_guard(registry_proxy, workspace, celery_worker):
     url, script = registry_proxy
     loop_config_update(workspace=workspace, repeat_count=2)
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0,

@@ -255,7 +255,7 @@ def test_the_loop_view_and_why_this_surfaced_show_the_fire_close_up(operator, sc
 # --- Festinger: the loop detector, recollections ---------------------------------------------------------
 
 def test_the_loop_detector_panel_and_a_conversations_page_show_detections_mitigations_and_the_breaker(
-        operator, proxy, fake_ollama, workspace, festinger_knows):
+        operator, proxy, fake_ollama, workspace, festinger_knows, celery_worker):
     festinger_knows(workspace)
     stuck_agent(proxy, fake_ollama, workspace, session="agent-zero-1")  # detected, mitigated, then stopped
     page = operator.get("/").content.decode()

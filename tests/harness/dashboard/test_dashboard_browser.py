@@ -226,7 +226,8 @@ def test_an_operator_flips_the_autonomy_switch_beside_the_pressure_gauge(live_se
 
 
 def test_an_operator_follows_a_loop_the_proxy_caught_and_reads_the_recollections(
-        live_server_url, browser, screenshot, proxy, fake_ollama, scripted_llm, workspace, festinger_knows):
+        live_server_url, browser, screenshot, proxy, fake_ollama, scripted_llm, workspace, festinger_knows,
+        celery_worker):
     member(workspace)
     festinger_knows(workspace)
     fire = fire_with_tools(scripted_llm, workspace, question="What changed in gnommoweb this week?")

@@ -1,0 +1,103 @@
+"""Redis channels a process reads without waiting, so what one process changes every other one hears
+before its next read, at no round trip.
+
+A process subscribes to a channel once (`Subscription`), at its first look. `take()` returns what Redis
+has delivered to the subscription's socket since the last look (a non-blocking read, no network wait)
+and whether the subscription was made anew (the first look, one after the connection dropped, or the
+first in a forked child), in which case what was published before is lost and a cache kept coherent by
+the channel must be dropped. Redis writes a published message to every subscriber in the same pass as
+it answers the publisher, so a change published before anyone is told of it is heard at the next look.
+
+`version(key)` and `version_bump(key)` build on one channel: a version number in Redis that names the
+state of something every process caches (the model registry, the proxy's routes, the loop detector's
+thresholds). A bump increments the key and publishes its name; `version` answers from this process's
+memory, reading a key again (one GET) only when it was bumped or the subscription was made anew."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+from redis.exceptions import RedisError
+
+from fathom.redis_client import get_redis
+
+SUBSCRIBE_TIMEOUT_SECONDS = 5
+VERSIONS_CHANNEL = "fathom:versions"
+
+
+@dataclass(slots=True)
+class Heard:
+    """What a channel said since the last look; `resubscribed`: everything published before is lost."""
+
+    messages: list[str] = field(default_factory=list)
+    resubscribed: bool = False
+
+
+class Subscription:
+    """This process's subscription to one channel (thread-safe; made again after a fork or a drop)."""
+
+    def __init__(self, channel: str):
+        self.channel = channel
+        self.pid = os.getpid()
+        self.pubsub = None
+        self.lock = threading.Lock()
+
+    def take(self) -> Heard:
+        heard = Heard()
+        with self.lock:
+            if self.pid != os.getpid():  # a forked child: the parent's socket is not ours to read or close
+                self.pid, self.pubsub = os.getpid(), None
+            try:
+                self._take(heard)
+            except RedisError:  # the connection dropped: subscribe again (every cache drops), once
+                if self.pubsub is not None:
+                    self.pubsub.close()
+                self.pubsub = None
+                self._take(heard)
+        return heard
+
+    def _take(self, heard: Heard) -> None:
+        if self.pubsub is None:
+            self.pubsub = get_redis().pubsub()
+            self.pubsub.subscribe(self.channel)
+            # Wait for the confirmation: from then on nothing published goes unheard.
+            self._read(self.pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_SECONDS), heard)
+        while (message := self.pubsub.get_message(timeout=0.0)) is not None:
+            self._read(message, heard)
+
+    def _read(self, message, heard: Heard) -> None:
+        if message is None:
+            raise RedisError(f"Redis did not confirm the subscription to {self.channel}")
+        if message["type"] == "subscribe":
+            heard.resubscribed = True
+        elif message["type"] == "message":
+            heard.messages.append(message["data"])
+
+
+def version(key: str) -> str:
+    """The version `key` holds ("0" before its first bump), from memory unless it was bumped."""
+    with _versions_lock:
+        heard = _versions.take()
+        if heard.resubscribed:
+            _known.clear()
+        for bumped in heard.messages:
+            _known.pop(bumped, None)
+        found = _known.get(key)
+        if found is None:
+            found = _known[key] = get_redis().get(key) or "0"
+        return found
+
+
+def version_bump(key: str) -> None:
+    """Every process reads what `key` names again from its next use on."""
+    with get_redis().pipeline(transaction=True) as pipe:
+        pipe.incr(key)
+        pipe.publish(VERSIONS_CHANNEL, key)
+        pipe.execute()
+
+
+_versions = Subscription(VERSIONS_CHANNEL)
+_versions_lock = threading.Lock()
+_known: dict[str, str] = {}

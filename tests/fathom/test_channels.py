@@ -1,0 +1,53 @@
+"""Redis channels read without waiting, and the version numbers built on them: a version is answered
+from memory until a bump anywhere is published, then read again at once."""
+
+import socket
+import uuid
+
+import redis
+from django.conf import settings
+
+from fathom import channels
+from fathom.redis_client import get_redis
+
+
+def another_process() -> redis.Redis:
+    """A client of its own, as another process of the stack would have."""
+    return redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+
+
+def test_a_version_is_answered_from_memory_until_it_is_bumped():
+    key = f"test:version:{uuid.uuid4().hex}"
+    assert channels.version(key) == "0"
+    get_redis().set(key, "41")  # changed without a bump: nobody is told
+    assert channels.version(key) == "0"
+    channels.version_bump(key)
+    assert channels.version(key) == "42"
+
+
+def test_a_bump_in_another_process_is_heard_at_the_next_read():
+    key = f"test:version:{uuid.uuid4().hex}"
+    assert channels.version(key) == "0"
+    other = another_process()
+    other.incr(key)
+    other.publish(channels.VERSIONS_CHANNEL, key)
+    assert channels.version(key) == "1"  # no wait: Redis delivered the message before it answered the publish
+
+
+def test_a_subscription_that_drops_forgets_every_version():
+    key = f"test:version:{uuid.uuid4().hex}"
+    assert channels.version(key) == "0"
+    get_redis().set(key, "7")
+    channels._versions.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
+    assert channels.version(key) == "7"  # subscribed again, and every version read anew
+
+
+def test_a_subscription_hears_what_was_published_since_its_last_look():
+    channel = f"test:channel:{uuid.uuid4().hex}"
+    subscription = channels.Subscription(channel)
+    assert subscription.take().resubscribed
+    get_redis().publish(channel, "one")
+    get_redis().publish(channel, "two")
+    heard = subscription.take()
+    assert heard.messages == ["one", "two"] and not heard.resubscribed
+    assert subscription.take().messages == []

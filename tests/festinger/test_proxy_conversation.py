@@ -1,0 +1,50 @@
+"""The work after a proxied call's response (T33): handed to the memory queue once the client has its
+last byte (with what the prompt's recollection queued), and done there by a worker: counting the
+answer, its cues, the loop guard, the trace."""
+
+import ollama
+import pytest
+
+from fathom.llm.types import Completion
+from fathom.redis_client import get_redis
+from fathom.tracing.models import TraceEvent
+from festinger.models import Edge
+from festinger.proxy.conversation import ProxiedCall, proxied_calls_finish
+from festinger.proxy.upstreams import upstream_for
+from festinger.services import world_ensure
+from tests.conftest import wait_for
+
+
+def test_a_proxied_answer_is_learned_from_by_a_worker_after_the_response(proxy, fake_ollama, workspace,
+                                                                          celery_worker):
+    fake_ollama.reply_chat("Found it: zorbulon is a repo.")
+    answer = ollama.Client(host=proxy, headers={"X-Festinger-Session": "learner"}).chat(
+        model="llama3.2", messages=[{"role": "system", "content": "You are a file agent."},
+                                    {"role": "user", "content": "Quibbit is a service. What is zorbulon?"}])
+    assert answer.message.content == "Found it: zorbulon is a repo."
+
+    # the prompt's cue, sent once the response was out, and the answer's, by the worker
+    for concept, parent in (("quibbit", "service"), ("zorbulon", "repo")):
+        edge = wait_for(lambda concept=concept: Edge.objects.filter(workspace=workspace, concept__token=concept).first())
+        assert (edge.parent.token, edge.dimension.token, edge.source) == (parent, "type", "inferred")
+    finished = wait_for(lambda: TraceEvent.objects.filter(workspace=workspace,
+                                                          kind="festinger.proxy.call.completed").first())
+    assert finished.task_id  # written inside a Celery task, not by the proxy
+    assert finished.payload["endpoint"] == "chat" and finished.payload["text"] == "Found it: zorbulon is a repo."
+    assert finished.payload["forwarded_system"].endswith("You are a file agent.")
+    assert finished.payload["loops"] == {"session": "learner", "level": 0, "events": []}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_outcome_delivered_twice_is_finished_once(workspace, settings):
+    settings.OLLAMA_HOST = "http://127.0.0.1:9"
+    world_ensure(workspace=workspace)
+    call = ProxiedCall(workspace_id=workspace.pk, upstream=upstream_for(workspace_id=workspace.pk, name="llama3.2"),
+                       raw_messages=[{"role": "user", "content": "Find the report."}], session="twice")
+    call.prepare()
+    outcome = call.outcome(Completion(text="I will look in /tmp.", model="llama3.2", provider="ollama"), "chat")
+
+    assert proxied_calls_finish(outcomes=[outcome]) == 1
+    assert proxied_calls_finish(outcomes=[outcome]) == 0
+    assert get_redis().llen(f"festinger:loop:{workspace.pk}:twice:outputs") == 1  # the answer counted once
+    assert TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count() == 1
