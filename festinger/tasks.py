@@ -102,7 +102,7 @@ def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
     proxied_calls_finish(outcomes=outcomes)
 
 
-@shared_task(name=STREAM_CUT_TASK, ignore_result=True, soft_time_limit=60, time_limit=90)
+@shared_task(name=STREAM_CUT_TASK, ignore_result=True, **retries(), soft_time_limit=60, time_limit=90)
 def festinger_stream_cut_observe(workspace_id: int, session: str, completion: dict, unit: str, model: str) -> None:
     """A registry model's answer the proxy cut for repeating `unit`: a detection of the loop guard."""
     stream_cut_observe(workspace_id=workspace_id, session=session, completion=Completion.from_dict(completion),
