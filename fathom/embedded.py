@@ -2,7 +2,6 @@
 given. Whichever process needs them first starts them under a file lock; every later process finds
 them running and reuses them. Data lives under FATHOM_DATA_DIR and survives restarts."""
 
-import fcntl
 import hashlib
 import logging
 import os
@@ -11,11 +10,12 @@ import signal
 import subprocess
 import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
+
+from fathom.lockfile import file_locked
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,7 @@ warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
 
 # A Unix socket path longer than this cannot be bound (sun_path is 108 bytes on Linux).
 _MAX_SOCKET_PATH = 100
+LOCK_FILE = ".embedded.lock"  # held while a process starts or stops the services
 
 
 @dataclass(frozen=True)
@@ -201,17 +202,6 @@ class EmbeddedRedis:
             return False
 
 
-@contextmanager
-def _lock(data_dir: Path):
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
-    with open(Path(data_dir) / ".embedded.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def services(data_dir: Path, *, postgres: bool, redis: bool) -> list:
     chosen = []
     if postgres:
@@ -226,7 +216,7 @@ def ensure_started(data_dir: Path, *, postgres: bool, redis: bool) -> None:
     wanted = services(data_dir, postgres=postgres, redis=redis)
     if all(service.status().running for service in wanted):
         return
-    with _lock(data_dir):
+    with file_locked(Path(data_dir) / LOCK_FILE):
         for service in wanted:
             service.ensure_running()
 
@@ -234,7 +224,7 @@ def ensure_started(data_dir: Path, *, postgres: bool, redis: bool) -> None:
 def stop_all(data_dir: Path) -> list[str]:
     """Stop whatever embedded service runs for this data dir; return the names of those stopped."""
     stopped, failures = [], []
-    with _lock(data_dir):
+    with file_locked(Path(data_dir) / LOCK_FILE):
         for service in services(data_dir, postgres=True, redis=True):
             try:  # one that cannot be stopped must not leave the other running
                 if service.stop():

@@ -14,7 +14,6 @@ and beat as children.
   crashing again and again (5 times within 60 s) stops the stack, with a non-zero exit."""
 
 import ctypes
-import fcntl
 import json
 import os
 import signal
@@ -35,6 +34,7 @@ from django.core.management.base import CommandError
 from django.db import connections
 
 from fathom import embedded, processes
+from fathom.lockfile import file_locked
 
 # Children get this long to stop (a worker finishes its task) before SIGKILL; acks-late tasks killed here
 # are redelivered. It leaves the embedded servers' shutdown room within Ctrl-C's 10 s.
@@ -221,22 +221,19 @@ def data_dir_held(data_dir: Path) -> Iterator[DataDirLock]:
     """Hold `data_dir` for this process. When a previous holder died without letting go, the lock
     names it (`previous_owner`), and the process groups of its children still running are stopped
     first (`orphans_stopped`). Raises CommandError, touching nothing, when a live process holds it."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with open(data_dir / LOCK_FILE, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    path = data_dir / LOCK_FILE
+    with file_locked(path, wait=False) as handle:
+        if handle is None:
             raise CommandError(
-                f"{data_dir} is in use by another `fathom up` (pid {_lock_owner(handle) or 'unknown'}); stop it "
-                f"with Ctrl-C (or kill it), or point FATHOM_DATA_DIR at another folder") from None
-        previous = _lock_owner(handle) or None
+                f"{data_dir} is in use by another `fathom up` (pid {_lock_owner(path) or 'unknown'}); stop it "
+                f"with Ctrl-C (or kill it), or point FATHOM_DATA_DIR at another folder")
+        previous = _lock_owner(path) or None
         lock = DataDirLock(handle, previous_owner=previous, orphans_stopped=_stop_orphans(_lock_children(handle)))
         lock._write([str(os.getpid())])
         try:
             yield lock
         finally:
             handle.truncate(0)  # a clean exit leaves no owner to report as crashed
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def data_dir_holder(data_dir: Path) -> str | None:
@@ -244,12 +241,9 @@ def data_dir_holder(data_dir: Path) -> str | None:
     path = data_dir / LOCK_FILE
     if not path.exists():
         return None
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _lock_owner(handle) or "unknown"
-        fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_locked(path, shared=True, wait=False) as handle:
+        if handle is None:
+            return _lock_owner(path) or "unknown"
     return None
 
 
@@ -285,9 +279,8 @@ def _ensure_operator(out) -> None:
         out.write(f"[up] operator account created: {user.username} / {generated}  (shown once; change it in /admin/)")
 
 
-def _lock_owner(handle) -> str:
-    handle.seek(0)
-    return handle.readline().strip()
+def _lock_owner(path: Path) -> str:
+    return path.read_text().partition("\n")[0].strip()
 
 
 def _lock_children(handle) -> list[dict]:

@@ -10,8 +10,8 @@ maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts in
 """
 
 from celery import shared_task
-from django.db import transaction
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.llm.types import Completion
 from fathom.models import Workspace
@@ -31,20 +31,15 @@ def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
     """Queue a run now (REST, admin, CLI, a full batch's continuation); the worker picks it up after
     commit."""
     run = ResolutionRun.objects.create(workspace=workspace, trigger=trigger)
-    transaction.on_commit(lambda: resolution.delay(run_id=run.pk))
+    send_task_on_commit(RESOLUTION_TASK, kwargs={"run_id": run.pk})
     return run
 
 
 def conflicts_ask_request(*, conflict_ids: list[int]) -> None:
     """Queue the resolver model for each of these conflicts (admin's "ask now"): a task a conflict,
     sent after commit, so a long selection never outgrows one task's time limit."""
-    ids = list(conflict_ids)
-
-    def send():
-        for conflict_id in ids:
-            festinger_conflict_ask.delay(conflict_id=conflict_id)
-
-    transaction.on_commit(send)
+    for conflict_id in conflict_ids:
+        send_task_on_commit("memory.festinger_conflict_ask", kwargs={"conflict_id": conflict_id})
 
 
 # acks_late is safe: a queued run is claimed with a conditional UPDATE, and each conflict is applied
@@ -107,7 +102,7 @@ def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
     proxied_calls_finish(outcomes=outcomes)
 
 
-@shared_task(name=STREAM_CUT_TASK, ignore_result=True, soft_time_limit=60, time_limit=90)
+@shared_task(name=STREAM_CUT_TASK, ignore_result=True, **retries(), soft_time_limit=60, time_limit=90)
 def festinger_stream_cut_observe(workspace_id: int, session: str, completion: dict, unit: str, model: str) -> None:
     """A registry model's answer the proxy cut for repeating `unit`: a detection of the loop guard."""
     stream_cut_observe(workspace_id=workspace_id, session=session, completion=Completion.from_dict(completion),

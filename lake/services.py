@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from celery import signature
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from lake.embedders import embedder_name, get_embedder
@@ -94,7 +94,7 @@ def embedding_enqueue(*, delta_ids: Sequence[str]) -> None:
     size = settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(delta_ids), size):
         batch = list(delta_ids[start:start + size])
-        transaction.on_commit(lambda batch=batch: signature("memory.embed_deltas").delay(batch))
+        send_task_on_commit("memory.embed_deltas", args=[batch])
 
 
 def deltas_embed(*, delta_ids: Sequence[str], force: bool = False) -> int:

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from celery import signature
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from proposals.lake_io import helper_output_write
 from proposals.models import HelperHost, HelperJob, HelperJobStatus
@@ -186,7 +186,7 @@ def helper_job_create(*, workspace, host: str, task: str, title: str = "", propo
     helper_host_validate(config)
     job = HelperJob.objects.create(workspace=workspace, proposal=proposal, host=host, task=task, title=title,
                                    executor=config.executor, timeout_seconds=config.timeout_seconds)
-    transaction.on_commit(lambda: signature(HELPER_TASK).delay(job.pk))
+    send_task_on_commit(HELPER_TASK, args=[job.pk])
     return job
 
 

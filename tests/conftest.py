@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from fathom.models import Workspace
@@ -80,6 +81,34 @@ def start_worker(name: str, queues=None, concurrency: int = 1, env: dict | None 
     )
 
 
+def run_at_once(actions, timeout: float = 60) -> list[Exception]:
+    """Run each of `actions` (callables) in a thread of its own, all let go together, and return what
+    they raised. Each thread gives its database connections back at its end."""
+    barrier, errors = threading.Barrier(len(actions)), []
+
+    def run(action):
+        try:
+            barrier.wait(timeout=timeout)
+            action()
+        except Exception as exc:  # noqa: BLE001 - returned to the test, which asserts on them
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(action,)) for action in actions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return errors
+
+
+def percentile(values, q):
+    """The `q`th percentile (0-100) of `values`, nearest rank: what the benchmarks print."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
 def wait_for(predicate, timeout: float = 30.0, every: float = 0.05):
     """The predicate's first truthy value, polled every `every` seconds; AssertionError after `timeout`."""
     deadline = time.monotonic() + timeout
@@ -146,9 +175,9 @@ _session_worker: list[str] = []  # the node name of the session's worker once it
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker):
-    """A real Celery worker process consuming every queue, for the whole session. Tests that use it
-    need `transactional_db` so the worker sees their rows."""
+def session_celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process for the whole session, consuming only while a test that asks for
+    it through `celery_worker` runs: tests use `celery_worker`, not this."""
     name = f"test-{uuid.uuid4().hex[:6]}"
     process = start_worker(name)
     try:
@@ -159,12 +188,42 @@ def celery_worker(django_db_setup, django_db_blocker):
         stop_worker(process)
 
 
+@pytest.fixture
+def celery_worker(session_celery_worker):
+    """The session's real worker consuming every queue, for this test. Between the tests that ask for
+    it, it consumes nothing, so another test's tasks (sent by the test, its live server or workers of
+    its own) never reach it. Tests that use it need `transactional_db` so the worker sees their rows."""
+    worker_consume(_session_worker[0], settings.FATHOM_QUEUES)
+    yield session_celery_worker
+    worker_consume(_session_worker[0], ())
+
+
+def worker_consume(node: str, queues, timeout: float = 30) -> None:
+    """Make the worker `node` consume exactly `queues`, and wait until it says it does (a broadcast
+    control command can be missed, so it is sent again until then)."""
+    from fathom.celery import app
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.inspect(destination=[node], timeout=1).active_queues() or {}
+        if node in replies:
+            consuming = {queue["name"] for queue in replies[node]}
+            if consuming == set(queues):
+                return
+            for queue in set(queues) - consuming:
+                app.control.add_consumer(queue, destination=[node], reply=True)
+            for queue in consuming - set(queues):
+                app.control.cancel_consumer(queue, destination=[node], reply=True)
+    raise AssertionError(f"worker {node} did not consume {sorted(queues)} within {timeout}s")
+
+
 @pytest.fixture(autouse=True)
 def broker_quiet_before_flush(request):
     """A transactional test commits, so its writes' background tasks (judge axes, embeddings) reach
-    the broker, and the session's worker, running from an earlier test, takes them. Running while
-    the teardown TRUNCATEs the tables, they deadlock it: before the flush, purge the queues and wait
-    until the worker is idle."""
+    the broker, and a worker, the session's or the test's own, takes them. Running while the
+    teardown TRUNCATEs the tables, they deadlock it: before the flush, purge the queues and wait
+    until the session's worker is idle. Before the test, the queues are emptied too, of what earlier
+    tests left there."""
     marker = request.node.get_closest_marker("django_db")
     transactional = (marker is not None and marker.kwargs.get("transaction")) or not {
         "transactional_db", "live_server"}.isdisjoint(request.fixturenames)
@@ -172,6 +231,7 @@ def broker_quiet_before_flush(request):
         yield
         return
     request.getfixturevalue("transactional_db")  # set up first, so this teardown runs before its flush
+    broker_quiesce(None)
     yield
     broker_quiesce(_session_worker[0] if _session_worker else None)
 

@@ -17,12 +17,12 @@ import zoneinfo
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from celery import signature
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
@@ -62,14 +62,7 @@ SETTINGS_FIELDS = ("mode", "threshold", "time_zone", "quiet_start", "quiet_end",
 def autonomy_settings_get(*, workspace) -> AutonomySettings:
     """The workspace's autonomy settings (a row with the defaults, mode observe, is made on first use)."""
     workspace_id = getattr(workspace, "pk", workspace)
-    found = AutonomySettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return AutonomySettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return AutonomySettings.objects.get(workspace_id=workspace_id)
+    return AutonomySettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 @transaction.atomic
@@ -259,7 +252,7 @@ def sits_redrive(*, now: datetime) -> int:
 
 
 def _sit_start_enqueue(decision_id: int) -> None:
-    transaction.on_commit(lambda: signature(SIT_START_TASK).delay(decision_id))
+    send_task_on_commit(SIT_START_TASK, args=[decision_id])
 
 
 def _settings_ensure_all() -> None:

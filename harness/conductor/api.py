@@ -1,18 +1,18 @@
 """REST for conductor runs: start one (202), read it, cancel it, its graph, its events (SSE or JSON)."""
 
-from django.http import StreamingHttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.params import int_param
 from harness.conductor import selectors, services
 from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.services import MAX_OBJECTIVE_CHARS
-from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS, _int_param
-from harness.runtime.sse import EventStreamRenderer, numbered_event_stream
+from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS
+from harness.runtime.sse import EventStreamRenderer, event_stream_response, numbered_event_stream
 
 
 class RunAgendaItemOutput(serializers.ModelSerializer):
@@ -138,21 +138,17 @@ class RunEventsView(APIView):
     )
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.workspace, run_id=run_id)
-        after = _int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
+        after = int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
         if request.accepted_renderer.format == "sse":
-            timeout = _int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
+            timeout = int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
 
             def read_after(*, after: int, limit: int):
                 return selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
 
-            response = StreamingHttpResponse(
+            return event_stream_response(
                 numbered_event_stream(channel=run_channel(run.pk), read_after=read_after, payload=run_event_payload,
-                                      after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)),
-                content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
-        limit = min(max(_int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
+                                      after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)))
+        limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
         events = selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
         last = events[-1].seq if events else after
         return Response({"events": [run_event_payload(e) for e in events], "last_seq": last, "next": f"?after={last}"})

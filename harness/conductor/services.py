@@ -21,11 +21,12 @@ import logging
 import secrets
 from datetime import timedelta
 
-from celery import current_task, signature
-from django.db import IntegrityError, transaction
+from celery import current_task
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.tracing import SpanContext, continue_trace, scope, span, start_span
 from fathom.tracing.services import spans_end
@@ -48,14 +49,7 @@ BOOTSTRAP, DECIDE = "bootstrap", "decide"
 
 def conductor_settings_get(*, workspace_id) -> ConductorSettings:
     """The workspace's conductor settings (a row with the defaults is created on first use)."""
-    found = ConductorSettings.objects.filter(workspace_id=workspace_id).first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return ConductorSettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return ConductorSettings.objects.get(workspace_id=workspace_id)
+    return ConductorSettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 # --- runs -------------------------------------------------------------------------------------------------
@@ -86,12 +80,12 @@ def run_create(*, workspace, objective: str) -> Run:
 
 def step_enqueue(*, run_id) -> None:
     """Run a conductor step on a worker once the current transaction commits."""
-    transaction.on_commit(lambda: signature("fires.conductor_step").delay(str(run_id)))
+    send_task_on_commit("fires.conductor_step", args=[str(run_id)])
 
 
 def call_enqueue(*, call_id) -> None:
     """Run a capability call on the thread-pool worker (queue `quality`) once the transaction commits."""
-    transaction.on_commit(lambda: signature("quality.conductor_call").delay(str(call_id)))
+    send_task_on_commit("quality.conductor_call", args=[str(call_id)])
 
 
 def run_step(*, run_id) -> str:

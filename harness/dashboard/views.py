@@ -4,7 +4,7 @@ JavaScript (a POST, then a redirect back with a message)."""
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpResponseRedirect
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -47,6 +47,7 @@ from harness.runtime import background
 from harness.runtime.background import task_label
 from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
+from harness.runtime.sse import event_stream_response
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -117,13 +118,9 @@ def feed_stream(request):
         return render_to_string("dashboard/partials/proposal.html", {"entry": row, "current": current,
                                                                       "csrf_token": csrf_token, "live": True})
 
-    response = StreamingHttpResponse(
+    return event_stream_response(
         stream.feed_stream(progress=progress, render_fire=render_fire, render_proposal=render_proposal, known=known,
-                           shown_proposals=shown_proposals, cursor=cursor, max_seconds=STREAM_SECONDS),
-        content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+                           shown_proposals=shown_proposals, cursor=cursor, max_seconds=STREAM_SECONDS))
 
 
 @require_GET

@@ -4,10 +4,10 @@ cancel; and the turn work that makes a session turn a fire."""
 import logging
 from datetime import timedelta
 
-from celery import signature
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.loop import run_threaded_fire
@@ -72,7 +72,7 @@ def fire_run(*, fire_id=None, fire: Fire | None = None, limits: HarnessSettings 
 
 def fire_enqueue(*, fire: Fire) -> None:
     """Run the fire on a worker (fires queue) once the current transaction commits."""
-    transaction.on_commit(lambda: signature("fires.fire_run").delay(str(fire.pk)))
+    send_task_on_commit("fires.fire_run", args=[str(fire.pk)])
 
 
 def fires_sweep() -> list:

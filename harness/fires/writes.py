@@ -6,10 +6,10 @@ sees the answer here too (AssistantOutput), its single message is addressed by t
 Sit round's next_prompt seeds the next round."""
 
 import jsonschema
-from celery import signature
 from django.db import transaction
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from harness.fires.models import Fire
 from harness.runtime.events import event_emit
 from harness.runtime.models import SessionEvent
@@ -135,7 +135,7 @@ def _mood_item(mood: dict, common: list, source: str) -> dict:
 
 
 def _judge_axes_enqueue(fire: Fire) -> None:
-    transaction.on_commit(lambda: signature("quality.fire_judge_axes").delay(str(fire.pk)))
+    send_task_on_commit("quality.fire_judge_axes", args=[str(fire.pk)])
 
 
 def _one_line(text: str, limit: int) -> str:

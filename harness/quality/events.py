@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from celery import signature
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.sql import insert_sql, statements_run, update_sql
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
@@ -141,8 +141,7 @@ def _write(step: _Step, *, runner: bool) -> None:
 def fire_resume(*, session_id, workspace_id, fire_id) -> None:
     """Tick the fire's session once the current transaction commits, the way back into a parked fire
     (harness.fires.services.fire_parked_resume): its turn resumes the fire."""
-    args = [str(session_id), workspace_id, str(fire_id)]
-    transaction.on_commit(lambda: signature("fires.fire_parked_resume").delay(*args))
+    send_task_on_commit("fires.fire_parked_resume", args=[str(session_id), workspace_id, str(fire_id)])
 
 
 def _json(value) -> str:

@@ -39,9 +39,10 @@ from datetime import timedelta
 
 from celery import chord, group, signature
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.llm import Message
 from fathom.models import Workspace
 from fathom.sql import ids_next, loaded, select_list
@@ -102,11 +103,8 @@ def quality_settings_get(*, workspace_id, prompt: str = "") -> QualitySettings:
         rows = rows.annotate(prompt_override=prompt_override(prompt))
     found = rows.first()
     if found is None:
-        try:
-            with transaction.atomic():
-                QualitySettings.objects.create(workspace_id=workspace_id, enabled=settings.FATHOM_QUALITY_DEFAULT_ENABLED)
-        except IntegrityError:
-            pass  # made at the same time by another worker
+        QualitySettings.objects.get_or_create(workspace_id=workspace_id,
+                                              defaults={"enabled": settings.FATHOM_QUALITY_DEFAULT_ENABLED})
         found = rows.get()
     if prompt:
         found.prompt = prompt_or_default(prompt, found.prompt_override)
@@ -370,7 +368,7 @@ def verification_send(*, run_id, attempt: int, token: str, perspectives, brief: 
     the join as its callback; a lone standard verifier is one task, which joins itself. Each carries
     the verifiers' `brief` (verifier_brief)."""
     if tuple(perspectives) == ("standard",):
-        transaction.on_commit(lambda: signature("quality.verify", args=[run_id, attempt, token, brief]).delay())
+        send_task_on_commit("quality.verify", args=[run_id, attempt, token, brief])
         return
     header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token, brief])
                    for p in perspectives)

@@ -1,16 +1,15 @@
 """REST for sessions, their messages and events, and profiles."""
 
-from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fathom.errors import ApplicationError
+from fathom.api.params import int_param
 from harness.runtime import profiles, selectors, services
 from harness.runtime.models import AgentProfile, Session, Trigger, UserProfile
-from harness.runtime.sse import EventStreamRenderer, event_payload, event_stream
+from harness.runtime.sse import EventStreamRenderer, event_payload, event_stream, event_stream_response
 
 SSE_MAX_SECONDS = 300
 
@@ -136,29 +135,16 @@ class SessionEventsView(APIView):
     )
     def get(self, request, session_id):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
-        after = _int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
+        after = int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
         if request.accepted_renderer.format == "sse":
-            timeout = _int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
-            response = StreamingHttpResponse(
-                event_stream(session.pk, after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)),
-                content_type="text/event-stream")
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
-            return response
-        limit = min(max(_int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
+            timeout = int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
+            return event_stream_response(
+                event_stream(session.pk, after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)))
+        limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
         events = selectors.session_events_after(session_id=session.pk, after=after, limit=limit)
         last = events[-1].seq if events else after
         return Response({"events": [event_payload(e) for e in events], "last_seq": last,
                          "next": f"?after={last}"})
-
-
-def _int_param(raw, name: str, default: int) -> int:
-    if raw in (None, ""):
-        return default
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        raise ApplicationError(f"{name} must be an integer") from None
 
 
 # --- profiles ---------------------------------------------------------------------------------------------

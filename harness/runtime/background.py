@@ -18,12 +18,12 @@ their time limit. After `max_attempts` runs the task fails: it is never left Run
 import logging
 from datetime import timedelta
 
-from celery import signature
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError, ConflictError
 from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
@@ -156,7 +156,7 @@ def tasks_sweep() -> dict:
         if not task.runner and task.started_at and task.started_at > now - timedelta(
                 seconds=limits.stale_after_seconds):
             continue  # dispatched a moment ago: its message is most likely on its way
-        transaction.on_commit(lambda task=task: _dispatch(task))
+        _dispatch(task)
         done["resent"].append(task.pk)
     for workspace_id in Task.objects.filter(state=State.PENDING).values_list("workspace_id", flat=True).distinct():
         done["started"] += tasks_start_pending(workspace_id=workspace_id)
@@ -186,7 +186,7 @@ def _start(task: Task, limits) -> str:
             _emit(task, previous=State.PENDING)
     except _NoCapacity as refused:
         return str(refused)
-    transaction.on_commit(lambda: _dispatch(task))
+    _dispatch(task)
     return "started"
 
 
@@ -246,9 +246,9 @@ def _slots_give(task: Task) -> None:
 
 
 def _dispatch(task: Task) -> None:
-    signature("fires.task_run").apply_async(
-        args=[str(task.pk)], soft_time_limit=task.timeout_seconds,
-        time_limit=task.timeout_seconds + TIME_LIMIT_GRACE_SECONDS)
+    """Run the task on a worker, under its own time limits, once the current transaction commits."""
+    send_task_on_commit("fires.task_run", args=[str(task.pk)], soft_time_limit=task.timeout_seconds,
+                        time_limit=task.timeout_seconds + TIME_LIMIT_GRACE_SECONDS)
 
 
 def _emit(task: Task, *, previous: str) -> None:

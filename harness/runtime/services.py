@@ -10,11 +10,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from celery import signature
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
 from fathom.selectors import uuid_or_none
 from fathom.transient import TRANSIENT_ERRORS
@@ -34,13 +34,7 @@ def harness_settings_get(*, workspace_id) -> HarnessSettings:
     tick reads them, and the ORM's building of the query costs more than the query."""
     found = next(iter(HarnessSettings.objects.raw(
         f"SELECT * FROM {HarnessSettings._meta.db_table} WHERE workspace_id = %s", [workspace_id])), None)
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return HarnessSettings.objects.create(workspace_id=workspace_id)
-    except IntegrityError:
-        return HarnessSettings.objects.get(workspace_id=workspace_id)
+    return found if found is not None else HarnessSettings.objects.get_or_create(workspace_id=workspace_id)[0]
 
 
 # --- sessions and triggers ------------------------------------------------------------------------------
@@ -114,8 +108,7 @@ def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger
 
 def session_tick_enqueue(*, session_id, countdown: float = 0) -> None:
     """Tick the session on a worker once the current transaction commits."""
-    transaction.on_commit(lambda: signature("fires.session_tick").apply_async(
-        args=[str(session_id)], countdown=countdown or None))
+    send_task_on_commit("fires.session_tick", args=[str(session_id)], countdown=countdown or None)
 
 
 # --- the tick -----------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
+from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from harness.runtime.events import channel_for
@@ -32,6 +33,14 @@ class EventStreamRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         # Only errors reach here (the stream is not rendered): send them as one SSE error event.
         return f"event: error\ndata: {json.dumps(data, cls=DjangoJSONEncoder)}\n\n".encode()
+
+
+def event_stream_response(stream) -> StreamingHttpResponse:
+    """The response that sends `stream` (SSE text) as it comes: no cache or proxy holds it back."""
+    response = StreamingHttpResponse(stream, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 def event_payload(event) -> dict:

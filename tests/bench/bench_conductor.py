@@ -25,17 +25,12 @@ from fathom.celery import app
 from fathom.llm.scripted import Script
 from harness.conductor.models import AgendaItem, CapabilityCall, Run
 from harness.conductor.services import conductor_settings_get, run_create, run_step
-from tests.conftest import start_stack_workers, stop_worker, wait_for
+from tests.conftest import percentile, start_stack_workers, stop_worker, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 STEPS = 40
 ITEMS = 10
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def bootstrapped_run(workspace, items: int) -> Run:

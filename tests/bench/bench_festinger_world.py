@@ -5,18 +5,18 @@ its own connection, and conflicts applied by the resolution job's applicator. Pr
     make bench   (or: .venv/bin/python -m pytest tests/bench/bench_festinger_world.py -s -q -o python_files='bench_*.py')
 """
 
+import functools
 import statistics
-import threading
 import time
 import uuid
 
 import pytest
-from django.db import connections
 
 from fathom.models import Workspace
 from festinger.models import Conflict, Edge
 from festinger.resolution import conflict_apply
 from festinger.services import insert_fact, world_ensure
+from tests.conftest import run_at_once
 
 FACTS = 2_000
 THREADS = 4
@@ -60,23 +60,16 @@ def test_bench_world_writes():
     assert Conflict.objects.filter(workspace=workspace, status="pending").count() == FACTS
 
     per_thread: list[list[float]] = [[] for _ in range(THREADS)]
-    barrier = threading.Barrier(THREADS)
 
     def racer(index):
-        barrier.wait()
         # every thread races for the same (concept, type) slots with its own parent
         per_thread[index] = _timed(
             (lambda i=i: insert_fact(workspace=workspace, concept=f"race{i}", parent=f"p{index}",
                                      dimension="type", is_isa=True, confidence=0.8,
                                      source="inferred")) for i in range(FACTS // THREADS))
-        connections.close_all()
 
-    threads = [threading.Thread(target=racer, args=(index,)) for index in range(THREADS)]
     started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    assert run_at_once([functools.partial(racer, index) for index in range(THREADS)]) == []
     wall = time.perf_counter() - started
     _report(f"insert_fact, {THREADS} threads racing per slot", [t for times in per_thread for t in times])
     print(f"{'':<44} wall {wall:.2f} s for {FACTS // THREADS * THREADS} facts: "

@@ -32,18 +32,13 @@ from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_create, fire_run
 from harness.runtime.services import harness_settings_get, message_send, session_create
 from harness.tools.base import REGISTRY, Tool, register
-from tests.conftest import start_worker, stop_worker, wait_for_worker
+from tests.conftest import percentile, start_worker, stop_worker, wait_for_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TURNS = 20
 OVERHEAD_FIRES = 6
 FIRES = 24
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 @pytest.fixture

@@ -29,21 +29,15 @@ from fathom.models import Workspace
 from harness.fires.services import fire_create, fire_parked_resume
 from harness.quality import flow, swarm
 from harness.quality.models import QualityAttempt, QualityRun
-from harness.runtime.services import message_send, session_create
-from tests.conftest import REPO_ROOT, stop_worker, wait_for, wait_for_worker, worker_env
-from tests.harness.quality.conftest import Roles, classification, verdict
-from tests.harness.quality.test_flow import respond, verify_all
+from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
+from tests.harness.quality.conftest import Roles, verdict
+from tests.harness.quality.test_flow import simple_chat_asked, verify_all
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LATENCY = 1.0
 OVERHEAD_FIRES = 30
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 @pytest.fixture
@@ -120,13 +114,7 @@ def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> f
     """One fire's ticks, timed. With the harness, `sent`: the verifier's task and the way back run as
     the workers run them; without it, as this bench drove them first (the tests' verify_all, which
     reads the run twice to find what a message carries, then a plain session tick)."""
-    session = session_create(workspace=workspace)
-    message_send(session=session, content="What is the capital of France?")
-    if quality:
-        roles.classifier.reply(classification("SIMPLE", "chat"))
-        roles.verifier.reply(verdict(0.9))
-    roles.main.reply(tool_calls=[respond()])
-    roles.main.call_tool("skip", {"reason": "-"})
+    session = simple_chat_asked(workspace, roles, quality=quality)
     started = time.perf_counter()
     if not quality:
         assert session_tick(session_id=session.pk) == "ended"

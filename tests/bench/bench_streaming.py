@@ -19,7 +19,7 @@ from fathom.services import apikey_create
 from harness.client import FathomClient
 from harness.runtime.models import HarnessSettings
 from harness.runtime.services import harness_settings_get, session_create
-from tests.conftest import wait_for
+from tests.conftest import percentile, wait_for
 from tests.harness.conftest import live_server_url  # noqa: F401 - the fixture, shared with the harness's tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,11 +28,6 @@ RUNS = 20
 TEXT = "The tide turns at noon and the harbour empties by two, so the boats wait for the evening light. " * 2
 CHUNK_CHARS = 6
 CHUNK_DELAY = 0.02
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def test_first_model_token_to_the_clients_first_agent_stream_event(celery_worker, live_server_url, workspace):  # noqa: F811

@@ -18,16 +18,11 @@ from harness.runtime import background
 from harness.runtime.files import sandbox
 from harness.runtime.models import Task, Trigger, Turn
 from harness.runtime.services import session_create
-from tests.conftest import start_worker, stop_worker, wait_for, wait_for_worker
+from tests.conftest import percentile, start_worker, stop_worker, wait_for, wait_for_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TASKS = 40
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def test_task_dispatch_overhead(workspace, tmp_path, settings):

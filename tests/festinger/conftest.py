@@ -1,11 +1,29 @@
-"""Fixtures of the proxy's tests: a fake Ollama upstream, and the proxy's own port in front of it."""
+"""Festinger's test fixtures: a world model, seed Test B's queued conflict, and for the proxy's tests a
+fake Ollama upstream and the proxy's own port in front of it."""
 
 import pytest
 
 from festinger import cache
 from festinger.proxy.serve import own_port_app
-from festinger.services import world_ensure
+from festinger.services import insert_fact, world_ensure
 from tests.festinger.proxy_support import FakeOllama, serving
+
+
+@pytest.fixture
+def world(workspace):
+    """`workspace` with its world model, forgotten by this process's cache afterwards."""
+    world_ensure(workspace=workspace)
+    yield workspace
+    cache.forget(workspace.pk)
+
+
+def isa_isa_conflict(workspace):
+    """Seed Test B's end: gnommoweb ISA repo in `type`, and the ISA+ISA collision with `container`
+    queued (the Conflict returned)."""
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="cloud_llm")
+    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
+                       is_isa=True, confidence=0.8, source="inferred")
 
 
 @pytest.fixture

@@ -10,16 +10,14 @@ from fathom.models import Membership
 from festinger.models import Conflict, Edge, EdgeHistory, ResolutionRun, WorldConfig
 from festinger.schedules import resolution_task_name
 from festinger.services import insert_fact, world_ensure
+from tests.festinger.conftest import isa_isa_conflict
 
 OVERVIEW = reverse("admin:festinger_overview")
 
 
 @pytest.fixture
 def queued(workspace):
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                       is_isa=True, confidence=0.8, source="inferred")
+    return isa_isa_conflict(workspace)
 
 
 def staff(client, workspace, role):

@@ -8,16 +8,13 @@ from selenium.webdriver.support.ui import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
 from festinger.models import Conflict, Edge, ResolutionRun
-from festinger.services import insert_fact
 from tests.browser import operator_logs_in
+from tests.festinger.conftest import isa_isa_conflict
 
 
 @pytest.mark.slow
 def test_an_operator_runs_resolution_and_decomposes_a_conflict(live_server, browser, workspace):
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                           is_isa=True, confidence=0.8, source="inferred")
+    conflict = isa_isa_conflict(workspace)
     wait = WebDriverWait(browser, 20)
 
     operator_logs_in(browser, live_server, "/admin/festinger/conflict/overview/")

@@ -2,6 +2,7 @@
 unique index keeps one parent per (concept, dimension), and every fact that did not become (or
 confirm) an edge waits in the conflict queue. No insert raises."""
 
+import functools
 import threading
 import uuid
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from fathom.models import Workspace
 from festinger.models import Concept, Conflict, Edge
 from festinger.services import insert_fact, world_ensure
+from tests.conftest import run_at_once
 
 CONCEPTS = ("alpha", "beta")
 PARENTS = ("repo", "container", "service")
@@ -31,25 +33,13 @@ facts = st.lists(st.tuples(st.sampled_from(CONCEPTS), st.sampled_from(PARENTS), 
 def test_concurrent_inserts_keep_one_parent_and_queue_every_rejected_fact(facts):
     workspace = Workspace.objects.create(slug=f"race-{uuid.uuid4().hex[:8]}")
     world_ensure(workspace=workspace)
-    barrier = threading.Barrier(THREADS)
-    errors = []
 
     def insert(share):
-        try:
-            barrier.wait(timeout=30)
-            for concept, parent, dimension, is_isa in share:
-                insert_fact(workspace=workspace, concept=concept, parent=parent, dimension=dimension,
-                            is_isa=is_isa, confidence=0.8, source="inferred")
-        except Exception as exc:  # collected: the test fails on any
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        for concept, parent, dimension, is_isa in share:
+            insert_fact(workspace=workspace, concept=concept, parent=parent, dimension=dimension,
+                        is_isa=is_isa, confidence=0.8, source="inferred")
 
-    threads = [threading.Thread(target=insert, args=(facts[index::THREADS],)) for index in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    errors = run_at_once([functools.partial(insert, facts[index::THREADS]) for index in range(THREADS)])
 
     assert not errors, errors
     edges = list(Edge.objects.filter(workspace=workspace).exclude(concept=F("dimension"))

@@ -3,7 +3,6 @@ schema, a tool result or a harness note), each message counted once per conversa
 number of model calls, and writer calls capped per conversation and per workspace hour."""
 
 import json
-import threading
 
 import pytest
 
@@ -16,14 +15,8 @@ from festinger.services import config_update, world_ensure
 from festinger.writer import concept_write
 from harness.fires.models import Fire
 from harness.runtime.services import message_send, session_create
+from tests.conftest import run_at_once
 from tests.harness.support import session_tick
-
-
-@pytest.fixture
-def world(workspace):
-    world_ensure(workspace=workspace)
-    yield workspace
-    cache.forget(workspace.pk)
 
 
 def encounters(workspace, token):
@@ -84,18 +77,12 @@ def test_calls_fathom_makes_to_itself_learn_nothing(world, scripted_llm):
 
 def test_two_processes_seeing_the_same_messages_count_them_once(world):
     messages = [Message.user(f"message {number}") for number in range(50)]
-    results, barrier = [], threading.Barrier(4)
+    results = []
 
     def see():
-        barrier.wait(timeout=10)
         results.append(unseen(workspace_id=world.pk, conversation="shared", messages=messages))
 
-    threads = [threading.Thread(target=see) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
+    assert run_at_once([see] * 4) == []
     assert sorted(message.content for found in results for message in found) == sorted(m.content for m in messages)
 
 

@@ -2,12 +2,11 @@
 conflict, also when two writers race the two edges; `fathom festinger check` reports the cycles older
 data holds."""
 
-import threading
+import functools
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connections
 from django.db.models import F
 from django.utils import timezone
 
@@ -16,6 +15,7 @@ from festinger.models import Concept, Conflict, Edge
 from festinger.resolution import allowed_decisions, conflict_apply
 from festinger.selectors import cycles_find
 from festinger.services import concepts_ensure, edge_move, insert_fact, world_ensure
+from tests.conftest import run_at_once
 
 
 def isa(workspace, concept, parent, dimension="type"):
@@ -72,23 +72,12 @@ def test_two_writers_racing_the_two_edges_store_one_and_queue_the_other(workspac
         concepts_ensure(workspace=workspace, tokens=[f"ra{number}", f"rb{number}"])
     errors, results = [], {}
 
-    def place(number, concept, parent, barrier):
-        try:
-            barrier.wait(timeout=30)
-            results[(number, concept)] = isa(workspace, concept, parent)
-        except Exception as exc:  # collected: the test fails on any
-            errors.append(exc)
-        finally:
-            connections.close_all()
+    def place(number, concept, parent):
+        results[(number, concept)] = isa(workspace, concept, parent)
 
     for number in range(rounds):
-        barrier = threading.Barrier(2)
-        threads = [threading.Thread(target=place, args=(number, f"ra{number}", f"rb{number}", barrier)),
-                   threading.Thread(target=place, args=(number, f"rb{number}", f"ra{number}", barrier))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        errors += run_at_once([functools.partial(place, number, f"ra{number}", f"rb{number}"),
+                               functools.partial(place, number, f"rb{number}", f"ra{number}")])
 
     assert not errors, errors
     for number in range(rounds):

@@ -15,6 +15,7 @@ from festinger.models import Concept, Conflict, Edge, ResolutionRun
 from festinger.resolution import LOCK_SECONDS, _WorkspaceLock
 from festinger.schedules import RESOLUTION_TASK, resolution_task_name
 from festinger.services import config_update, insert_fact, world_ensure
+from tests.festinger.conftest import isa_isa_conflict
 
 
 def wait_for_run(api, run_id, timeout=60):
@@ -164,10 +165,7 @@ def test_beat_schedules_the_registered_task_on_the_configured_crontab(workspace,
     assert entry.task == RESOLUTION_TASK and RESOLUTION_TASK in app.tasks
     assert (entry.schedule.minute, entry.schedule.hour) == ({15}, {4})
 
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    conflict = insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                           is_isa=True, confidence=0.8, source="inferred")
+    conflict = isa_isa_conflict(workspace)
     scripted_llm.reply(json.dumps({"decision": "dismiss", "reasoning": "noise"}))
     app.tasks[entry.task].apply(args=entry.args, kwargs=entry.kwargs)  # what beat sends, run in process
     assert Conflict.objects.get(pk=conflict.pk).status == "dismissed"

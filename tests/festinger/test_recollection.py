@@ -18,13 +18,6 @@ from festinger.selectors import recollections_list
 from festinger.services import insert_fact, world_ensure
 
 
-@pytest.fixture
-def world(workspace):
-    world_ensure(workspace=workspace)
-    yield workspace
-    cache.forget(workspace.pk)
-
-
 def seen(workspace, token, count=50):
     """The concept was seen `count` times already (above the read threshold)."""
     Concept.objects.update_or_create(workspace=workspace, token=token, defaults={"encounter_count": count})

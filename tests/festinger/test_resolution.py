@@ -12,6 +12,7 @@ from festinger.models import Concept, Conflict, ConflictStatus, Edge, EdgeHistor
 from festinger.resolution import conflict_apply, resolution_execute
 from festinger.services import insert_fact
 from festinger.tasks import resolution_request
+from tests.festinger.conftest import isa_isa_conflict
 
 DECOMPOSE = {"decision": "decompose", "existing_dimension": "artifact-type", "new_dimension": "deployment-type",
              "reasoning": "repo describes what gnommoweb is as a software artifact; container describes how it "
@@ -31,10 +32,7 @@ def run_now(workspace, **kwargs):
 @pytest.fixture
 def test_b_state(workspace):
     """The state at the end of seed Test B: gnommoweb ISA repo in type, and the queued ISA+ISA collision."""
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                       is_isa=True, confidence=0.8, source="inferred")
+    return isa_isa_conflict(workspace)
 
 
 def test_test_c_the_job_decomposes_an_isa_isa_collision_into_two_dimensions(workspace, scripted_llm, test_b_state):

@@ -16,13 +16,6 @@ from festinger.recollection import recollection_for
 from festinger.services import config_update, insert_fact, world_ensure
 
 
-@pytest.fixture
-def world(workspace):
-    world_ensure(workspace=workspace)
-    yield workspace
-    cache.forget(workspace.pk)
-
-
 def known(workspace, token, *, count, days_ago=0.0, novelty=0.0):
     """`token` has an edge, was seen `count` times, last `days_ago` days ago."""
     insert_fact(workspace=workspace, concept=token, parent="service", dimension="type", is_isa=True,

@@ -2,8 +2,6 @@
 heartbeat and cron ticks sent by a real beat to a real worker, consumed by the session's turns."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from datetime import timedelta
@@ -15,7 +13,7 @@ from django_celery_beat.models import PeriodicTask
 from harness.runtime.models import Session, SessionSchedule, Trigger
 from harness.runtime.schedules import session_delete, session_schedule_tick
 from harness.runtime.services import session_create
-from tests.conftest import REPO_ROOT, wait_for, worker_env
+from tests.conftest import REPO_ROOT, stop_worker, wait_for, worker_env
 from tests.harness.support import wait_for_background_work
 
 
@@ -193,12 +191,7 @@ def beat(tmp_path):
          "-s", str(tmp_path / "celerybeat-schedule"), "--max-interval", "1"],
         cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.DEVNULL, start_new_session=True)
     yield process
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    stop_worker(process)
 
 
 @pytest.mark.slow

@@ -2,13 +2,12 @@
 real worker): every transition and its TaskStateChanged event, capacity per workspace and session,
 TaskDone re-entering the session and read by the next turn, cancel, timeout, a dead worker, REST."""
 
-import threading
+import functools
 import uuid
 from datetime import timedelta
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
-from django.db import connection
 from django.utils import timezone
 
 from fathom.tenancy import Workspace
@@ -17,6 +16,7 @@ from harness.runtime import background, claims, runners
 from harness.runtime.files import sandbox
 from harness.runtime.models import Session, SessionEvent, Task, TaskSlots, Trigger
 from harness.runtime.services import harness_settings_get, message_send, session_create
+from tests.conftest import run_at_once
 from tests.harness.support import session_tick
 from tests.harness.tool_fire import run_tools
 
@@ -29,7 +29,6 @@ def dispatched(monkeypatch):
     """The ids of the tasks sent to a worker (the test runs them itself, with background.task_execute)."""
     sent = []
     monkeypatch.setattr(background, "_dispatch", lambda task: sent.append(task.pk))
-    monkeypatch.setattr(background.transaction, "on_commit", lambda fn, *a, **k: fn())
     return sent
 
 
@@ -153,23 +152,7 @@ def test_concurrent_starters_never_start_more_than_the_capacity(workspace, home,
     tasks = [create(session) for _ in range(12)]
     assert all(t.state == State.PENDING for t in tasks)
     limits(workspace, task_capacity_workspace=3)
-    barrier, errors = threading.Barrier(8), []
-
-    def starter():
-        try:
-            barrier.wait()
-            background.tasks_start_pending(workspace_id=workspace.pk)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=starter) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    assert not run_at_once([lambda: background.tasks_start_pending(workspace_id=workspace.pk)] * 8)
     assert Task.objects.filter(state=State.RUNNING).count() == 3
     assert TaskSlots.objects.get(scope=f"workspace:{workspace.pk}").running == 3
     assert TaskSlots.objects.get(scope=f"session:{session.pk}").running == 3
@@ -412,27 +395,16 @@ def test_finishing_canceling_and_creating_at_once_neither_deadlocks_nor_miscount
     limits(workspace, task_capacity_workspace=3, task_capacity_session=2)
     sessions = [session_create(workspace=workspace) for _ in range(2)]
     tasks = [create(sessions[i % 2]) for i in range(10)]
-    barrier, errors = threading.Barrier(10), []
 
     def act(index):
-        try:
-            barrier.wait()
-            if index < 4:
-                background.task_execute(task_id=tasks[index].pk)
-            elif index < 8:
-                background.task_cancel(task=Task.objects.get(pk=tasks[index].pk))
-            else:
-                create(sessions[index % 2])
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
+        if index < 4:
+            background.task_execute(task_id=tasks[index].pk)
+        elif index < 8:
+            background.task_cancel(task=Task.objects.get(pk=tasks[index].pk))
+        else:
+            create(sessions[index % 2])
 
-    threads = [threading.Thread(target=act, args=(i,)) for i in range(10)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = run_at_once([functools.partial(act, index) for index in range(10)])
     assert not errors, errors
     # then the counters say exactly what runs, within the capacities
     running_by_session = {s.pk: Task.objects.filter(session=s, state=State.RUNNING).count() for s in sessions}

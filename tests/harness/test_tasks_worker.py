@@ -3,7 +3,6 @@ event stream shows TaskStateChanged and the TaskDone trigger; `kill -9` of the p
 task never leaves it Running; a task past its time limit fails, timed out."""
 
 import os
-import shutil
 import signal
 import uuid
 
@@ -21,21 +20,19 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def fs_root(workspace):
-    """The workspace's folder under the run's FATHOM_FS_ROOT, which every worker of the test run
-    shares (the session's worker, started by an earlier test, takes tasks as well as the test's
-    own), emptied afterwards."""
-    root = sandbox.workspace_root(workspace)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+def fs_env(tmp_path, settings):
+    """A FATHOM_FS_ROOT of the test's own, here and (as environment) for the test's worker."""
+    settings.FATHOM_FS_ROOT = tmp_path / "root"
+    return {"FATHOM_FS_ROOT": str(tmp_path / "root")}
 
 
 def test_the_offline_agent_lists_and_reads_a_file_through_tasks_seen_on_the_event_stream(
-        workspace, api, fs_root, workers):
+        workspace, api, fs_env, workers):
     # given a workspace folder with a note, and a worker (the offline model answers: no key)
-    (fs_root / "notes").mkdir()
-    (fs_root / "notes" / "todo.md").write_text("- buy milk\n")
-    workers(ALL_QUEUES)
+    root = sandbox.workspace_root(workspace)
+    (root / "notes").mkdir()
+    (root / "notes" / "todo.md").write_text("- buy milk\n")
+    workers(ALL_QUEUES, env=fs_env)
     session = api.post("/v1/sessions", {}, format="json").json()["id"]
 
     # when the user asks for a listing and a read
@@ -65,13 +62,13 @@ def test_kill_9_of_the_process_running_a_task_never_leaves_it_running(
     limits = harness_settings_get(workspace_id=workspace.pk)
     limits.task_max_attempts = max_attempts
     limits.save()
-    workers(ALL_QUEUES)
+    first = workers(ALL_QUEUES)
     session = session_create(workspace=workspace)
     task = background.task_create(session=session, tool="wait", arguments={"seconds": 3},
                                   idempotency_key=f"kill:{uuid.uuid4().hex}", timeout_seconds=60)
     runner = wait_for(lambda: Task.objects.get(pk=task.pk).runner, timeout=60)
     pid = int(runner.split(":")[1])
-    assert pid != os.getpid()  # a pool process of a worker (ours, or the session's) runs it
+    assert os.getpgid(pid) == first.pid and pid != first.pid  # a pool process of our worker runs it
 
     # when that process is killed with SIGKILL (the worker's main process requeues the message)
     os.kill(pid, signal.SIGKILL)

@@ -1,14 +1,13 @@
 """The proposal lifecycle through its one service: draft, the gate, approve, deny, edit, failure."""
 
-import threading
 
 import pytest
-from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from fathom.errors import ApplicationError, ConflictError
 from proposals.models import Decision, HelperHost, Proposal, ProposalStatus, Routine
 from proposals.services import proposal_approve, proposal_deny, proposal_draft, proposal_policy_set
+from tests.conftest import run_at_once
 from tests.proposals.conftest import routine_payload
 
 OPERATOR = "operator:ops@example.com"
@@ -72,23 +71,8 @@ def test_approving_twice_executes_once_and_records_one_decision(workspace):
 def test_two_approvals_racing_execute_once(workspace, recording_tool):
     proposal = proposal_draft(workspace=workspace, tool="test-note", title="race", payload={"text": "once"},
                               producer="script:t")
-    barrier = threading.Barrier(2)
-    errors = []
 
-    def approve():
-        try:
-            barrier.wait(timeout=10)
-            proposal_approve(proposal=proposal, decided_by=OPERATOR)
-        except Exception as exc:  # surfaced below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=approve) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    errors = run_at_once([lambda: proposal_approve(proposal=proposal, decided_by=OPERATOR)] * 2)
 
     assert not errors
     assert len(recording_tool.executed) == 1

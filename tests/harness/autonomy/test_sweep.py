@@ -2,11 +2,9 @@
 and fires nothing, on claims one Sit per window; quiet hours, idleness and the daily caps hold
 a Sit back, each with its reason."""
 
-import threading
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from harness.autonomy.models import AutonomyDecision, PressureSample
@@ -15,6 +13,7 @@ from harness.fires.models import Fire
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, session_create
 from lake.services import deltas_create
+from tests.conftest import run_at_once
 
 NOON = datetime(2026, 11, 25, 12, 0, 30, tzinfo=UTC)
 
@@ -114,23 +113,7 @@ def test_the_daily_token_cap(workspace, autonomy):
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_sweeps_claim_one_sit(workspace, autonomy):
     autonomy(mode="on", threshold=0.0)
-    barrier, errors = threading.Barrier(2), []
-
-    def sweep():
-        try:
-            barrier.wait()
-            autonomy_sweep(now=NOON)
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=sweep) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert run_at_once([lambda: autonomy_sweep(now=NOON)] * 2) == []
     assert sorted(decisions(workspace)) == [("sit", "pressure"), ("skip", "window_taken")]
 
 

@@ -33,13 +33,6 @@ def provenance_proposal(workspace, *, level: int, title: str = "The rover era"):
                                                                      "level": level})
 
 
-def conflict(workspace):
-    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
-                confidence=0.9, source="cloud_llm")
-    return insert_fact(workspace=workspace, concept="gnommoweb", parent="container", dimension="type",
-                       is_isa=True, confidence=0.8, source="inferred")
-
-
 def known_concept(workspace):
     """Festinger's world knows gnommoweb (a repo, in the dimension type) and has seen it often: a prompt
     that names it receives a recollection."""

@@ -30,10 +30,10 @@ from harness.runtime.models import Trigger
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import Decision, ProposalStatus
+from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.dashboard.support import (
     PASSWORD,
     background_task,
-    conflict,
     fire_with_tools,
     member,
     provenance_proposal,
@@ -147,7 +147,7 @@ def test_a_user_of_one_workspace_gets_404_on_every_url_of_another(operator, work
     recalled = TraceEvent.objects.get(workspace=other_workspace, kind=RECOLLECTION_EVENT).payload["session"]
     assert operator.get(f"/festinger/conversations/{recalled}").status_code == 404
     proposal = provenance_proposal(other_workspace, level=3)
-    conflict_row = conflict(other_workspace)
+    conflict_row = isa_isa_conflict(other_workspace)
     task = background_task(other_workspace, fire)
     directive = delta_create(workspace=other_workspace, content="look into the rover", tags=["kind:directive"])
     # then every URL naming them is the 404 page, and nothing was decided
@@ -345,7 +345,7 @@ def test_an_operator_denies_with_a_reason_and_edits_before_approving(operator, w
 def test_a_viewer_cannot_decide(client, workspace):
     client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
     proposal = provenance_proposal(workspace, level=3)
-    conflict_row = conflict(workspace)
+    conflict_row = isa_isa_conflict(workspace)
     assert client.post(f"/proposals/{proposal.pk}/approve").status_code == 403
     assert client.post(f"/conflicts/{conflict_row.pk}/override", {"decision": "dismiss"}).status_code == 403
     page = client.get("/").content.decode()
@@ -355,7 +355,7 @@ def test_a_viewer_cannot_decide(client, workspace):
 
 
 def test_an_operator_overrides_a_conflict_through_festinger(operator, workspace):
-    conflict_row = conflict(workspace)
+    conflict_row = isa_isa_conflict(workspace)
     page = operator.get("/").content.decode()
     assert f'id="conflict-{conflict_row.pk}"' in page and "decompose" in page
     bad = operator.post(f"/conflicts/{conflict_row.pk}/override", {"decision": "decompose"})

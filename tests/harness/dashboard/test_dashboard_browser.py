@@ -20,11 +20,9 @@ from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
-from tests.conftest import broker_quiesce
-from tests.harness.conftest import ALL_QUEUES
+from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.dashboard.support import (
     PASSWORD,
-    conflict,
     fire_with_tools,
     member,
     provenance_proposal,
@@ -129,7 +127,7 @@ def test_an_operator_approves_an_l3_proposal_inline_and_denies_another(live_serv
 
 def test_an_operator_overrides_a_conflict(live_server_url, browser, screenshot, workspace):
     member(workspace)
-    pending = conflict(workspace)
+    pending = isa_isa_conflict(workspace)
     wait = log_in(browser, live_server_url)
     item = browser.find_element(By.ID, f"conflict-{pending.pk}")
     Select(item.find_element(By.NAME, "decision")).select_by_value("update")
@@ -188,12 +186,8 @@ def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screens
 
 
 @pytest.mark.worker
-def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(workers, live_server_url, browser,
+def test_a_question_asked_on_the_dashboard_is_answered_by_a_worker_live(celery_worker, live_server_url, browser,
                                                                         screenshot, workspace):
-    # A worker of its own, on an emptied broker: the run's shared worker may still be busy with what
-    # earlier tests left it (a background task is dispatched at once, even in a transaction rolled back).
-    broker_quiesce(None)
-    workers(ALL_QUEUES)
     member(workspace)
     wait = log_in(browser, live_server_url)
     wait.until(lambda driver: driver.execute_script("return !!(window.htmx && document.querySelector('[sse-connect]'))"))

@@ -14,7 +14,7 @@ from harness.fires.services import fire_parked_resume
 from harness.quality import agents, flow
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
-from harness.runtime.services import message_send
+from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
@@ -39,6 +39,19 @@ def verify_all(run: QualityRun) -> None:
     for perspective in perspectives:
         flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
     assert flow.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+
+
+def simple_chat_asked(workspace, roles, *, quality: bool):
+    """A new session asked a SIMPLE chat question, its answers queued: the classifier's and the
+    verifier's when the harness is on, then the main model's respond and skip. Returns the session."""
+    session = session_create(workspace=workspace)
+    message_send(session=session, content="What is the capital of France?")
+    if quality:
+        roles.classifier.reply(classification("SIMPLE", "chat"))
+        roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[respond()])
+    roles.main.call_tool("skip", {"reason": "-"})
+    return session
 
 
 def harness_events(session) -> list[str]:

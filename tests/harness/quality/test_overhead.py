@@ -11,10 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from harness.fires.services import fire_parked_resume
 from harness.quality import flow
 from harness.quality.models import QualityRun
-from harness.runtime import services as runtime_services
-from harness.runtime.services import message_send, session_create
-from tests.harness.quality.conftest import Roles, classification, verdict
-from tests.harness.quality.test_flow import respond
+from tests.harness.quality.conftest import Roles
+from tests.harness.quality.test_flow import simple_chat_asked
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
@@ -33,13 +31,7 @@ VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its m
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
-    session = session_create(workspace=workspace)
-    message_send(session=session, content="What is the capital of France?")
-    if quality:
-        roles.classifier.reply(classification("SIMPLE", "chat"))
-        roles.verifier.reply(verdict(0.9))
-    roles.main.reply(tool_calls=[respond()])
-    roles.main.call_tool("skip", {"reason": "-"})
+    session = simple_chat_asked(workspace, roles, quality=quality)
     fire_statements, verifier_statements = [], []
     with CaptureQueriesContext(connection) as ticks:
         outcome = session_tick(session_id=session.pk)
@@ -58,14 +50,8 @@ def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], lis
     return fire_statements, verifier_statements
 
 
-def test_the_harness_adds_a_fixed_few_statements_to_a_simple_chat_fire(workspace, other_workspace, settings,
-                                                                      monkeypatch):
+def test_the_harness_adds_a_fixed_few_statements_to_a_simple_chat_fire(workspace, other_workspace, settings):
     settings.FATHOM_MODEL_MIDDLEWARE = []
-    # This test drives the ticks and the verifier itself: nothing goes to the broker, where a worker
-    # left running by an earlier test of the run would take them (and the scripted answers) first.
-    monkeypatch.setattr(runtime_services, "session_tick_enqueue", lambda **kwargs: None)
-    monkeypatch.setattr(flow, "verification_send", lambda **kwargs: None)
-    monkeypatch.setattr(flow, "fire_resume", lambda **kwargs: None)
     counted = {}
     for quality, place in ((True, workspace), (False, other_workspace)):
         switch = flow.quality_settings_get(workspace_id=place.pk)
