@@ -269,12 +269,7 @@ class ProxyApp:
 
     async def _ollama_embeddings(self, model: str, texts: list[str], dimensions: int) -> tuple[list, int]:
         body = {"model": model, "input": texts, **({"dimensions": dimensions} if dimensions else {})}
-        try:
-            async with self.client.post(f"{ollama_base()}/api/embed", data=json.dumps(body).encode(),
-                                        headers=_JSON_HEADERS, timeout=_PASSED) as answer:
-                status, content = answer.status, await answer.read()
-        except UPSTREAM_ERRORS as exc:
-            raise WireError(502, f"the Ollama upstream did not answer: {_said(exc)}") from None
+        status, content = await self._ollama_post("/api/embed", body)
         if status != 200:
             raise WireError(status, _error_message(content))
         try:
@@ -295,13 +290,17 @@ class ProxyApp:
             return []
 
     async def _pass_through(self, request, path: str, body: dict) -> None:
+        status, data = await self._ollama_post(path, body)
+        await request.respond(status, data, content_type=JSON)
+
+    async def _ollama_post(self, path: str, body: dict) -> tuple[int, bytes]:
+        """One whole JSON exchange with the Ollama upstream: its status and body."""
         try:
             async with self.client.post(f"{ollama_base()}{path}", data=json.dumps(body).encode(),
                                         headers=_JSON_HEADERS, timeout=_PASSED) as answer:
-                status, data = answer.status, await answer.read()
+                return answer.status, await answer.read()
         except UPSTREAM_ERRORS as exc:
             raise WireError(502, f"the Ollama upstream did not answer: {_said(exc)}") from None
-        await request.respond(status, data, content_type=JSON)
 
     # --- chat and generate -----------------------------------------------------------------------------
 
