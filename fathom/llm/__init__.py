@@ -6,7 +6,7 @@
                           tools=[ToolSpec("search", "Search the lake", {...json schema...})])
     completion.text, completion.tool_calls, completion.usage, completion.cost, completion.latency_ms
 
-    completion = complete(..., stream=on_chunk)   # on_chunk(StreamChunk) per text delta / tool call, as they come
+    completion = complete(..., stream=on_chunk)   # on_chunk(StreamChunk) per text or thinking delta / tool call, as they come
 
     embeddings = embed(workspace=ws, model="offline", texts=["..."])   # .vectors, .usage (a registry model's)
 

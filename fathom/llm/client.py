@@ -40,7 +40,8 @@ def complete(*, workspace, role: str, messages: Iterable[Message], tools: Iterab
     """Ask the model that answers `role` in `workspace`; returns its Completion or raises an LLMError.
 
     With `stream` (a callable), the answer is streamed: `stream(chunk)` is called with each text
-    delta (`chunk.text`) and each finished tool call (`chunk.tool_call`) as they arrive, in order,
+    delta (`chunk.text`), thinking delta (`chunk.thinking`) and finished tool call (`chunk.tool_call`)
+    as they arrive, in order,
     and the same Completion is returned at the end (its text is the deltas joined, unless a
     middleware's `after` replaced it). Retried only until the first chunk arrives; a stream that breaks later raises LLMStreamInterrupted. An
     exception raised by `stream` abandons the call and propagates."""
@@ -199,6 +200,8 @@ def _finished(request: LLMRequest, answer: Completion, started: float, attempts:
 
 def _replay(completion: Completion, deliver) -> None:
     """A completion that did not come from the model (a middleware answered) streams as one delta."""
+    if completion.thinking:
+        deliver(StreamChunk(thinking=completion.thinking))
     if completion.text:
         deliver(StreamChunk(text=completion.text))
     for tool_call in completion.tool_calls:
@@ -228,6 +231,8 @@ def response_summary(completion: Completion) -> dict:
         "latency_ms": round(completion.latency_ms, 3), "attempts": completion.attempts,
         "request_id": completion.request_id,
     }
+    if completion.thinking:
+        summary["thinking"] = _clip(completion.thinking)
     if completion.tool_calls:
         summary["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": _clip(str(c.arguments), 200)}
                                  for c in completion.tool_calls]

@@ -13,6 +13,7 @@ fixture in tests/conftest.py does the first line for you):
     script.reply(stream_error_after=2, text="a b c d")  # ... or breaks a stream after 2 chunks
     script.reply("slow", latency=1.0)                   # ... or answers after 1 s (parallelism tests)
     script.reply("a long answer", chunk_chars=4, chunk_delay=0.02)  # streamed 4 characters every 20 ms
+    script.reply("42.", thinking="Six times seven.")    # ... thinking first (streamed before the text)
 
     completion = complete(workspace=workspace, role="main", messages=[Message.user("Capital of France?")])
 
@@ -24,7 +25,8 @@ fixture in tests/conftest.py does the first line for you):
 Calling a scripted model with nothing queued raises `ScriptExhausted` (and says which script).
 `Script.install(workspace, roles=("verifier",))` scripts only some roles; several scripts can
 serve different roles of one workspace. `Script("name")` opens an existing script by name, e.g.
-the one FATHOM_DEFAULT_MODEL="scripted:name" points at. Failure kinds for `fail`: timeout,
+the one FATHOM_DEFAULT_MODEL="scripted:name" points at. A scripted model can think: asked to
+(`thinking_options`), it is sent the option `think` with the level. Failure kinds for `fail`: timeout,
 connection, rate_limited, server_error, bad_request, authentication, permission_denied,
 not_found.
 """
@@ -103,10 +105,10 @@ class Script:
     def reply(self, text: str = "", *, tool_calls=(), stop_reason: str | None = None, input_tokens: int | None = None,
               output_tokens: int | None = None, cached_tokens: int = 0, stream_error_after: int | None = None,
               request_id: str | None = None, latency: float = 0, chunk_chars: int | None = None,
-              chunk_delay: float = 0) -> Script:
+              chunk_delay: float = 0, thinking: str = "") -> Script:
         """Queue an answer. Tokens default to a count of the prompt's and answer's characters / 4.
-        Streamed, the text comes a word at a time, or `chunk_chars` characters at a time, with
-        `chunk_delay` seconds before every chunk but the first."""
+        Streamed, the thinking then the text come a word at a time, or `chunk_chars` characters at a
+        time, with `chunk_delay` seconds before every chunk but the first."""
         if chunk_chars is not None and chunk_chars < 1:
             raise ValueError("chunk_chars must be at least 1")
         calls = [c.to_dict() if isinstance(c, ToolCall) else dict(c) for c in tool_calls]
@@ -118,7 +120,7 @@ class Script:
             "stop_reason": stop_reason or (StopReason.TOOL_CALLS if calls else StopReason.END),
             "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_tokens": cached_tokens,
             "stream_error_after": stream_error_after, "request_id": request_id, "latency": latency,
-            "chunk_chars": chunk_chars, "chunk_delay": chunk_delay,
+            "chunk_chars": chunk_chars, "chunk_delay": chunk_delay, "thinking": thinking,
         })
         return self
 
@@ -168,6 +170,9 @@ class Script:
 class ScriptedProvider:
     name = "scripted"
 
+    def thinking_options(self, level: str) -> dict:
+        return {"think": level}
+
     def complete(self, request, *, timeout: float | None = None) -> Completion:
         item = self._next(request)
         if item.get("latency"):
@@ -180,18 +185,22 @@ class ScriptedProvider:
             time.sleep(item["latency"])  # before the first chunk, as a model thinks before it writes
         completion = _completion(request, item)
         size = item.get("chunk_chars")
-        text = completion.text
-        pieces = [text[i:i + size] for i in range(0, len(text), size)] if size else re.findall(r"\S+\s*", text)
+
+        def split(text):
+            return [text[i:i + size] for i in range(0, len(text), size)] if size else re.findall(r"\S+\s*", text)
+
+        chunks = [StreamChunk(thinking=piece) for piece in split(completion.thinking)]
+        chunks += [StreamChunk(text=piece) for piece in split(completion.text)]
         break_after = item.get("stream_error_after")
         delay = item.get("chunk_delay") or 0
-        for index, piece in enumerate(pieces):
+        for index, chunk in enumerate(chunks):
             if break_after is not None and index >= break_after:
                 raise errors.LLMConnectionError("scripted stream broke", provider="scripted", model=request.model.model)
             if index and delay:
                 time.sleep(delay)
             if index == 0:
                 self._first_chunk(request)
-            yield StreamChunk(text=piece)
+            yield chunk
         for call in completion.tool_calls:
             yield StreamChunk(tool_call=call)
         yield StreamChunk(completion=completion)
@@ -240,7 +249,7 @@ def _completion(request, item: dict) -> Completion:
                     output_tokens=(len(text) + 3) // 4 if output_tokens is None else output_tokens,
                     cached_tokens=item.get("cached_tokens") or 0),
         model=request.model.model, provider="scripted",
-        request_id=item.get("request_id") or f"scripted-{uuid.uuid4().hex[:12]}",
+        request_id=item.get("request_id") or f"scripted-{uuid.uuid4().hex[:12]}", thinking=item.get("thinking") or "",
     )
 
 

@@ -145,7 +145,8 @@ class Usage:
 class Completion:
     """What a model answered. `cost` is in US dollars from the model's prices in the registry (0 when
     unknown); `latency_ms` is wall time of the whole call, retries included; `call_id` and `trace_id`
-    name the call's span in the trace."""
+    name the call's span in the trace. `thinking` is a reasoning model's thinking before its answer
+    (when it was asked to think and its provider shows it), never part of `text`."""
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
@@ -159,6 +160,7 @@ class Completion:
     call_id: str | None = None
     trace_id: str | None = None
     attempts: int = 1
+    thinking: str = ""
 
     def __post_init__(self):
         if not isinstance(self.tool_calls, tuple):
@@ -181,7 +183,7 @@ class Completion:
             "stop_reason": str(self.stop_reason), "usage": self.usage.to_dict(), "cost": self.cost,
             "latency_ms": self.latency_ms, "model": self.model, "provider": self.provider,
             "request_id": self.request_id, "call_id": self.call_id, "trace_id": self.trace_id,
-            "attempts": self.attempts,
+            "attempts": self.attempts, "thinking": self.thinking,
         }
 
     @classmethod
@@ -198,6 +200,7 @@ class Completion:
             cost=float(data.get("cost") or 0.0), latency_ms=float(data.get("latency_ms") or 0.0),
             model=data.get("model") or "", provider=data.get("provider") or "", request_id=data.get("request_id"),
             call_id=data.get("call_id"), trace_id=data.get("trace_id"), attempts=int(data.get("attempts") or 1),
+            thinking=data.get("thinking") or "",
         )
 
 
@@ -214,12 +217,14 @@ class Embeddings:
 
 @dataclass(frozen=True, slots=True)
 class StreamChunk:
-    """One piece of a streamed answer: a text delta, a finished tool call, or (last) the whole
-    completion with usage and cost. Exactly one of the three is set."""
+    """One piece of a streamed answer: a text delta, a thinking delta (a reasoning model's, which
+    comes before its text), a finished tool call, or (last) the whole completion with usage and cost.
+    Exactly one of the four is set."""
 
     text: str = ""
     tool_call: ToolCall | None = None
     completion: Completion | None = None
+    thinking: str = ""
 
     @property
     def done(self) -> bool:

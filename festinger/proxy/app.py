@@ -38,6 +38,7 @@ from django.utils.module_loading import import_string
 from fathom.errors import ApplicationError
 from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
+from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion, ImageRef, StopReason, StreamChunk, Usage
 from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
@@ -231,7 +232,8 @@ class ProxyApp:
         if upstream.kind == OLLAMA:
             await self._pass_through(request, "/api/show", {**body, "model": upstream.target})
             return
-        await request.json(200, wire.show_entry(name, family=upstream.family))
+        thinks = thinking_options(upstream.model.provider, "medium") is not None
+        await request.json(200, wire.show_entry(name, family=upstream.family, thinking=thinks))
 
     async def embed(self, request):
         """/api/embed and /api/embeddings: passed through to an Ollama upstream; a registry model's
@@ -348,6 +350,7 @@ class ProxyApp:
         else:
             wire.to_tool_specs(body.get("tools"))  # a bad tools list is the client's 400, before any byte
             wire.to_response_format(body.get("format"))
+            call.thinking = _registry_thinking(name, upstream, body)
             await self._from_registry(request, body, call, kind=kind, writer=writer)
 
     async def prepared(self, call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
@@ -422,7 +425,8 @@ class ProxyApp:
         cancelled = threading.Event()
         self.in_thread(_run_registry, call, body, kind, loop, chunks, cancelled, index)
         repetition = StreamRepetition(call.loop_settings)
-        text, tool_calls = [], []
+        thinking_repetition = StreamRepetition(call.loop_settings)  # a reasoning model's thinking loops too
+        text, thinking, tool_calls = [], [], []
         try:
             while True:
                 item = await request.until_disconnect(chunks.get())
@@ -437,15 +441,18 @@ class ProxyApp:
                     tool_calls.append(item.tool_call)
                     await writer.delta(tool_calls=[item.tool_call])
                     continue
-                text.append(item.text)
-                unit = repetition.feed(item.text)
+                if item.thinking:
+                    thinking.append(item.thinking)
+                    unit = thinking_repetition.feed(item.thinking)
+                else:
+                    text.append(item.text)
+                    unit = repetition.feed(item.text)
+                await writer.delta(content=item.text, thinking=item.thinking)
                 if unit is not None:
                     completion = Completion(text="".join(text), tool_calls=tuple(tool_calls), model=call.upstream.target,
-                                            stop_reason=StopReason.OTHER, usage=Usage())
-                    await writer.delta(content=item.text)
+                                            stop_reason=StopReason.OTHER, usage=Usage(), thinking="".join(thinking))
                     await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
                     return completion, unit
-                await writer.delta(content=item.text)
         except ClientGone:
             return None, None
         finally:
@@ -729,6 +736,7 @@ class _Writer:
     def __init__(self, request: Request, model: str, stream: bool):
         self.request, self.model, self.stream = request, model, stream
         self.text: list[str] = []
+        self.thinking: list[str] = []
         self.tool_calls: list = []
         self.finished = False
 
@@ -737,31 +745,34 @@ class _Writer:
         """Ollama's API answers with one choice: the writer itself (OpenAI's may have several)."""
         return (self,)
 
-    async def delta(self, *, content: str = "", tool_calls=()) -> None:
+    async def delta(self, *, content: str = "", tool_calls=(), thinking: str = "") -> None:
         if not self.stream:
             self.text.append(content)
+            self.thinking.append(thinking)
             self.tool_calls.extend(tool_calls)
             return
         if not self.request._started:
             await self.request.start(200, NDJSON)
-        await self.request.write(wire.ndjson(self._chunk(content, tool_calls)))
+        await self.request.write(wire.ndjson(self._chunk(content, tool_calls, thinking)))
 
     async def done(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
         self.finished = True
         if self.stream:
             if not self.request._started:
                 await self.request.start(200, NDJSON)
-            await self.request.end(wire.ndjson(self._done(completion, started, "", (), reason)))
+            await self.request.end(wire.ndjson(self._done(completion, started, "", (), "", reason)))
             return
         text = "".join(self.text) or (completion.text if not self.text else "")
+        thinking = "".join(self.thinking) or (completion.thinking if not self.thinking else "")
         calls = self.tool_calls or list(completion.tool_calls)
-        await self.request.json(200, self._done(completion, started, text, calls, reason))
+        await self.request.json(200, self._done(completion, started, text, calls, thinking, reason))
 
     async def whole(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
         if self.stream:
-            await self.delta(content=completion.text, tool_calls=completion.tool_calls)
+            await self.delta(content=completion.text, tool_calls=completion.tool_calls, thinking=completion.thinking)
         else:
             self.text, self.tool_calls = [completion.text], list(completion.tool_calls)
+            self.thinking = [completion.thinking]
         await self.done(completion, started, reason=reason)
 
     async def fail(self, message: str) -> None:
@@ -774,19 +785,20 @@ class _Writer:
 
 
 class ChatWriter(_Writer):
-    def _chunk(self, content, tool_calls):
-        return wire.chat_chunk(self.model, content=content, tool_calls=tool_calls)
+    def _chunk(self, content, tool_calls, thinking):
+        return wire.chat_chunk(self.model, content=content, tool_calls=tool_calls, thinking=thinking)
 
-    def _done(self, completion, started, content, tool_calls, reason):
-        return wire.chat_done(self.model, completion, started, content=content, tool_calls=tool_calls, reason=reason)
+    def _done(self, completion, started, content, tool_calls, thinking, reason):
+        return wire.chat_done(self.model, completion, started, content=content, tool_calls=tool_calls,
+                              thinking=thinking, reason=reason)
 
 
 class GenerateWriter(_Writer):
-    def _chunk(self, content, tool_calls):
-        return wire.generate_chunk(self.model, content)
+    def _chunk(self, content, tool_calls, thinking):
+        return wire.generate_chunk(self.model, content, thinking)
 
-    def _done(self, completion, started, content, tool_calls, reason):
-        return wire.generate_done(self.model, completion, started, text=content, reason=reason)
+    def _done(self, completion, started, content, tool_calls, thinking, reason):
+        return wire.generate_done(self.model, completion, started, text=content, thinking=thinking, reason=reason)
 
 
 async def _each_choice(request: Request, writer, run) -> tuple[Completion | None, str | None]:
@@ -882,7 +894,8 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                     completion = llm_client.complete(
                         workspace=call.workspace_id, role="proxy", messages=call.request.messages, tools=tools,
                         response_format=response_format, model=call.upstream.model, stream=relay,
-                        fresh_context=True, actor_id="festinger:proxy", call_id=f"{call.call_id}-{index}", **options)
+                        fresh_context=True, actor_id="festinger:proxy", call_id=f"{call.call_id}-{index}", **options,
+                        **call.thinking)
                 except _ClientGone:
                     return
                 put(StreamChunk(completion=completion))
@@ -896,7 +909,7 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                     completion = llm_client.complete(
                         workspace=call.workspace_id, role="proxy", messages=messages, tools=tools,
                         response_format=response_format, model=call.upstream.model, stream=relay,
-                        **_registry_options(call.options))
+                        **_registry_options(call.options), **call.thinking)
                 except _ClientGone:
                     trace.set(cancelled=True)
                     return
@@ -904,6 +917,18 @@ def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asynci
                 trace.set(**{k: v for k, v in call.notes.items() if v is not None})
         except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
             put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+
+
+def _registry_thinking(name: str, upstream: Upstream, body: dict) -> dict:
+    """The options that make a registry model think as Ollama's `think` asks; Ollama's 400 when its
+    provider's models cannot think."""
+    level = wire.think_level(body)
+    if level is None:
+        return {}
+    options = thinking_options(upstream.model.provider, level)
+    if options is None:
+        raise wire.cannot_think(name)
+    return options
 
 
 def _registry_options(options: dict) -> dict:

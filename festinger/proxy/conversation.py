@@ -64,6 +64,7 @@ class ProxiedCall:
     raw_messages: list[dict]
     session: str | None
     options: dict = field(default_factory=dict)
+    thinking: dict = field(default_factory=dict)  # a registry model's options that make it think (Ollama's `think`)
     request: LLMRequest | None = None
     entered: list = field(default_factory=list)
     answer: Completion | None = None

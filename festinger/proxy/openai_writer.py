@@ -97,21 +97,21 @@ class OpenAIChoice:
         calls = [c for c in (wire.tool_call_of(raw) for raw in message.get("tool_calls") or ()) if c is not None]
         if message.get("content") or message.get("thinking") or calls:
             await self.delta(content=message.get("content") or "", tool_calls=calls,
-                             reasoning=message.get("thinking") or "")
+                             thinking=message.get("thinking") or "")
         if obj.get("done"):
             final = Completion(usage=Usage(int(obj.get("prompt_eval_count") or 0), int(obj.get("eval_count") or 0)),
                                stop_reason=StopReason.MAX_TOKENS if obj.get("done_reason") == "length" else StopReason.END)
             await self.done(final, time.perf_counter(), reason=obj.get("done_reason"))
 
-    async def delta(self, *, content: str = "", tool_calls=(), reasoning: str = "") -> None:
+    async def delta(self, *, content: str = "", tool_calls=(), thinking: str = "") -> None:
         self.tool_calls.extend(tool_calls)
         if not self.answer.stream:
             self.text.append(content)
-            self.reasoning.append(reasoning)
+            self.reasoning.append(thinking)
             return
-        if reasoning:
-            await self._chunk(wire.openai_reasoning(reasoning))
-        if content or tool_calls or not reasoning:
+        if thinking:
+            await self._chunk(wire.openai_reasoning(thinking))
+        if content or tool_calls or not thinking:
             delta = {"content": content} if content else {}
             if tool_calls:
                 delta["tool_calls"] = wire.openai_tool_calls([wire.ollama_tool_call(c) for c in tool_calls])
@@ -131,12 +131,15 @@ class OpenAIChoice:
                 await self._chunk({"content": ""})
             await self.answer.event({"choices": [{"index": self.index, "delta": {},
                                                   "finish_reason": self.finish_reason}]})
-        elif not "".join(self.text):
-            self.text = [completion.text]
+        else:
+            if not "".join(self.text):
+                self.text = [completion.text]
+            if not "".join(self.reasoning):
+                self.reasoning = [completion.thinking]
         await self.answer.choice_done()
 
     async def whole(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
-        await self.delta(content=completion.text, tool_calls=completion.tool_calls)
+        await self.delta(content=completion.text, tool_calls=completion.tool_calls, thinking=completion.thinking)
         await self.done(completion, started, reason=reason)
 
     async def fail(self, message: str) -> None:

@@ -14,6 +14,7 @@ import struct
 import time
 from datetime import UTC, datetime
 
+from fathom.llm.providers import THINKING_LEVELS
 from fathom.llm.types import Completion, Message, StopReason, ToolCall, ToolSpec
 
 # What /api/version answers when no Ollama stands behind the proxy: the Ollama API version it speaks.
@@ -82,6 +83,29 @@ def chat_messages(body: dict) -> list[dict]:
         if not isinstance(message.get("role", ""), str) or not isinstance(message.get("content", ""), str | None):
             raise WireError(400, "json: cannot unmarshal message: role and content must be strings")
     return messages
+
+
+def think_level(body: dict) -> str | None:
+    """Ollama's `think` as the level a registry model is asked to think at (THINKING_LEVELS), None for
+    no thinking; a bad value is a 400 in Ollama's words. `true` is "medium"; "max" (from OpenAI's
+    highest reasoning efforts) is "high"."""
+    think = body.get("think")
+    if think is None or think is False:
+        return None
+    if think is True:
+        return "medium"
+    if isinstance(think, str):
+        if think == "max":
+            return "high"
+        if think in THINKING_LEVELS:
+            return think
+        raise WireError(400, f'invalid think value: {json.dumps(think)} (must be "high", "medium", "low", true, or false)')
+    raise WireError(400, 'think must be a boolean or string ("high", "medium", "low", true, or false)')
+
+
+def cannot_think(name: str) -> WireError:
+    """Ollama's answer to `think` for a model without thinking."""
+    return WireError(400, f"{json.dumps(name, ensure_ascii=False)} does not support thinking")
 
 
 def options_of(body: dict) -> dict:
@@ -212,19 +236,22 @@ def chat_chunk(model: str, *, content: str = "", tool_calls=(), thinking: str = 
 
 
 def chat_done(model: str, completion: Completion, started: float, *, content: str = "", tool_calls=(),
-              reason: str | None = None) -> dict:
-    chunk = chat_chunk(model, content=content, tool_calls=tool_calls)
+              thinking: str = "", reason: str | None = None) -> dict:
+    chunk = chat_chunk(model, content=content, tool_calls=tool_calls, thinking=thinking)
     chunk.update(done=True, done_reason=reason or done_reason(completion), **stats(completion, started))
     return chunk
 
 
-def generate_chunk(model: str, text: str) -> dict:
-    return {"model": model, "created_at": created_at(), "response": text, "done": False}
+def generate_chunk(model: str, text: str, thinking: str = "") -> dict:
+    chunk = {"model": model, "created_at": created_at(), "response": text, "done": False}
+    if thinking:
+        chunk["thinking"] = thinking
+    return chunk
 
 
-def generate_done(model: str, completion: Completion, started: float, *, text: str = "",
+def generate_done(model: str, completion: Completion, started: float, *, text: str = "", thinking: str = "",
                   reason: str | None = None) -> dict:
-    chunk = generate_chunk(model, text)
+    chunk = generate_chunk(model, text, thinking)
     chunk.update(done=True, done_reason=reason or done_reason(completion), context=[],
                  **stats(completion, started))
     return chunk
@@ -238,11 +265,12 @@ def model_entry(name: str, *, family: str, modified: str | None = None) -> dict:
                         "parameter_size": "", "quantization_level": ""}}
 
 
-def show_entry(name: str, *, family: str) -> dict:
+def show_entry(name: str, *, family: str, thinking: bool = False) -> dict:
     entry = model_entry(name, family=family)
     return {"license": "", "modelfile": f"# {name}: served by Fathom's model registry\nFROM {name}\n",
             "parameters": "", "template": "{{ .Prompt }}", "details": entry["details"],
-            "model_info": {"general.architecture": family}, "capabilities": ["completion", "tools"],
+            "model_info": {"general.architecture": family},
+            "capabilities": ["completion", "tools", *(["thinking"] if thinking else [])],
             "modified_at": entry["modified_at"]}
 
 

@@ -1,9 +1,14 @@
-"""Anthropic's Messages API through the official SDK: text, tool_use blocks, streaming.
+"""Anthropic's Messages API through the official SDK: text, tool_use blocks, extended thinking, streaming.
 
 System messages become the `system` parameter; tool results go back as `tool_result` blocks in a
 user message (consecutive ones merged, as the API wants strictly alternating turns). A JSON-schema
 `response_format` is asked for the way that works on every model: a single forced tool whose input
-schema is the schema, its input returned as the completion's text."""
+schema is the schema, its input returned as the completion's text.
+
+Extended thinking (the `thinking` option, `{"type": "enabled", "budget_tokens": N}`) comes back as
+`thinking` blocks, read into `Completion.thinking`. Their signatures are not kept, and `Message` has no
+thinking to send back: Anthropic wants the signed block back only when a turn of tool use goes on with
+thinking on (its tool results sent with thinking still enabled), which is not supported yet."""
 
 from __future__ import annotations
 
@@ -26,10 +31,17 @@ OPTION_NAMES = {"stop": "stop_sequences"}
 STOP_REASONS = {"end_turn": StopReason.END, "tool_use": StopReason.TOOL_CALLS, "max_tokens": StopReason.MAX_TOKENS,
                 "stop_sequence": StopReason.STOP_SEQUENCE, "refusal": StopReason.REFUSAL}
 SCHEMA_TOOL = "respond_with_json"
+# Tokens of thinking per level (THINKING_LEVELS); Anthropic's least is 1024.
+THINKING_BUDGETS = {"low": 1024, "medium": 4096, "high": 16384}
+# Options Anthropic refuses while thinking is on (it samples at its own temperature).
+NOT_WITH_THINKING = ("temperature", "top_k")
 
 
 class AnthropicProvider:
     name = "anthropic"
+
+    def thinking_options(self, level: str) -> dict:
+        return {"thinking": {"type": "enabled", "budget_tokens": THINKING_BUDGETS[level]}}
 
     def complete(self, request, *, timeout: float) -> Completion:
         params = self.params(request)
@@ -39,10 +51,11 @@ class AnthropicProvider:
         except anthropic.APIError as exc:
             raise typed_error(exc, anthropic, request) from exc
         text = "".join(block.text for block in response.content if block.type == "text")
+        thinking = "".join(block.thinking for block in response.content if block.type == "thinking")
         calls = tuple(ToolCall(block.id, block.name, dict(block.input or {}))
                       for block in response.content if block.type == "tool_use")
         return self._completion(request, text, calls, response.stop_reason, _usage(response.usage),
-                                raw.headers.get("request-id") or response.id, response.model)
+                                raw.headers.get("request-id") or response.id, response.model, thinking)
 
     def stream(self, request, *, timeout: float) -> Iterator[StreamChunk]:
         params = self.params(request)
@@ -53,7 +66,7 @@ class AnthropicProvider:
         except anthropic.APIError as exc:
             raise typed_error(exc, anthropic, request) from exc
         request_id = raw.headers.get("request-id")
-        text, calls, blocks, stop = [], [], {}, None
+        text, thinking, calls, blocks, stop = [], [], [], {}, None
         usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         try:
             for event in events:
@@ -69,6 +82,9 @@ class AnthropicProvider:
                     if delta.type == "text_delta":
                         text.append(delta.text)
                         yield StreamChunk(text=delta.text)
+                    elif delta.type == "thinking_delta":
+                        thinking.append(delta.thinking)
+                        yield StreamChunk(thinking=delta.thinking)
                     elif delta.type == "input_json_delta" and event.index in blocks:
                         blocks[event.index]["json"] += delta.partial_json
                 elif event.type == "content_block_stop" and event.index in blocks:
@@ -89,7 +105,7 @@ class AnthropicProvider:
             request, "".join(text), tuple(calls), stop,
             Usage(input_tokens=usage["input"] + usage["cache_read"] + usage["cache_write"],
                   output_tokens=usage["output"], cached_tokens=usage["cache_read"]),
-            request_id, request.model.model))
+            request_id, request.model.model, "".join(thinking)))
 
     # --- request and response ----------------------------------------------------------------------------
 
@@ -99,6 +115,14 @@ class AnthropicProvider:
         params = {"model": request.model.model,
                   "max_tokens": options.get("max_tokens") or request.model.max_output_tokens,
                   "messages": self.messages(request)}
+        thinking = options.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            budget = int(thinking.get("budget_tokens") or 0)
+            # The budget is part of max_tokens, which must exceed it: the answer keeps its own limit on top.
+            if params["max_tokens"] <= budget:
+                params["max_tokens"] += budget
+            for name in NOT_WITH_THINKING:
+                options.pop(name, None)
         tools = [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                  for t in request.tools or ()]
         response_format = request.response_format or {}
@@ -158,12 +182,13 @@ class AnthropicProvider:
                 turns.append({"role": role, "content": blocks})
         return turns
 
-    def _completion(self, request, text, calls, stop, usage, request_id, model) -> Completion:
+    def _completion(self, request, text, calls, stop, usage, request_id, model, thinking="") -> Completion:
         stop_reason = STOP_REASONS.get(stop or "end_turn", StopReason.OTHER)
         if calls and calls[0].name == SCHEMA_TOOL and (request.response_format or {}).get("type") == "json_schema":
             text, calls, stop_reason = json.dumps(calls[0].arguments), (), StopReason.END
         return Completion(text=text, tool_calls=calls, stop_reason=stop_reason, usage=usage,
-                          model=model or request.model.model, provider=self.name, request_id=request_id)
+                          model=model or request.model.model, provider=self.name, request_id=request_id,
+                          thinking=thinking)
 
     def _client(self, request):
         model = request.model

@@ -2,7 +2,11 @@
 with usage. `openai-compatible` is the same protocol at another base URL (Ollama's /v1, vLLM,
 llama.cpp's server), where the key is optional and `max_tokens` is the limit's name. A model whose
 registry row says `api = responses` goes through the Responses API instead
-(`fathom.llm.providers.openai_responses`)."""
+(`fathom.llm.providers.openai_responses`).
+
+Thinking is asked for with `reasoning_effort`; an OpenAI-compatible server that shows it (vLLM,
+DeepSeek, Ollama's own /v1) sends it as the message's `reasoning_content` or `reasoning`, whole and in
+stream deltas, read into `Completion.thinking`. OpenAI's own chat completions keep it hidden."""
 
 from __future__ import annotations
 
@@ -31,6 +35,9 @@ class OpenAIProvider:
     name = "openai"
     key_required = True
     max_tokens_name = "max_completion_tokens"
+
+    def thinking_options(self, level: str) -> dict:
+        return {"reasoning_effort": level}
 
     def complete(self, request, *, timeout: float) -> Completion:
         if request.model.api == RESPONSES:
@@ -71,7 +78,7 @@ class OpenAIProvider:
         except openai.APIError as exc:
             raise typed_error(exc, openai, request) from exc
         request_id = raw.headers.get("x-request-id")
-        text, calls, stop, usage = [], {}, None, Usage()
+        text, thinking, calls, stop, usage = [], [], {}, None, Usage()
         try:
             for chunk in chunks:
                 if chunk.usage is not None:
@@ -79,6 +86,10 @@ class OpenAIProvider:
                 request_id = request_id or chunk.id
                 for choice in chunk.choices[:1]:
                     delta = choice.delta
+                    thought = _reasoning(delta)
+                    if thought:
+                        thinking.append(thought)
+                        yield StreamChunk(thinking=thought)
                     if delta is not None and delta.content:
                         text.append(delta.content)
                         yield StreamChunk(text=delta.content)
@@ -99,7 +110,8 @@ class OpenAIProvider:
             yield StreamChunk(tool_call=call)
         yield StreamChunk(completion=Completion(
             text="".join(text), tool_calls=tool_calls, stop_reason=STOP_REASONS.get(stop or "stop", StopReason.OTHER),
-            usage=usage, model=request.model.model, provider=self.name, request_id=request_id))
+            usage=usage, model=request.model.model, provider=self.name, request_id=request_id,
+            thinking="".join(thinking)))
 
     # --- request and response ----------------------------------------------------------------------------
 
@@ -145,7 +157,7 @@ class OpenAIProvider:
             text, stop = message.refusal, StopReason.REFUSAL
         return Completion(text=text, tool_calls=tool_calls, stop_reason=stop, usage=_usage(response.usage),
                           model=response.model or request.model.model, provider=self.name,
-                          request_id=request_id or response.id)
+                          request_id=request_id or response.id, thinking=_reasoning(message))
 
     def _client(self, request):
         model = request.model
@@ -166,6 +178,13 @@ class OpenAICompatibleProvider(OpenAIProvider):
             raise LLMNotConfigured(f"the model {request.model.name!r} needs a base URL (or OLLAMA_HOST)",
                                    provider=self.name, model=request.model.model)
         return super()._client(request)
+
+
+def _reasoning(message) -> str:
+    """The thinking an OpenAI-compatible server sent beside a message or delta (fields the SDK's types
+    do not declare, kept as extras)."""
+    thought = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None)
+    return thought if isinstance(thought, str) else ""
 
 
 def _usage(usage) -> Usage:
