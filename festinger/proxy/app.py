@@ -17,7 +17,12 @@ An Ollama upstream's bytes reach the client as they come (the proxy reads the ND
 only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
 the upstream request. Database and Redis work runs in a thread once, before the upstream call
 (middleware `before`); after the client has its last byte, one message to the memory queue hands the
-rest (`after`, the trace) to a worker."""
+rest (`after`, the trace) to a worker.
+
+Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
+option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
+cannot think, and its thinking is written as Ollama's `thinking` (OpenAI's `reasoning_content`) before
+its answer, watched for a loop as the answer is."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ they come, tagged with its index; the usage and `[DONE]` follow the last choice'
 object is written once every choice has ended. The usage counts the prompt once and the completion
 tokens of every choice, as OpenAI does.
 
-An Ollama upstream's thinking comes out as `reasoning_content` and `reasoning` (wire.openai_reasoning);
-a chunk carrying thinking and content is split in two, thinking first, as Ollama's own /v1 does."""
+A model's thinking (an Ollama upstream's or a registry model's) comes out as `reasoning_content` and
+`reasoning` (wire.openai_reasoning); a chunk carrying thinking and content is split in two, thinking
+first, as Ollama's own /v1 does."""
 
 from __future__ import annotations
 

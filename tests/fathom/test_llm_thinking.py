@@ -4,7 +4,7 @@ speaking their wire protocols. Streamed answers are in tests/festinger/test_prox
 
 import pytest
 
-from fathom.llm import Message, complete
+from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.providers import thinking_options
 from tests.fathom.wire import chat, message, use
 
@@ -19,6 +19,22 @@ def test_anthropics_thinking_blocks_are_the_completions_thinking(workspace, wire
     sent = wire.bodies[0]
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert sent["max_tokens"] == 2024 and "temperature" not in sent  # room for the answer beyond the budget
+
+
+def test_anthropic_goes_on_with_a_turn_of_tool_use_or_a_json_schema_without_thinking(workspace, wire):
+    # Anthropic refuses thinking there: the tool turn's signed thinking is not kept, a schema forces a tool.
+    use(workspace, "anthropic", wire.url)
+    wire.respond(200, message([{"type": "text", "text": "It is sunny."}]))
+    wire.respond(200, message([{"type": "tool_use", "id": "t1", "name": "respond_with_json", "input": {"n": 42}}]))
+    weather = ToolSpec("weather", "The weather", {"type": "object", "properties": {}})
+    messages = [Message.user("Weather?"), Message.assistant("", [ToolCall("t1", "weather", {})]),
+                Message.tool("t1", "sunny")]
+    think = thinking_options("anthropic", "medium")
+    assert complete(workspace=workspace, role="main", messages=messages, tools=[weather], **think).text == "It is sunny."
+    schema = {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object"}}}
+    assert complete(workspace=workspace, role="main", messages=[Message.user("6 x 7?")], response_format=schema,
+                    **think).json() == {"n": 42}
+    assert ["thinking" in body for body in wire.bodies] == [False, False]
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

@@ -6,9 +6,9 @@ user message (consecutive ones merged, as the API wants strictly alternating tur
 schema is the schema, its input returned as the completion's text.
 
 Extended thinking (the `thinking` option, `{"type": "enabled", "budget_tokens": N}`) comes back as
-`thinking` blocks, read into `Completion.thinking`. Their signatures are not kept, and `Message` has no
-thinking to send back: Anthropic wants the signed block back only when a turn of tool use goes on with
-thinking on (its tool results sent with thinking still enabled), which is not supported yet."""
+`thinking` blocks, read into `Completion.thinking`. Their signatures are not kept (`Message` has no
+thinking to send back): Anthropic wants a signed block back only to go on thinking in a turn of tool
+use, so the call that sends tool results goes without thinking (`_thinking_fitted`)."""
 
 from __future__ import annotations
 
@@ -115,14 +115,6 @@ class AnthropicProvider:
         params = {"model": request.model.model,
                   "max_tokens": options.get("max_tokens") or request.model.max_output_tokens,
                   "messages": self.messages(request)}
-        thinking = options.get("thinking")
-        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
-            budget = int(thinking.get("budget_tokens") or 0)
-            # The budget is part of max_tokens, which must exceed it: the answer keeps its own limit on top.
-            if params["max_tokens"] <= budget:
-                params["max_tokens"] += budget
-            for name in NOT_WITH_THINKING:
-                options.pop(name, None)
         tools = [{"name": t.name, "description": t.description, "input_schema": dict(t.parameters)}
                  for t in request.tools or ()]
         response_format = request.response_format or {}
@@ -140,6 +132,7 @@ class AnthropicProvider:
             params["tools"] = tools
         if "tool_choice" in options:
             params["tool_choice"] = _tool_choice(options.pop("tool_choice"))
+        _thinking_fitted(request, options, params)
         extra = dict(options.pop("extra_body", None) or {})
         accepted = _create_parameters()
         for name, value in options.items():
@@ -197,6 +190,33 @@ class AnthropicProvider:
                                    f"ANTHROPIC_API_KEY", provider=self.name, model=model.model)
         return cached_client(anthropic.Anthropic, kind=self.name, base_url=model.base_url, api_key=model.api_key,
                              timeout=model.timeout_seconds)
+
+
+def _thinking_fitted(request, options: dict, params: dict) -> None:
+    """The thinking option as Anthropic accepts it. Its budget is part of max_tokens, which must exceed
+    it: the answer keeps its own limit on top. Anthropic refuses thinking with a forced tool (a JSON
+    schema's answer) and, once a turn of tool use goes on, without that turn's signed thinking block
+    (not kept here): those calls go without thinking."""
+    thinking = options.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return
+    forced = (params.get("tool_choice") or {}).get("type") in ("any", "tool")
+    if forced or _continues_tool_use(request.messages):
+        del options["thinking"]
+        return
+    budget = int(thinking.get("budget_tokens") or 0)
+    if params["max_tokens"] <= budget:
+        params["max_tokens"] += budget
+    for name in NOT_WITH_THINKING:
+        options.pop(name, None)
+
+
+def _continues_tool_use(messages) -> bool:
+    """Whether the last assistant message called tools whose results follow it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant":
+            return bool(messages[index].tool_calls) and any(m.role == "tool" for m in messages[index + 1:])
+    return False
 
 
 def _tool_choice(choice):
