@@ -236,6 +236,21 @@ def test_a_scripted_models_thinking_loop_cuts_the_stream(transactional_db, works
     cache.forget(workspace.pk)
 
 
+def test_each_of_n_choices_thinks(transactional_db, workspace, settings):
+    settings.OLLAMA_HOST = ""
+    world_ensure(workspace=workspace)
+    script = Script.install(workspace, roles=("proxy",))
+    script.reply("42.", thinking="Six sevens.").reply("Forty-two.", thinking="Seven sixes.")
+    with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
+        whole = openai_client(url).chat.completions.create(model=f"scripted-{script.name}", messages=QUESTION, n=2,
+                                                            reasoning_effort="low")
+    assert sorted((c.message.model_extra["reasoning_content"], c.message.content) for c in whole.choices) == [
+        ("Seven sixes.", "Forty-two."), ("Six sevens.", "42.")]
+    assert [sent.options["think"] for sent in script.sent] == ["low", "low"]
+    script.reset()
+    cache.forget(workspace.pk)
+
+
 def test_a_completions_thinking_survives_its_dict():
     completion = Completion(text="42.", thinking="Six times seven.")
     assert Completion.from_dict(completion.to_dict()).thinking == "Six times seven."
