@@ -40,7 +40,6 @@ from datetime import timedelta
 from celery import chord, group, signature
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from fathom.celery import send_task_on_commit
@@ -66,7 +65,7 @@ from harness.quality.metrics import context_metrics
 from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
 from harness.quality.profile import milestone_crossed, profile_build, profile_cached
-from harness.quality.prompts import prompt_or_default, prompt_override
+from harness.quality.prompts import prompt_or_default, prompt_override_sql
 from harness.quality.retry import (
     DEFAULT_RETRY_SETTINGS,
     FailureAnalyzer,
@@ -109,18 +108,21 @@ def quality_settings_get(*, workspace_id, prompt: str = "", ids_for=()) -> Quali
     their `.prompt` (what prompt_get would give). `ids_for`: models whose next primary keys are taken
     along with them when the harness is enabled, given as their `.new_ids` (one each; None when it is
     not): the keys of the rows a wrapped fire inserts with its events."""
-    rows = QualitySettings.objects.filter(workspace_id=workspace_id)
+    columns, params = ["*"], []
     if prompt:
-        rows = rows.annotate(prompt_override=prompt_override(prompt))
+        columns.append(f"{prompt_override_sql()} AS prompt_override")
+        params.append(prompt)
     if ids_for:
-        sql, params = ids_next_sql(*ids_for)
-        rows = rows.annotate(new_ids=RawSQL(f"CASE WHEN {QualitySettings._meta.db_table}.enabled THEN {sql} END",
-                                            params))
-    found = rows.first()
+        sql, ids_params = ids_next_sql(*ids_for)
+        columns.append(f"CASE WHEN enabled THEN {sql} END AS new_ids")
+        params += ids_params
+    # read raw: the ORM's building of the query cost more than the query (on every wrapped fire's way in)
+    sql = f"SELECT {', '.join(columns)} FROM {QualitySettings._meta.db_table} WHERE workspace_id = %s"
+    found = next(iter(QualitySettings.objects.raw(sql, [*params, workspace_id])), None)
     if found is None:
         QualitySettings.objects.get_or_create(workspace_id=workspace_id,
                                               defaults={"enabled": settings.FATHOM_QUALITY_DEFAULT_ENABLED})
-        found = rows.get()
+        found = next(iter(QualitySettings.objects.raw(sql, [*params, workspace_id])))
     if prompt:
         found.prompt = prompt_or_default(prompt, found.prompt_override)
     return found
@@ -548,7 +550,7 @@ def _verifier_context(*, run_id, attempt: int, perspective: str, brief: dict, to
     prompt_id = agents.verifier_prompt_id(perspective)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.calibration, (SELECT text FROM harness_qualityprompt WHERE prompt_id = %s), "
+            f"SELECT s.calibration, {prompt_override_sql()}, "
             "EXISTS (SELECT 1 FROM harness_qualityrun WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s), "
             "(SELECT perspectives -> %s FROM harness_qualityattempt WHERE run_id = %s AND number = %s) "
             "FROM (SELECT 1) AS one LEFT JOIN harness_qualitysettings s ON s.workspace_id = %s",
@@ -826,8 +828,8 @@ def _fire_parked_sql() -> tuple[str, list, list]:
             f"LEFT JOIN {table[Session]} s ON s.id = f.session_id LEFT JOIN {table[Turn]} t ON t.id = f.turn_id "
             f"LEFT JOIN {QualityRetryPolicy._meta.db_table} p ON p.workspace_id = r.workspace_id "
             f"AND p.workflow_type = r.complexity ->> 'workflow_type' "
-            f"LEFT JOIN LATERAL (SELECT * FROM ({stats}) AS figures WHERE f.phase = %s AND a.verifier <> '{{}}'::jsonb) "
-            f"AS st ON true "
+            f"LEFT JOIN LATERAL (SELECT * FROM ({stats}) AS figures WHERE f.phase = %s AND a.verifier <> '{{}}'::jsonb "
+            f"OFFSET 0) AS st ON true "  # OFFSET 0: a subquery of its own, whose condition is checked before it runs
             f"WHERE r.fire_id = %s ORDER BY a.number DESC LIMIT 1", models, [*stats_params, Fire.Phase.VERIFY])
 
 
