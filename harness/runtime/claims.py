@@ -50,6 +50,7 @@ def claim_sql(model, pk, *, stale_after: int, where: str = "", params=()) -> tup
     for a caller that claims it within a statement of its own (a WITH clause), when `where` (with its
     `params`) holds too. The claim()'s takeover of a row whose holder died here is left to claim()."""
     now = timezone.now()
+    _given_back().discard((model._meta.label, model._meta.pk.to_python(pk)))  # as claim(): to release again
     return (_lease_sql(model, where=f"{_FREE} AND {where}" if where else _FREE),
             [runner_id(), now, pk, now - timedelta(seconds=stale_after), *params])
 
