@@ -15,8 +15,9 @@
 
 An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
 only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
-the upstream request. Database and Redis work runs in a thread once, before the upstream call
-(middleware `before`); after the client has its last byte, one message to the memory queue hands the
+the upstream request. The middleware's `before` runs once, before the upstream call, on the event
+loop (one Redis round trip) unless a cache must be read from the database, then in a thread
+(`ProxyApp.prepared`); after the client has its last byte, one message to the memory queue hands the
 rest (`after`, the trace) to a worker."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import aiohttp
 from celery import signature
 from django.conf import settings
+from django.core.exceptions import SynchronousOnlyOperation
 from django.utils.module_loading import import_string
 
 from fathom.errors import ApplicationError
@@ -40,6 +42,7 @@ from fathom.llm.errors import LLMError
 from fathom.llm.types import Completion, ImageRef, StopReason, StreamChunk, Usage
 from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
+from festinger import cache
 from festinger.loops.guard import (
     BREAKER_PROVIDER,
     STREAM_CUT_TASK,
@@ -338,7 +341,7 @@ class ProxyApp:
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            session=session, options=options)
-        upstream = await self.in_thread(_prepare, call, name, body.get("raw") is True, len(writer.choices))
+        upstream = await self.prepared(call, name, body.get("raw") is True, len(writer.choices))
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -347,6 +350,16 @@ class ProxyApp:
             wire.to_tool_specs(body.get("tools"))  # a bad tools list is the client's 400, before any byte
             wire.to_response_format(body.get("format"))
             await self._from_registry(request, body, call, kind=kind, writer=writer)
+
+    async def prepared(self, call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+        """`_prepare` on the event loop while what it reads is in this process's memory (the usual case:
+        a thread's round trip would be a fifth of the latency the proxy adds), in a thread when a cache
+        must be filled from the database: Django refuses a query on the loop before sending it, and
+        `_prepare` fills its caches before the middleware writes anything."""
+        try:
+            return _prepare(call, name, raw_prompt, choices)
+        except SynchronousOnlyOperation:
+            return await self.in_thread(_prepare_in_thread, call, name, raw_prompt, choices)
 
     async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
@@ -827,18 +840,25 @@ def _registry_names(workspace_id: int):
 def _prepare(call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
     """Resolve the model; run the middleware's `before` for an Ollama upstream, and for a registry
     model asked for several choices (one conversation turn: the middleware runs once, here, and the
-    model calls go without it). A single registry call runs it inside `fathom.llm.complete`."""
-    with connections_returned():
-        call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
-        call.loop_settings = loop_settings(call.workspace_id)
+    model calls go without it). A single registry call runs it inside `fathom.llm.complete`. What the
+    middleware reads from the database (the thresholds, the world) is read first, before it writes."""
+    call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
+    call.loop_settings = loop_settings(call.workspace_id)
     if call.upstream is None:
         return None
     if call.upstream.kind == OLLAMA:
         if not raw_prompt:
+            cache.world(call.workspace_id)
             call.prepare()
     elif choices > 1:
+        cache.world(call.workspace_id)
         call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
     return call.upstream
+
+
+def _prepare_in_thread(call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+    with connections_returned():
+        return _prepare(call, name, raw_prompt, choices)
 
 
 def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled,

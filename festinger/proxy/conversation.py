@@ -75,7 +75,7 @@ class ProxiedCall:
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), connections_returned(), memory_queue_held(self.sends):
+        with session_context(self.session), memory_queue_held(self.sends):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
