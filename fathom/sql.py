@@ -53,14 +53,12 @@ def _insert_parts(model, *, with_key: bool) -> tuple[str, list]:
     return f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {typed}", fields
 
 
-def ids_next(*models) -> list:
-    """Primary keys for new rows of `models` (one each, from their sequences), in one query: rows that
-    another's INSERT in the same statement refers to."""
+def ids_next_sql(*models) -> tuple[str, list]:
+    """An SQL expression (and its params) of the array of new primary keys for `models` (one each, from
+    their sequences), to read along with another query: rows that another's INSERT in the same statement
+    refers to."""
     nextvals = ", ".join("nextval(pg_get_serial_sequence(%s, %s))" for _ in models)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {nextvals}", [name for model in models
-                                              for name in (model._meta.db_table, model._meta.pk.column)])
-        return list(cursor.fetchone())
+    return f"ARRAY[{nextvals}]", [name for model in models for name in (model._meta.db_table, model._meta.pk.column)]
 
 
 def select_list(model, alias: str, *, deferred=()) -> tuple[str, list]:

@@ -35,44 +35,42 @@ COLUMNS = ("workspace_id", "created_at", "at", "kind", "name", "status", "trace_
            "output_tokens", "cached_tokens", "cost", "error", "payload")
 
 
-TYPES = {"workspace_id": "bigint", "created_at": "timestamptz", "at": "timestamptz", "duration_ms": "float8",
-         "input_tokens": "integer", "output_tokens": "integer", "cached_tokens": "integer", "cost": "numeric",
-         "payload": "jsonb"}
-
-
-def _row(event: tuple) -> tuple:
+def _row(event: tuple) -> dict:
+    """The event's row as JSON says it (times to the microsecond, the cost as its decimal text)."""
     at, kind, owner, payload, duration_ms, columns, status, error = event
     cost = columns.get("cost") or 0
-    return (
-        owner.workspace_id, datetime.now(UTC), at, kind, owner.name, status, owner.trace_id, owner.span_id,
-        owner.parent_span_id, str(owner.run_id)[:64], str(owner.task_id)[:64], str(owner.call_id)[:64],
-        str(owner.actor_id)[:200], duration_ms, str(columns.get("model") or "")[:200],
-        str(columns.get("provider") or "")[:32], int(columns.get("input_tokens") or 0),
-        int(columns.get("output_tokens") or 0), int(columns.get("cached_tokens") or 0),
-        (cost if isinstance(cost, Decimal) else Decimal(repr(float(cost)))).quantize(EIGHT_PLACES),
-        error, json.dumps(payload, cls=SafeJSONEncoder),
-    )
+    cost = (cost if isinstance(cost, Decimal) else Decimal(repr(float(cost)))).quantize(EIGHT_PLACES)
+    return {
+        "workspace_id": owner.workspace_id, "created_at": datetime.now(UTC).isoformat(), "at": at.isoformat(),
+        "kind": kind, "name": owner.name, "status": status, "trace_id": owner.trace_id, "span_id": owner.span_id,
+        "parent_span_id": owner.parent_span_id, "run_id": str(owner.run_id)[:64], "task_id": str(owner.task_id)[:64],
+        "call_id": str(owner.call_id)[:64], "actor_id": str(owner.actor_id)[:200], "duration_ms": duration_ms,
+        "model": str(columns.get("model") or "")[:200], "provider": str(columns.get("provider") or "")[:32],
+        "input_tokens": int(columns.get("input_tokens") or 0), "output_tokens": int(columns.get("output_tokens") or 0),
+        "cached_tokens": int(columns.get("cached_tokens") or 0), "cost": format(cost, "f"), "error": error,
+        "payload": payload,
+    }
 
 
-def _insert(rows: list[tuple]) -> None:
-    # One statement whatever the number of rows (psycopg parses it once). Outside a transaction it
-    # goes with `SET LOCAL` in one query string, which PostgreSQL runs as one implicit transaction:
-    # one round trip, and a commit that does not wait for the WAL flush (a crash of the database may
-    # lose the last trace rows written, never corrupt anything). Inside the caller's transaction it
-    # is a savepoint, so a failed write cannot break that transaction, whose commit stays durable.
-    columns = [list(column) for column in zip(*rows, strict=True)]
+def _insert(rows: list[dict]) -> None:
+    # One statement whatever the number of rows, its one parameter the rows as JSON (one encoding, where
+    # an array per column cost psycopg more than the round trip). Outside a transaction it goes with
+    # `SET LOCAL` in one query string, which PostgreSQL runs as one implicit transaction: one round trip,
+    # and a commit that does not wait for the WAL flush (a crash of the database may lose the last trace
+    # rows written, never corrupt anything). Inside the caller's transaction it is a savepoint, so a
+    # failed write cannot break that transaction, whose commit stays durable.
+    batch = [json.dumps(rows, cls=SafeJSONEncoder)]
     if connection.in_atomic_block:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_insert_sql(alone=False), columns)
+            cursor.execute(_insert_sql(alone=False), batch)
     else:
         with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(alone=True), columns)
+            cursor.execute(_insert_sql(alone=True), batch)
 
 
 @cache
 def _insert_sql(*, alone: bool) -> str:
     table = connection.ops.quote_name(TraceEvent._meta.db_table)
     names = ", ".join(connection.ops.quote_name(column) for column in COLUMNS)
-    arrays = ", ".join(f"%s::{TYPES.get(column, 'text')}[]" for column in COLUMNS)
-    insert = f"INSERT INTO {table} ({names}) SELECT * FROM unnest({arrays})"
+    insert = f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s::json)"
     return f"SET LOCAL synchronous_commit TO OFF; {insert}" if alone else insert

@@ -15,8 +15,9 @@
 
 An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
 only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
-the upstream request. Database and Redis work runs in a thread once, before the upstream call
-(middleware `before`); after the client has its last byte, one message to the memory queue hands the
+the upstream request. The middleware's `before` runs once, before the upstream call, on the event
+loop (one Redis round trip) unless a cache must be read from the database, then in a thread
+(`ProxyApp.prepared`); after the client has its last byte, one message to the memory queue hands the
 rest (`after`, the trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's

@@ -150,7 +150,9 @@ def _earlier_runs(fire: Fire):
     run's attempt number."""
     if not fire.trace_id:
         return None, [], [], 1
-    starts = run_spans(workspace_id=fire.workspace_id, trace_id=fire.trace_id, run_id=str(fire.pk))
+    starts = fire.__dict__.pop("_run_spans", None)  # read with the fire on its way back (quality.fire_parked_get)
+    if starts is None:
+        starts = run_spans(workspace_id=fire.workspace_id, trace_id=fire.trace_id, run_id=str(fire.pk))
     roots = [start for start in starts if start.kind == "trace.prompt.received"]
     left_open = [start for start in starts if not start.ended and start.kind == words(start.name)[0]]
     attempt = max(len(roots), 1) + 1

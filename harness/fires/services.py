@@ -57,7 +57,8 @@ def fire_run(*, fire_id=None, fire: Fire | None = None, limits: HarnessSettings 
     if fire.is_terminal:
         return fire
     limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
-    if not claims.claim(Fire, fire.pk, stale_after=limits.stale_after_seconds):
+    claimed = fire.__dict__.pop("_claimed", False)  # by the read that loaded it (quality.fire_parked_get)
+    if not claimed and not claims.claim(Fire, fire.pk, stale_after=limits.stale_after_seconds):
         return fire
     try:
         run_threaded_fire(fire, limits=limits)
@@ -132,8 +133,8 @@ def fire_parked_resume(*, session_id, workspace_id, fire_id) -> str:
     loads the fire with its session, turn, QualityRun and current attempt in one query, rather than
     finding the turn, its triggers, its fire and its run one by one. Anything else than a parked fire
     of the running turn takes the tick's usual way."""
-    def parked() -> TurnSnapshot | None:
-        fire = quality.fire_parked_get(fire_id=fire_id)
+    def parked(limits: HarnessSettings) -> TurnSnapshot | None:
+        fire = quality.fire_parked_get(fire_id=fire_id, stale_after=limits.stale_after_seconds)
         if fire is None or fire.is_terminal or fire.turn is None or fire.turn.status != Turn.Status.RUNNING:
             return None
         return TurnSnapshot(session=fire.session, turn=fire.turn, triggers=[], resumed=fire)

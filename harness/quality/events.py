@@ -68,7 +68,7 @@ def _changed_in(step: _Step, row, *fields: str) -> None:
 
 
 def created(row) -> None:
-    """Insert the new row (its primary key set: fathom.sql.ids_next) with the current step's events
+    """Insert the new row (its primary key set: fathom.sql.ids_next_sql) with the current step's events
     (inside `emitting`), else now."""
     step = _STEP.get()
     if step is None:

@@ -45,7 +45,8 @@ from django.utils import timezone
 from fathom.celery import send_task_on_commit
 from fathom.llm import Message
 from fathom.models import Workspace
-from fathom.sql import ids_next, loaded, select_list
+from fathom.sql import ids_next_sql, loaded, select_list
+from fathom.tracing.services import run_spans_of, run_spans_sql
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.quality import agents, subtasks, swarm
 from harness.quality.contracts import (
@@ -64,7 +65,7 @@ from harness.quality.metrics import context_metrics
 from harness.quality.models import QualityAttempt, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.plans import PlanSelector
 from harness.quality.profile import milestone_crossed, profile_build, profile_cached
-from harness.quality.prompts import prompt_or_default, prompt_override
+from harness.quality.prompts import prompt_or_default, prompt_override_sql
 from harness.quality.retry import (
     DEFAULT_RETRY_SETTINGS,
     FailureAnalyzer,
@@ -73,8 +74,15 @@ from harness.quality.retry import (
     combined_score,
 )
 from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
-from harness.quality.selectors import fire_tool_result_sizes, runs_stats, workspace_stats
+from harness.quality.selectors import (
+    fire_tool_result_sizes,
+    runs_stats,
+    runs_stats_of,
+    runs_stats_sql,
+    workspace_stats,
+)
 from harness.quality.stream import StreamMonitor
+from harness.runtime import claims
 from harness.runtime.models import Session, Turn
 from lake.models import Delta
 
@@ -94,18 +102,27 @@ class Parked(Exception):
 
 # --- settings -----------------------------------------------------------------------------------------------
 
-def quality_settings_get(*, workspace_id, prompt: str = "") -> QualitySettings:
+def quality_settings_get(*, workspace_id, prompt: str = "", ids_for=()) -> QualitySettings:
     """The workspace's quality settings (a row is created on first use, enabled as
     FATHOM_QUALITY_DEFAULT_ENABLED says). `prompt`: the id of a prompt read along with them, given as
-    their `.prompt` (what prompt_get would give)."""
-    rows = QualitySettings.objects.filter(workspace_id=workspace_id)
+    their `.prompt` (what prompt_get would give). `ids_for`: models whose next primary keys are taken
+    along with them when the harness is enabled, given as their `.new_ids` (one each; None when it is
+    not): the keys of the rows a wrapped fire inserts with its events."""
+    columns, params = ["*"], []
     if prompt:
-        rows = rows.annotate(prompt_override=prompt_override(prompt))
-    found = rows.first()
+        columns.append(f"{prompt_override_sql()} AS prompt_override")
+        params.append(prompt)
+    if ids_for:
+        sql, ids_params = ids_next_sql(*ids_for)
+        columns.append(f"CASE WHEN enabled THEN {sql} END AS new_ids")
+        params += ids_params
+    # read raw: the ORM's building of the query cost more than the query (on every wrapped fire's way in)
+    sql = f"SELECT {', '.join(columns)} FROM {QualitySettings._meta.db_table} WHERE workspace_id = %s"
+    found = next(iter(QualitySettings.objects.raw(sql, [*params, workspace_id])), None)
     if found is None:
         QualitySettings.objects.get_or_create(workspace_id=workspace_id,
                                               defaults={"enabled": settings.FATHOM_QUALITY_DEFAULT_ENABLED})
-        found = rows.get()
+        found = next(iter(QualitySettings.objects.raw(sql, [*params, workspace_id])))
     if prompt:
         found.prompt = prompt_or_default(prompt, found.prompt_override)
     return found
@@ -141,7 +158,8 @@ def preflight(fire: Fire) -> QualityRun | None:
     if run is None:
         if fire.depth or not fire.session_id:
             return None
-        quality = quality_settings_get(workspace_id=fire.workspace_id, prompt="classifier_system")
+        quality = quality_settings_get(workspace_id=fire.workspace_id, prompt="classifier_system",
+                                       ids_for=(QualityRun, QualityAttempt))
         start = fire.__dict__.pop("_start_unsaved", ())
         if not applies(fire, quality):
             if start:
@@ -159,7 +177,7 @@ def preflight(fire: Fire) -> QualityRun | None:
         run = QualityRun(workspace_id=fire.workspace_id, fire=fire, complexity=complexity,
                          sources=[s["id"] for s in sources], iterations=iterations_asked(fire),
                          plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
-        run.pk, attempt_pk = ids_next(QualityRun, QualityAttempt)
+        run.pk, attempt_pk = quality.new_ids
         run._current_attempt = QualityAttempt(pk=attempt_pk, workspace_id=fire.workspace_id, run=run, number=1,
                                               first_turn=0)
         with emitting(fire, run):  # the run, its first attempt, its events (and the fire's start): one statement
@@ -532,7 +550,7 @@ def _verifier_context(*, run_id, attempt: int, perspective: str, brief: dict, to
     prompt_id = agents.verifier_prompt_id(perspective)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.calibration, (SELECT text FROM harness_qualityprompt WHERE prompt_id = %s), "
+            f"SELECT s.calibration, {prompt_override_sql()}, "
             "EXISTS (SELECT 1 FROM harness_qualityrun WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s), "
             "(SELECT perspectives -> %s FROM harness_qualityattempt WHERE run_id = %s AND number = %s) "
             "FROM (SELECT 1) AS one LEFT JOIN harness_qualitysettings s ON s.workspace_id = %s",
@@ -609,8 +627,10 @@ def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | 
     """The profile; `finishing`: a run being accepted (its final attempt), counted as the newest done run
     before its row says so."""
     window = PROFILE_WINDOW - (finishing is not None)
-    stats = runs_stats(workspace_id=workspace_id, window=window,
-                       excluding_run_id=finishing[0].pk if finishing is not None else None)
+    stats = finishing[0].__dict__.pop("_runs_stats", None) if finishing is not None else None  # fire_parked_get's
+    if stats is None:
+        stats = runs_stats(workspace_id=workspace_id, window=window,
+                           excluding_run_id=finishing[0].pk if finishing is not None else None)
     total, counted, combined_sum, combined_count = stats.runs, stats.counted, stats.combined_sum, stats.combined_count
     score_sum, issues = stats.score_sum, stats.issues
     if finishing is not None:
@@ -733,16 +753,28 @@ def fire_started(fire: Fire, *, fields) -> None:
         fire._start_unsaved = fields
 
 
-def fire_parked_get(*, fire_id) -> Fire | None:
+def fire_parked_get(*, fire_id, stale_after: int) -> Fire | None:
     """A fire the harness wraps, with its session, workspace and turn, its QualityRun and current attempt
     (run_of then reads nothing) and the retry policy of its workflow, in one query (the way back into a
-    parked fire, where the ORM's building of it cost more than the query); None when it has no run."""
-    sql, models = _fire_parked_sql()
+    parked fire, where the ORM's building of it cost more than the query); None when it has no run.
+
+    The same statement claims the fire when it is the unfinished fire of a running turn (claims.claim's
+    first try, with `stale_after`: `fire._claimed` tells fire_run), reads the start events of its earlier
+    runs' trace (`fire._run_spans`, what fires.loop would read with tracing.services.run_spans), and the
+    figures of the workspace profile when its current attempt has its verdict (`run._runs_stats`, for
+    the decision)."""
+    select, models, params = _fire_parked_sql()
+    claim, claim_params = claims.claim_sql(Fire, fire_id, stale_after=stale_after, where=_RESUMABLE,
+                                           params=[list(Fire.TERMINAL), Turn.Status.RUNNING])
+    sql = f"WITH claimed AS ({claim}) {select}"
     alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        # its joins in the order written: planning the best of their orders cost several times the query
-        cursor.execute(f"SET LOCAL join_collapse_limit = 1; {sql}" if alone else sql, [fire_id])
+        # its joins in the order written: planning the best of their orders cost several times the query;
+        # the claim is a lease (harness.runtime.claims): its commit need not wait for the WAL flush
+        cursor.execute("SET LOCAL synchronous_commit TO OFF; SET LOCAL join_collapse_limit = 1; " + sql
+                       if alone else sql, [*claim_params, *params, fire_id])
         if alone:
+            cursor.nextset()
             cursor.nextset()
         row = cursor.fetchone()
     if row is None:
@@ -754,15 +786,27 @@ def fire_parked_get(*, fire_id) -> Fire | None:
     attempt, run, fire, session, workspace, turn = loaded_rows
     attempt.run, run.fire, fire.session, fire.workspace, fire.turn = run, fire, session, workspace, turn
     run._current_attempt, fire._quality_run = attempt, run
-    if row[at] is not None:  # the workflow's policy row (made on first use, by retry_policy_get)
-        run._retry_policy = RetryPolicy(settings={run.complexity.get("workflow_type", "chat"): RetrySettings(
-            *row[at:at + 3])})
-    run._tool_result_sizes = [tuple(size) for size in _json_of(row[at + 3])]  # as fire_tool_result_sizes reads them
+    policy, sizes, spans, stats = row[at:at + 3], row[at + 3], row[at + 4], row[at + 5:at + 11]
+    fire._claimed = row[at + 11]
+    fire._run_spans = run_spans_of(_json_of(spans))  # for the trace it continues (fires.loop._earlier_runs)
+    if policy[0] is not None:  # the workflow's policy row (made on first use, by retry_policy_get)
+        run._retry_policy = RetryPolicy(settings={run.complexity.get("workflow_type", "chat"): RetrySettings(*policy)})
+    run._tool_result_sizes = [tuple(size) for size in _json_of(sizes)]  # as fire_tool_result_sizes reads them
+    if stats[0] is not None:
+        run._runs_stats = runs_stats_of(stats, workspace_id=run.workspace_id, window=PROFILE_WINDOW - 1,
+                                        excluding_run_id=run.pk)
     return fire
 
 
+# the fire a parked fire's way back may claim with its read (fire_parked_get): an unfinished fire of a
+# running turn, with a QualityRun
+_RESUMABLE = (f"NOT {Fire._meta.db_table}.status = ANY(%s) AND EXISTS (SELECT 1 FROM {Turn._meta.db_table} t "
+              f"WHERE t.id = {Fire._meta.db_table}.turn_id AND t.status = %s) AND EXISTS (SELECT 1 FROM "
+              f"{QualityRun._meta.db_table} q WHERE q.fire_id = {Fire._meta.db_table}.id)")
+
+
 @functools.cache
-def _fire_parked_sql() -> tuple[str, list]:
+def _fire_parked_sql() -> tuple[str, list, list]:
     parts = [(QualityAttempt, "a", ()), (QualityRun, "r", ("events",)), (Fire, "f", ()), (Session, "s", ()),
              (Workspace, "w", ()), (Turn, "t", ())]
     selects, models = [], []
@@ -774,13 +818,19 @@ def _fire_parked_sql() -> tuple[str, list]:
     sizes = (f"(SELECT coalesce(json_agg(json_build_array(c.name, length(c.result)) ORDER BY ct.number, c.position), "
              f"'[]') FROM {FireToolCall._meta.db_table} c JOIN {FireTurn._meta.db_table} ct ON ct.id = c.turn_id "
              f"WHERE c.fire_id = f.id)")
-    return (f"SELECT {', '.join(selects)}, p.max_attempts, p.good_enough_score, p.low_quality_threshold, {sizes} "
+    # the profile's figures, as _profile_build reads them of a run being accepted (but this one)
+    stats, stats_params = runs_stats_sql(window=PROFILE_WINDOW - 1)
+    return (f"SELECT {', '.join(selects)}, p.max_attempts, p.good_enough_score, p.low_quality_threshold, {sizes}, "
+            f"{run_spans_sql(workspace='f.workspace_id', trace='f.trace_id', run='f.id::text')}, "
+            f"st.*, EXISTS (SELECT 1 FROM claimed) "
             f"FROM {table[QualityRun]} r JOIN {table[QualityAttempt]} a ON a.run_id = r.id "
             f"JOIN {table[Fire]} f ON f.id = r.fire_id JOIN {table[Workspace]} w ON w.id = f.workspace_id "
             f"LEFT JOIN {table[Session]} s ON s.id = f.session_id LEFT JOIN {table[Turn]} t ON t.id = f.turn_id "
             f"LEFT JOIN {QualityRetryPolicy._meta.db_table} p ON p.workspace_id = r.workspace_id "
             f"AND p.workflow_type = r.complexity ->> 'workflow_type' "
-            f"WHERE r.fire_id = %s ORDER BY a.number DESC LIMIT 1", models)
+            f"LEFT JOIN LATERAL (SELECT * FROM ({stats}) AS figures WHERE f.phase = %s AND a.verifier <> '{{}}'::jsonb "
+            f"OFFSET 0) AS st ON true "  # OFFSET 0: a subquery of its own, whose condition is checked before it runs
+            f"WHERE r.fire_id = %s ORDER BY a.number DESC LIMIT 1", models, [*stats_params, Fire.Phase.VERIFY])
 
 
 def run_of(fire: Fire) -> QualityRun | None:

@@ -1,8 +1,6 @@
 """The prompt registry (seed 001's PromptRegistry): every prompt the quality harness sends a model,
 by id, with a built-in default; a QualityPrompt row of the same id (edited in admin) overrides it."""
 
-from django.db.models import Subquery
-
 from harness.quality.models import QualityPrompt
 
 DEFAULTS = {
@@ -47,10 +45,10 @@ def prompt_get(prompt_id: str) -> str:
         "text", flat=True).first())
 
 
-def prompt_override(prompt_id: str) -> Subquery:
-    """The admin's override of `prompt_id` (or NULL), to read along with another row, then hand to
-    prompt_or_default."""
-    return Subquery(QualityPrompt.objects.filter(prompt_id=prompt_id).values("text")[:1])
+def prompt_override_sql() -> str:
+    """The admin's override of the prompt whose id is its one param (or NULL), as a scalar subquery to read
+    along with another row, then hand to prompt_or_default."""
+    return f"(SELECT text FROM {QualityPrompt._meta.db_table} WHERE prompt_id = %s)"
 
 
 def prompt_or_default(prompt_id: str, override: str | None) -> str:

@@ -9,11 +9,12 @@ from fathom.transient import retries
 from harness.quality import flow, services, subtask_fires, swarm
 
 
-@shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, **retries(),
+@shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries(),
              soft_time_limit=120, time_limit=180)
 def verify(run_id: int, attempt: int, token: str, brief: dict) -> bool:
     """The lone standard verifier of an attempt: its verdict recorded and the fire's session ticked
-    again (never raises on a model failure: the verdict is then the fallback)."""
+    again (never raises on a model failure: the verdict is then the fallback). Its result is not kept:
+    the verdict is the attempt's, and nobody waits for the task (its sender would subscribe to it)."""
     return flow.verification_alone(run_id=run_id, attempt=attempt, token=token, brief=brief)
 
 

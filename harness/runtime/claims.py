@@ -37,13 +37,22 @@ def claim(model, pk, *, stale_after: int) -> bool:
     """Claim row `pk` of `model` (a `Claimable`) for this thread; False when someone else holds it."""
     me, now = runner_id(), timezone.now()
     _given_back().discard((model._meta.label, model._meta.pk.to_python(pk)))  # a new claim, to release again
-    if _lease_write(model, pk, runner=me, at=now, where="(runner = '' OR runner_heartbeat_at IS NULL "
-                    "OR runner_heartbeat_at < %s)", params=[now - timedelta(seconds=stale_after)]):
+    if _lease_write(model, pk, runner=me, at=now, where=_FREE, params=[now - timedelta(seconds=stale_after)]):
         return True
     holder = model.objects.filter(pk=pk).values_list("runner", flat=True).first()
     if holder and holder != me and _is_dead_here(holder):
         return _lease_write(model, pk, runner=me, at=now, where="runner = %s", params=[holder])
     return False
+
+
+def claim_sql(model, pk, *, stale_after: int, where: str = "", params=()) -> tuple[str, list]:
+    """The UPDATE (RETURNING 1) by which claim() first tries to take the row, as (sql, params), not run:
+    for a caller that claims it within a statement of its own (a WITH clause), when `where` (with its
+    `params`) holds too. The claim()'s takeover of a row whose holder died here is left to claim()."""
+    now = timezone.now()
+    _given_back().discard((model._meta.label, model._meta.pk.to_python(pk)))  # as claim(): to release again
+    return (_lease_sql(model, where=f"{_FREE} AND {where}" if where else _FREE),
+            [runner_id(), now, pk, now - timedelta(seconds=stale_after), *params])
 
 
 def is_live(runner: str, heartbeat_at, *, stale_after: int) -> bool:
@@ -83,8 +92,7 @@ def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> boo
     """UPDATE the row's claim columns where `where` holds; whether it did. Outside a transaction, in
     one query string with `SET LOCAL synchronous_commit TO OFF` (one implicit transaction, whose
     commit does not wait for the WAL flush); inside one, as a plain statement of that transaction."""
-    table, key = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(model._meta.pk.column)
-    update = f"UPDATE {table} SET runner = %s, runner_heartbeat_at = %s WHERE {key} = %s AND {where} RETURNING 1"
+    update = _lease_sql(model, where=where)
     alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL synchronous_commit TO OFF; {update}" if alone else update,
@@ -92,6 +100,14 @@ def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> boo
         if alone:
             cursor.nextset()  # past the SET's result, to the UPDATE's
         return cursor.fetchone() is not None
+
+
+_FREE = "(runner = '' OR runner_heartbeat_at IS NULL OR runner_heartbeat_at < %s)"  # nobody holds it, or silent
+
+
+def _lease_sql(model, *, where: str) -> str:
+    table, key = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(model._meta.pk.column)
+    return f"UPDATE {table} SET runner = %s, runner_heartbeat_at = %s WHERE {key} = %s AND {where} RETURNING 1"
 
 
 _local = threading.local()

@@ -140,7 +140,7 @@ class TurnParked(Exception):
     turn stays running, the session is released, and whoever the work waits for ticks it again."""
 
 
-def session_tick(*, session_id, work: TurnWork, resume: Callable[[], TurnSnapshot | None] | None = None,
+def session_tick(*, session_id, work: TurnWork, resume: Callable[[HarnessSettings], TurnSnapshot | None] | None = None,
                  workspace_id=None) -> str:
     """Run at most one turn of the session, if there is work and nobody else runs one: `work` does
     the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended", "failed"
@@ -149,7 +149,8 @@ def session_tick(*, session_id, work: TurnWork, resume: Callable[[], TurnSnapsho
     A turn left running by a runner that died is resumed with its original snapshot. `resume` (with
     the session's `workspace_id`) is the lean way back into a running turn for a caller that knows its
     work (a fire parked for the quality worker, ticked by the verifier's callback): called once the
-    session is claimed, it loads that work in one go, or gives None for the usual way."""
+    session is claimed (with the workspace's HarnessSettings), it loads that work in one go, or gives None
+    for the usual way."""
     session = None
     if workspace_id is None:
         session = Session.objects.filter(pk=session_id).first()
@@ -161,7 +162,7 @@ def session_tick(*, session_id, work: TurnWork, resume: Callable[[], TurnSnapsho
         return "busy"
     outcome = "idle"
     try:
-        snapshot = resume() if resume is not None else None
+        snapshot = resume(limits) if resume is not None else None
         if snapshot is not None:
             session = snapshot.session
         else:

@@ -17,16 +17,17 @@ from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
 
-# The harness's statements per SIMPLE chat fire: in its first run, the classifier's call traced and
-# the ids of its run and first attempt (the run, the attempt and harness_complexity are written with
-# the fire's start, the answer's contract and the verifier's wait with the answer, the fire's claims
-# given back with it: statements the fire makes anyway); on its way back (fire_parked_resume), the
-# session's settings and claim, the fire with its run, attempt and retry policy in one read, the
-# fire's claim, its trace's earlier runs, the profile's figures and the decision's one statement.
-# 63 (and 14 on the quality worker) before the events of a step were written at once and settings,
-# the run and its attempt read once; 35 (and 11) before a step's rows went with its events and a
-# parked fire came back by its own way.
-HARNESS_STATEMENTS = 9
+# The harness's statements per SIMPLE chat fire: in its first run, the classifier's call traced (the ids
+# of its run and first attempt are read with its quality settings; the run, the attempt and
+# harness_complexity are written with the fire's start, the answer's contract and the verifier's wait
+# with the answer, the fire's claims given back with it: statements the fire makes anyway); on its way
+# back (fire_parked_resume), the session's settings and claim, the fire in one read that claims it too
+# (with its run, attempt, retry policy, its trace's earlier runs and the profile's figures) and the
+# decision's one statement. 63 (and 14 on the quality worker) before the events of a step were written
+# at once and settings, the run and its attempt read once; 35 (and 11) before a step's rows went with
+# its events and a parked fire came back by its own way; 9 before the way back's read claimed the fire
+# and read its trace and the profile's figures.
+HARNESS_STATEMENTS = 5
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
 
