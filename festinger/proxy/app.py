@@ -348,26 +348,23 @@ class ProxyApp:
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            session=session, options=options)
-        upstream = await self.prepared(call, name, body.get("raw") is True, len(writer.choices))
+        upstream = await self.prepared(call, body, len(writer.choices))
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
             await self._from_ollama(request, body, call, kind=kind, writer=writer)
         else:
-            wire.to_tool_specs(body.get("tools"))  # a bad tools list is the client's 400, before any byte
-            wire.to_response_format(body.get("format"))
-            call.thinking = _registry_thinking(name, upstream, body)
             await self._from_registry(request, body, call, kind=kind, writer=writer)
 
-    async def prepared(self, call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+    async def prepared(self, call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
         """`_prepare` on the event loop while what it reads is in this process's memory (the usual case:
         a thread's round trip would be a fifth of the latency the proxy adds), in a thread when a cache
         must be filled from the database: Django refuses a query on the loop before sending it, and
         `_prepare` fills its caches before the middleware writes anything."""
         try:
-            return _prepare(call, name, raw_prompt, choices)
+            return _prepare(call, body, choices)
         except SynchronousOnlyOperation:
-            return await self.in_thread(_prepare_in_thread, call, name, raw_prompt, choices)
+            return await self.in_thread(_prepare_in_thread, call, body, choices)
 
     async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
@@ -854,28 +851,34 @@ def _registry_names(workspace_id: int):
         return registry_names(workspace_id=workspace_id)
 
 
-def _prepare(call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+def _prepare(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
     """Resolve the model; run the middleware's `before` for an Ollama upstream, and for a registry
     model asked for several choices (one conversation turn: the middleware runs once, here, and the
     model calls go without it). A single registry call runs it inside `fathom.llm.complete`. What the
-    middleware reads from the database (the thresholds, the world) is read first, before it writes."""
+    middleware reads from the database (the thresholds, the world) is read first, before it writes; a
+    registry request the client must mend (its tools, format or `think`) is its 400 before that."""
+    name = wire.model_name(body)
     call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
     call.loop_settings = loop_settings(call.workspace_id)
     if call.upstream is None:
         return None
     if call.upstream.kind == OLLAMA:
-        if not raw_prompt:
+        if body.get("raw") is not True:
             cache.world(call.workspace_id)
             call.prepare()
-    elif choices > 1:
+        return call.upstream
+    wire.to_tool_specs(body.get("tools"))
+    wire.to_response_format(body.get("format"))
+    call.thinking = _registry_thinking(name, call.upstream, body)
+    if choices > 1:
         cache.world(call.workspace_id)
         call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
     return call.upstream
 
 
-def _prepare_in_thread(call: ProxiedCall, name: str, raw_prompt: bool, choices: int) -> Upstream | None:
+def _prepare_in_thread(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
     with connections_returned():
-        return _prepare(call, name, raw_prompt, choices)
+        return _prepare(call, body, choices)
 
 
 def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled,

@@ -199,6 +199,16 @@ def test_a_model_that_cannot_think_asked_to_is_ollamas_400(thinking_proxy):
     assert server.requests == []
 
 
+def test_a_request_refused_for_thinking_teaches_the_world_nothing(thinking_proxy, workspace):
+    url, _server = thinking_proxy
+    world = cache.world(workspace.pk)
+    before = world.counted["gnommoweb"]
+    with pytest.raises(openai.BadRequestError):  # two choices: the proxy itself runs the middleware
+        openai_client(url).chat.completions.create(model="offline", n=2, reasoning_effort="low", messages=[
+            {"role": "user", "content": "Please update gnommoweb"}])
+    assert world.counted["gnommoweb"] == before
+
+
 @pytest.mark.parametrize("think, error", [
     ("deep", 'invalid think value: "deep" (must be "high", "medium", "low", true, or false)'),
     (3, 'think must be a boolean or string ("high", "medium", "low", true, or false)'),
