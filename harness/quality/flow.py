@@ -45,7 +45,7 @@ from django.utils import timezone
 from fathom.celery import send_task_on_commit
 from fathom.llm import Message
 from fathom.models import Workspace
-from fathom.sql import ids_next_sql, loaded, select_list
+from fathom.sql import ids_next_sql, loaded, prepared_sql, select_list
 from fathom.tracing.services import run_spans_of, run_spans_sql
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.quality import agents, subtasks, swarm
@@ -766,16 +766,19 @@ def fire_parked_get(*, fire_id, stale_after: int) -> Fire | None:
     select, models, params = _fire_parked_sql()
     claim, claim_params = claims.claim_sql(Fire, fire_id, stale_after=stale_after, where=_RESUMABLE,
                                            params=[list(Fire.TERMINAL), Turn.Status.RUNNING])
-    sql = f"WITH claimed AS ({claim}) {select}"
+    # prepared once per connection: planning it cost as much as running it
+    sql = prepared_sql("fathom_fire_parked", f"WITH claimed AS ({claim}) {select}")
     alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        # its joins in the order written: planning the best of their orders cost several times the query;
-        # the claim is a lease (harness.runtime.claims): its commit need not wait for the WAL flush
-        cursor.execute("SET LOCAL synchronous_commit TO OFF; SET LOCAL join_collapse_limit = 1; " + sql
+        # its plan generic, its joins in the order written: planning the best of their orders cost several
+        # times the query; the claim is a lease (harness.runtime.claims): its commit need not wait for the
+        # WAL flush
+        cursor.execute("SET LOCAL synchronous_commit TO OFF; SET LOCAL join_collapse_limit = 1; "
+                       "SET LOCAL plan_cache_mode = force_generic_plan; " + sql
                        if alone else sql, [*claim_params, *params, fire_id])
         if alone:
-            cursor.nextset()
-            cursor.nextset()
+            for _ in range(3):
+                cursor.nextset()
         row = cursor.fetchone()
     if row is None:
         return None

@@ -22,11 +22,11 @@ pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN 
 # harness_complexity are written with the fire's start, the answer's contract and the verifier's wait
 # with the answer, the fire's claims given back with it: statements the fire makes anyway); on its way
 # back (fire_parked_resume), the session's settings and claim, the fire in one read that claims it too
-# (with its run, attempt, retry policy, its trace's earlier runs and the profile's figures) and the
-# decision's one statement. 63 (and 14 on the quality worker) before the events of a step were written
-# at once and settings, the run and its attempt read once; 35 (and 11) before a step's rows went with
-# its events and a parked fire came back by its own way; 9 before the way back's read claimed the fire
-# and read its trace and the profile's figures.
+# (with its run, attempt, retry policy, its trace's earlier runs and the profile's figures; a statement
+# prepared once per connection, here in the warm-up) and the decision's one statement. 63 (and 14 on the
+# quality worker) before the events of a step were written at once and settings, the run and its attempt
+# read once; 35 (and 11) before a step's rows went with its events and a parked fire came back by its own
+# way; 9 before the way back's read claimed the fire and read its trace and the profile's figures.
 HARNESS_STATEMENTS = 5
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
