@@ -25,9 +25,7 @@ def send_task_on_commit(name: str, args=(), kwargs=None, **options) -> None:
     """Send the task registered as `name` once the current transaction commits (at once outside one),
     so its worker finds the rows it is sent for, and nothing is sent for a write rolled back. By name,
     as beat does, so a service never imports the tasks module that calls it; `options` are
-    apply_async's (countdown, time limits). No caller reads a result: a process that has not imported
-    the task (the web server, the proxy) would otherwise subscribe to a result channel at each send."""
-    options = {"ignore_result": True, **options}
+    apply_async's (countdown, time limits)."""
     transaction.on_commit(lambda: app.signature(name, args=args, kwargs=kwargs).apply_async(**options))
 
 

@@ -225,11 +225,9 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
 
     def send():
         if triples:
-            signature("memory.festinger_cues_insert").apply_async(
-                (workspace_id, [_as_dict(triple) for triple in triples]), ignore_result=True)
+            signature("memory.festinger_cues_insert").delay(workspace_id, [_as_dict(triple) for triple in triples])
         for token in writes:
-            signature("memory.festinger_concept_write").apply_async(
-                (workspace_id, token, contexts[token], conversation), ignore_result=True)
+            signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
     held = _held_sends.get()
     if held is not None:

@@ -137,7 +137,7 @@ def test_no_write_is_queued_once_the_conversations_cap_is_spent(world, scripted_
     config_update(config=world_ensure(workspace=world), writer_calls_per_conversation=0)
     queued = []
     monkeypatch.setattr(recollection, "signature", lambda name: type("S", (), {
-        "apply_async": staticmethod(lambda args, **options: queued.append((name, args)))}))
+        "delay": staticmethod(lambda *args: queued.append((name, args)))}))
     Concept.objects.create(workspace=world, token="gnommoweb", encounter_count=50)
     cache.world_reload(world.pk)
     scripted_llm.reply("ok")
@@ -155,8 +155,7 @@ def test_an_offline_fire_learns_the_users_words_once_and_none_of_the_harness(wor
                                                                              django_capture_on_commit_callbacks):
     writes = []
     monkeypatch.setattr(recollection, "signature", lambda name: type("S", (), {
-        "apply_async": staticmethod(lambda args, **options: writes.append(args[1]) if name.endswith("concept_write")
-                                    else None)}))
+        "delay": staticmethod(lambda *args: writes.append(args[1]) if name.endswith("concept_write") else None)}))
     session = session_create(workspace=world, title="offline")
     said = ["Please update gnommoweb to use FastAPI instead", "Is gnommoweb deployed yet?",
             "Thanks, and what about the tests of gnommoweb?"]
