@@ -8,6 +8,10 @@ first in a forked child), in which case what was published before is lost and a 
 the channel must be dropped. Redis writes a published message to every subscriber in the same pass as
 it answers the publisher, so a change published before anyone is told of it is heard at the next look.
 
+Within `one_look()` each subscription is read at its first look only: a proxied call reads each channel
+once at its start (what was published before the call arrived is in the socket by then), not at each of
+the seven looks its caches make (a look is a system call).
+
 `version(key)` and `version_bump(key)` build on one channel: a version number in Redis that names the
 state of something every process caches (the model registry, the proxy's routes, the loop detector's
 thresholds). A bump increments the key and publishes its name; `version` answers from this process's
@@ -17,6 +21,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
@@ -46,6 +53,11 @@ class Subscription:
 
     def take(self) -> Heard:
         heard = Heard()
+        looked = _looked.get()
+        if looked is not None:
+            if self in looked:
+                return heard
+            looked.add(self)
         with self.lock:
             if self.pid != os.getpid():  # a forked child: the parent's socket is not ours to read or close
                 self.pid, self.pubsub = os.getpid(), None
@@ -76,6 +88,16 @@ class Subscription:
             heard.messages.append(message["data"])
 
 
+@contextmanager
+def one_look() -> Iterator[None]:
+    """Meanwhile, a subscription already read is not read again (what it said was applied then)."""
+    token = _looked.set(set())
+    try:
+        yield
+    finally:
+        _looked.reset(token)
+
+
 def version(key: str) -> str:
     """The version `key` holds ("0" before its first bump), from memory unless it was bumped."""
     with _versions_lock:
@@ -98,6 +120,7 @@ def version_bump(key: str) -> None:
         pipe.execute()
 
 
+_looked: ContextVar[set | None] = ContextVar("fathom_channels_looked", default=None)
 _versions = Subscription(VERSIONS_CHANNEL)
 _versions_lock = threading.Lock()
 _known: dict[str, str] = {}

@@ -16,7 +16,9 @@
 - Once. Each message is known by a hash of its role, content and how many identical messages precede
   it, kept per conversation in a Redis set (SADD answers which are new, atomically: of two processes
   seeing the same message, one counts it) for `SEEN_SECONDS` after the conversation's last call. This
-  process remembers what it saw already, so a long history costs no round trip.
+  process remembers what it saw already, so a long history costs no round trip. The claim is sent at
+  once and its answer read when the caller asks (`Claim`): the proxy reads it once its upstream
+  answered (festinger/recollection.py `claims_held`).
 - Writer calls. A conversation causes at most `writer_calls_per_conversation` writer model calls and a
   workspace at most `writer_calls_per_hour` per clock hour (WorldConfig, editable in admin): counted in
   Redis by the writer before each call (`writer_call_allow`), checked before a write is queued.
@@ -83,20 +85,62 @@ def unseen(*, workspace_id: int, conversation: str, messages, only_last: bool = 
     """The messages the conversation has not counted before (of the last one alone with `only_last`;
     the hashes are still those of its place in all of them), marked as counted now (once across all
     processes). Raises RedisError when Redis cannot be reached (the caller learns nothing then)."""
+    asked = claim(workspace_id=workspace_id, conversation=conversation, messages=messages, only_last=only_last)
+    return asked.fresh() if asked is not None else []
+
+
+class Claim:
+    """The messages of a conversation this process has not seen counted, claimed in Redis (SADD: of
+    two processes claiming one message, one gets it). The claim is sent at once and its answer read
+    by `fresh()`, so a caller can do other work meanwhile (the proxy: its upstream request); until
+    then it holds a connection of the pool."""
+
+    def __init__(self, key: tuple[int, str], asked: list[tuple]):
+        self.key, self.asked = key, asked
+        self.messages = [message for message, _digest in asked]
+        self._pool = get_redis().connection_pool
+        self._connection = self._pool.get_connection()
+        self._answer: list | None = None
+        try:
+            redis_key = _SEEN_KEY.format(ws=key[0], conversation=key[1])
+            commands = [("SADD", redis_key, digest) for _message, digest in asked]
+            self._connection.send_packed_command(
+                self._connection.pack_commands([*commands, ("EXPIRE", redis_key, SEEN_SECONDS)]))
+        except BaseException:
+            self._release(broken=True)
+            raise
+
+    def fresh(self) -> list:
+        """The claimed messages nobody had counted (now counted by this claim). Raises RedisError when
+        Redis did not answer (the caller learns nothing then); the answer is read once."""
+        if self._answer is None:
+            try:
+                added = [self._connection.read_response() for _ in range(len(self.asked) + 1)][:-1]
+            except BaseException:
+                self._release(broken=True)
+                raise
+            self._release(broken=False)
+            for _message, digest in self.asked:
+                _remember((*self.key, digest))
+            self._answer = [message for (message, _digest), new in zip(self.asked, added, strict=True) if new]
+        return self._answer
+
+    def _release(self, *, broken: bool) -> None:
+        if self._connection is None:
+            return
+        if broken:
+            self._connection.disconnect()
+        self._pool.release(self._connection)
+        self._connection = None
+
+
+def claim(*, workspace_id: int, conversation: str, messages, only_last: bool = False) -> Claim | None:
+    """The claim of the messages this process has not seen counted (see `unseen`), sent; None when it
+    saw them all."""
     pairs = list(zip(messages, message_hashes(messages), strict=True))
     asked = [(message, digest) for message, digest in (pairs[-1:] if only_last else pairs)
              if (workspace_id, conversation, digest) not in _known]
-    if not asked:
-        return []
-    key = _SEEN_KEY.format(ws=workspace_id, conversation=conversation)
-    pipe = get_redis().pipeline(transaction=False)
-    for _message, digest in asked:
-        pipe.sadd(key, digest)
-    pipe.expire(key, SEEN_SECONDS)
-    added = pipe.execute()[:-1]
-    for _message, digest in asked:
-        _remember((workspace_id, conversation, digest))
-    return [message for (message, _digest), new in zip(asked, added, strict=True) if new]
+    return Claim((workspace_id, conversation), asked) if asked else None
 
 
 def reply_unseen(*, workspace_id: int, conversation: str, messages, reply) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,10 +39,11 @@ from fathom.llm.types import Message
 from fathom.tracing import event
 from festinger import cache
 from festinger.conversation import (
+    Claim,
+    claim,
     conversation_key,
     conversation_messages,
     reply_unseen,
-    unseen,
     writer_calls_left,
 )
 from festinger.loops.guard import session_of
@@ -86,25 +88,42 @@ def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=Non
     return recollect(world, texts, texts if counted is None else counted, learn=learn)
 
 
-def recollect(world: cache.World, texts, counted, *, learn: bool = True, conversation: str | None = None) -> Recollection:
-    """`recollection_for` on a synced World; the writes it queues count against `conversation`'s cap."""
-    if learn and len(texts) == 1 and counted == texts:  # one text, read and counted (the common case)
+def recollect(world: cache.World, texts, counted, *, learn: bool = True, conversation: str | None = None,
+              claimed=()) -> Recollection:
+    """`recollection_for` on a synced World; the writes it queues count against `conversation`'s cap.
+    `claimed` are texts whose claim to be counted is still unanswered (`Claim`): rendered as counted,
+    they are learned from by `learn_from` once it answers."""
+    salient = _counted_salient(world, texts, counted if learn else (), claimed)
+    block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
+    learned = _learned(world, salient, counted, conversation) if learn else Recollection()
+    return replace(learned, block=block, recalled=recalled, unknown=unknown, salient=tuple(salient))
+
+
+def learn_from(world: cache.World, texts, counted, *, conversation: str | None) -> Recollection:
+    """Count `counted` and learn from them (cues, concepts for the writer) as `recollect` does, without
+    rendering a block: the texts of a claim that answered after the block was sent."""
+    return _learned(world, _counted_salient(world, texts, counted), counted, conversation)
+
+
+def _counted_salient(world: cache.World, texts, counted, claimed=()) -> list[tuple[str, float]]:
+    """Count each of `counted`, then the salient concepts of `texts` (`claimed` counted in, not stored)."""
+    if len(texts) == 1 and counted == texts and not claimed:  # one text, read and counted (the common case)
         candidates = world.count(texts[0])
     else:
-        if learn:
-            for item in counted:
-                world.count(item)
+        for item in counted:
+            world.count(item)
         candidates = world.candidates([tokenize(item) for item in texts])
-    salient = world.salient(candidates)
+    pending = Counter(token for item in claimed for token in tokenize(item)) if claimed else None
+    return world.salient(candidates, pending=pending)
+
+
+def _learned(world: cache.World, salient, counted, conversation: str | None) -> Recollection:
     # The write threshold is on the seed's saliency (how often a concept was seen), not on the priority.
-    to_write = world.to_write([(token, world.saliency(token)) for token, _priority in salient]) if learn else []
-    triples = tuple(triple for item in counted for triple in cues(item)) if learn else ()
-    block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
-    recollection = Recollection(block=block, recalled=recalled, unknown=unknown, salient=tuple(salient),
-                                to_write=tuple(to_write), cues=triples)
-    if learn:
-        _enqueue(world, recollection, texts=counted, conversation=conversation)
-    return recollection
+    to_write = world.to_write([(token, world.saliency(token)) for token, _priority in salient])
+    triples = tuple(triple for item in counted for triple in cues(item))
+    learned = Recollection(to_write=tuple(to_write), cues=triples)
+    _enqueue(world, learned, texts=counted, conversation=conversation)
+    return learned
 
 
 def render(world: cache.World, salient, now: float | None = None) -> tuple[str, tuple, tuple]:
@@ -164,17 +183,19 @@ class RecollectionMiddleware:
         if world is None or request.role in (world.settings.writer_role, world.settings.resolver_role):
             return None
         spoken = conversation_messages(request.messages)
+        texts = [m.content for m in spoken]
         key = conversation_key(role=request.role, options=request.options, messages=spoken)
-        fresh = []
+        fresh, claimed, held = [], None, _held_claims.get()
         if key is not None:
             try:
-                fresh = unseen(workspace_id=world.workspace_id, conversation=key, messages=spoken)
+                claimed = claim(workspace_id=world.workspace_id, conversation=key, messages=spoken)
+                if claimed is not None and held is None:
+                    fresh, claimed = claimed.fresh(), None
             except RedisError:
-                log.warning("festinger: Redis is unreachable; nothing learned from a model call of workspace %s",
-                            request.workspace_id, exc_info=True)
+                _unreachable(request.workspace_id)
                 key = None
-        recollection = recollect(world, [m.content for m in spoken], [m.content for m in fresh],
-                                 learn=key is not None, conversation=key)
+        recollection = recollect(world, texts, [m.content for m in fresh], learn=key is not None and claimed is None,
+                                 conversation=key, claimed=[m.content for m in claimed.messages] if claimed else ())
         if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
             request.metadata["recollection"] = {
                 "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
@@ -184,6 +205,8 @@ class RecollectionMiddleware:
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),
                                          "to_write": list(recollection.to_write), "conversation": key,
                                          "counted": len(fresh)}
+        if claimed is not None:
+            held.append(lambda: _claim_answered(request, world, texts, claimed))
         return None
 
     def after(self, request, completion):
@@ -206,6 +229,39 @@ class RecollectionMiddleware:
         if triples:
             _enqueue(world, Recollection(cues=triples), texts=[completion.text], conversation=noted["conversation"])
         return None
+
+
+def _claim_answered(request, world: cache.World, texts, claimed: Claim) -> None:
+    """What the middleware learns from a call once the claim it sent on the way in answers."""
+    noted = request.metadata["festinger"]
+    try:
+        fresh = [message.content for message in claimed.fresh()]
+    except RedisError:
+        _unreachable(request.workspace_id)
+        return
+    learned = learn_from(world, texts, fresh, conversation=noted["conversation"])
+    noted.update(counted=len(fresh), cues=len(learned.cues), to_write=list(learned.to_write))
+
+
+def _unreachable(workspace_id: int) -> None:
+    log.warning("festinger: Redis is unreachable; nothing learned from a model call of workspace %s", workspace_id,
+                exc_info=True)
+
+
+@contextmanager
+def claims_held(answered: list[Callable[[], None]]):
+    """Meanwhile, the middleware reads no claim's answer on the way in: it renders the recollection
+    as if the messages it claims were counted, and leaves in `answered` what learns from them once the
+    claim answers, for the caller to run after its own work (the proxy: once its upstream request is
+    out, so that the claim's round trip and the upstream's overlap)."""
+    token = _held_claims.set(answered)
+    try:
+        yield
+    finally:
+        _held_claims.reset(token)
+
+
+_held_claims: ContextVar[list | None] = ContextVar("festinger_claims_held", default=None)
 
 
 # --- to the memory queue -----------------------------------------------------------------------------

@@ -199,10 +199,10 @@ class World:
         return priority(self.encounters(token), age_seconds=_age(time.time() if now is None else now, seen),
                         novelty=row.novelty if row is not None else 0.0, half_life_days=self.settings.half_life_days)
 
-    def salient(self, candidates, now: float | None = None) -> list[tuple[str, float]]:
+    def salient(self, candidates, now: float | None = None, pending: Counter | None = None) -> list[tuple[str, float]]:
         """(token, priority) for the distinct candidates (from `count` or `candidates`) whose priority
         (saliency decayed by the time since the concept was last seen, plus its novelty) is at or above
-        the read threshold, highest first."""
+        the read threshold, highest first. `pending`: encounters about to be counted, counted in."""
         settings = self.settings
         threshold, half_life, now = settings.read_threshold, settings.half_life_days, time.time() if now is None else now
         found = []
@@ -214,6 +214,8 @@ class World:
             else:
                 n, novelty = row.encounter_count + counted(token, 0), row.novelty
                 seen = max(row.last_seen, seen_here(token, 0.0))
+            if pending and token in pending:  # about to be counted: seen now
+                n, seen = n + pending[token], now
             if n < 2 and novelty == 0.0:
                 continue  # saliency 0: below any threshold (the common case, decided without arithmetic)
             value = priority(n, age_seconds=_age(now, seen), novelty=novelty, half_life_days=half_life)

@@ -16,9 +16,10 @@
 An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
 only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
 the upstream request. The middleware's `before` runs once, before the upstream call, on the event
-loop (one Redis round trip) unless a cache must be read from the database, then in a thread
-(`ProxyApp.prepared`); after the client has its last byte, one message to the memory queue hands the
-rest (`after`, the trace) to a worker.
+loop unless a cache must be read from the database, then in a thread (`ProxyApp.prepared`); the
+claim it sends (which messages are new to the conversation: festinger.conversation.Claim) is read
+once the upstream's first piece is out, so that its round trip costs nothing; after the client has
+its last byte, one message to the memory queue hands the rest (`after`, the trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
 option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
@@ -41,6 +42,7 @@ from django.conf import settings
 from django.core.exceptions import SynchronousOnlyOperation
 from django.utils.module_loading import import_string
 
+from fathom.channels import one_look
 from fathom.errors import ApplicationError
 from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
@@ -348,13 +350,17 @@ class ProxyApp:
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            session=session, options=options)
-        upstream = await self.prepared(call, body, len(writer.choices))
-        if upstream is None:
-            raise wire.model_not_found(name)
-        if upstream.kind == OLLAMA:
-            await self._from_ollama(request, body, call, kind=kind, writer=writer)
-        else:
-            await self._from_registry(request, body, call, kind=kind, writer=writer)
+        try:
+            upstream = await self.prepared(call, body, len(writer.choices))
+            if upstream is None:
+                raise wire.model_not_found(name)
+            if upstream.kind == OLLAMA:
+                await self._from_ollama(request, body, call, kind=kind, writer=writer)
+            else:
+                await self._from_registry(request, body, call, kind=kind, writer=writer)
+        finally:
+            call.settle()  # (when the upstream never answered) a claim is read whatever happened
+            self.queued_send(call)
 
     async def prepared(self, call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
         """`_prepare` on the event loop while what it reads is in this process's memory (the usual case:
@@ -384,23 +390,24 @@ class ProxyApp:
             if call.forwarded_options() != (body.get("options") or {}):
                 forwarded["options"] = call.forwarded_options()
         url = f"{ollama_base()}/api/{kind}"
+        # The claim's answer is read once the upstream's first piece arrived, at the relay's next wait:
+        # after that piece went out, so the claim's round trip overlaps the upstream's and delays nothing.
+        settle_soon = lambda: asyncio.get_running_loop().call_soon(call.settle)  # noqa: E731
 
         async def relay(index: int, choice) -> tuple[Completion | None, str | None]:
             watcher = Assembler(kind, StreamRepetition(call.loop_settings))
             sent = dict(forwarded, options=wire.choice_options(forwarded.get("options") or {}, index)) \
                 if index else forwarded
-            cut = await request.relay(self.client, url, sent, watcher, choice)
+            cut = await request.relay(self.client, url, sent, watcher, choice, answered=settle_soon)
             return watcher.completion, cut
 
-        try:
-            completion, cut = await _each_choice(request, writer, relay)
-        finally:
-            self.queued_send(call)
+        completion, cut = await _each_choice(request, writer, relay)
         if completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
             self.finished(call, completion, kind, cut)
 
     async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
+        call.settle()  # (several choices: the middleware ran in `_prepare`)
         if call.answer is not None:  # (several choices) the loop breaker answered
             await _breaker_answers(writer, call.answer, started)
             self.finished(call, call.answer, kind)
@@ -409,10 +416,7 @@ class ProxyApp:
         async def answer(index: int, choice) -> tuple[Completion | None, str | None]:
             return await self._registry_choice(request, body, call, kind, choice, index, started)
 
-        try:
-            completion, cut = await _each_choice(request, writer, answer)
-        finally:
-            self.queued_send(call)
+        completion, cut = await _each_choice(request, writer, answer)
         if call.request is not None:  # several choices: the middleware ran here, its `after` sees the first
             if completion is not None:
                 self.finished(call, completion, kind, cut)
@@ -570,10 +574,11 @@ class Request:
         raise ClientGone()
 
     async def relay(self, client: aiohttp.ClientSession, url: str, body: dict, watcher: Assembler,
-                    writer) -> str | None:
-        """Forward `body` to an Ollama upstream and its answer to the client as it comes. Returns the
-        repeating piece when the loop guard cut the stream."""
-        relay = asyncio.ensure_future(self._relay(client, url, body, watcher, writer))
+                    writer, answered: Callable[[], None]) -> str | None:
+        """Forward `body` to an Ollama upstream and its answer to the client as it comes (`answered`
+        runs when its first piece arrives). Returns the repeating piece when the loop guard cut the
+        stream."""
+        relay = asyncio.ensure_future(self._relay(client, url, body, watcher, writer, answered))
         gone = self.disconnected()
         try:
             done, _ = await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
@@ -589,7 +594,7 @@ class Request:
             pass
         return None
 
-    async def _relay(self, client, url, body, watcher: Assembler, writer) -> str | None:
+    async def _relay(self, client, url, body, watcher: Assembler, writer, answered) -> str | None:
         try:
             async with client.post(url, data=json.dumps(body).encode(), headers=_JSON_HEADERS) as answer:
                 if answer.status != 200:
@@ -601,6 +606,8 @@ class Request:
                 if not writer.translates:
                     await self.start(200, answer.headers.get("content-type", "application/x-ndjson").encode())
                 async for piece in answer.content.iter_any():
+                    if answered is not None:  # the answer's first piece
+                        answered, _ = None, answered()
                     cut = watcher.feed(piece)
                     if writer.translates:
                         for obj in watcher.take():
@@ -858,22 +865,23 @@ def _prepare(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
     middleware reads from the database (the thresholds, the world) is read first, before it writes; a
     registry request the client must mend (its tools, format or `think`) is its 400 before that."""
     name = wire.model_name(body)
-    call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
-    call.loop_settings = loop_settings(call.workspace_id)
-    if call.upstream is None:
-        return None
-    if call.upstream.kind == OLLAMA:
-        if body.get("raw") is not True:
+    with one_look():  # each channel read once: what was published before the call arrived is heard
+        call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
+        call.loop_settings = loop_settings(call.workspace_id)
+        if call.upstream is None:
+            return None
+        if call.upstream.kind == OLLAMA:
+            if body.get("raw") is not True:
+                cache.world(call.workspace_id)
+                call.prepare()
+            return call.upstream
+        wire.to_tool_specs(body.get("tools"))
+        wire.to_response_format(body.get("format"))
+        call.thinking = _registry_thinking(name, call.upstream, body)
+        if choices > 1:
             cache.world(call.workspace_id)
-            call.prepare()
+            call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
         return call.upstream
-    wire.to_tool_specs(body.get("tools"))
-    wire.to_response_format(body.get("format"))
-    call.thinking = _registry_thinking(name, call.upstream, body)
-    if choices > 1:
-        cache.world(call.workspace_id)
-        call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
-    return call.upstream
 
 
 def _prepare_in_thread(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:

@@ -32,7 +32,7 @@ from fathom.tracing.spans import span
 from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
-from festinger.recollection import memory_queue_held
+from festinger.recollection import claims_held, memory_queue_held
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
@@ -70,13 +70,14 @@ class ProxiedCall:
     answer: Completion | None = None
     notes: dict = field(default_factory=dict)
     sends: list = field(default_factory=list)  # to the memory queue once the response is out (recollection's)
+    claims: list = field(default_factory=list)  # what learns from the messages claimed on the way in (`settle`)
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
 
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), memory_queue_held(self.sends):
+        with session_context(self.session), memory_queue_held(self.sends), claims_held(self.claims):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -85,6 +86,15 @@ class ProxiedCall:
                                                                           strict=True)}
             self._original_messages = list(self.request.messages)
             self.entered, self.answer = middleware.run_before(self.request)
+
+    def settle(self) -> None:
+        """Learn from the messages the middleware claimed on the way in: their claims were sent with
+        the call, their answers are read now (once the upstream request is out, the round trips overlap)."""
+        claims, self.claims = self.claims, []
+        if claims:
+            with session_context(self.session), memory_queue_held(self.sends):
+                for answered in claims:
+                    answered()
 
     def forwarded_messages(self) -> list[dict]:
         """The messages to send upstream: the client's objects where the middleware left them alone,

@@ -9,7 +9,8 @@ import pytest
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
 from festinger import cache, recollection
-from festinger.conversation import conversation_key, conversation_session, message_hashes, unseen
+from fathom.redis_client import get_redis
+from festinger.conversation import claim, conversation_key, conversation_session, message_hashes, unseen
 from festinger.models import Concept
 from festinger.services import config_update, world_ensure
 from festinger.writer import concept_write
@@ -84,6 +85,26 @@ def test_two_processes_seeing_the_same_messages_count_them_once(world):
 
     assert run_at_once([see] * 4) == []
     assert sorted(message.content for found in results for message in found) == sorted(m.content for m in messages)
+
+
+def test_a_claim_sent_first_wins_though_its_answer_is_read_last(world):
+    messages = [Message.user("first"), Message.user("second")]
+    sent = claim(workspace_id=world.pk, conversation="later", messages=messages)
+    # not read yet: this process does not know them as counted, so the next call claims them too
+    again = claim(workspace_id=world.pk, conversation="later", messages=messages)
+
+    assert again.fresh() == []
+    assert [message.content for message in sent.fresh()] == ["first", "second"]
+    assert sent.fresh() == sent.fresh()  # the answer is read once
+    assert claim(workspace_id=world.pk, conversation="later", messages=messages) is None  # known here now
+
+
+def test_a_claim_read_gives_its_connection_back(world):
+    clients = len(get_redis().client_list())
+    for number in range(30):
+        claim(workspace_id=world.pk, conversation="pooled", messages=[Message.user(f"message {number}")]).fresh()
+
+    assert len(get_redis().client_list()) <= clients + 1
 
 
 def test_a_repeated_message_is_another_message():

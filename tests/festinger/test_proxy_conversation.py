@@ -8,6 +8,8 @@ import pytest
 from fathom.llm.types import Completion
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
+from festinger import cache
+from festinger.conversation import Claim
 from festinger.models import Edge
 from festinger.proxy.conversation import ProxiedCall, proxied_calls_finish
 from festinger.proxy.upstreams import upstream_for
@@ -33,6 +35,30 @@ def test_a_proxied_answer_is_learned_from_by_a_worker_after_the_response(proxy, 
     assert finished.payload["endpoint"] == "chat" and finished.payload["text"] == "Found it: zorbulon is a repo."
     assert finished.payload["forwarded_system"].endswith("You are a file agent.")
     assert finished.payload["loops"] == {"session": "learner", "level": 0, "events": []}
+
+
+def test_the_prompt_is_counted_once_its_claim_is_read_after_the_upstream_has_the_request(
+        proxy, fake_ollama, workspace, monkeypatch):
+    # The claim that the prompt's messages are new to the conversation goes to Redis on the way in; its
+    # answer is read once the upstream answered, so the two round trips overlap.
+    upstream_had_it = []
+    read = Claim.fresh
+
+    def fresh(claim):
+        upstream_had_it.append(any(path == "/api/chat" for _method, path, _body in fake_ollama.requests))
+        return read(claim)
+
+    monkeypatch.setattr(Claim, "fresh", fresh)
+    history = [{"role": "user", "content": "gnommoweb is slow"}]
+    for session, stream in (("whole", False), ("streamed", True), ("whole", False)):
+        fake_ollama.reply_chat("Noted.", chunks=3)
+        answer = ollama.Client(host=proxy, headers={"X-Festinger-Session": session}).chat(
+            model="llama3.2", messages=history, stream=stream)
+        text = "".join(part.message.content for part in answer) if stream else answer.message.content
+        assert text == "Noted."
+
+    assert upstream_had_it == [True, True]  # the third call resent a message its conversation counted
+    assert cache.world(workspace.pk).encounters("gnommoweb") == 2
 
 
 @pytest.mark.django_db(transaction=True)

@@ -13,7 +13,9 @@ from festinger import cache
 from festinger.cache import changes, model, registry
 from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
-from festinger.recollection import RECOLLECTION_EVENT, inject, recollection_for
+from fathom.llm.middleware import LLMRequest, run_before
+from fathom.llm.registry import ResolvedModel
+from festinger.recollection import RECOLLECTION_EVENT, claims_held, inject, recollection_for
 from festinger.selectors import recollections_list
 from festinger.services import insert_fact, world_ensure
 
@@ -168,6 +170,31 @@ def test_every_model_call_is_enriched_and_counts_only_what_it_adds(world, script
     assert second.messages[0].content == "<recollection>\ngnommoweb: [type] repo\n</recollection>\n\nYou help."
     # The first call counted its prompt; the second only 'Deploy it' (the rest was already counted).
     assert cache.world(world.pk).encounters("gnommoweb") == 11
+
+
+def test_a_held_claim_renders_its_messages_as_counted_and_counts_them_once_it_is_read(world):
+    recollection_for(workspace_id=world.pk, text="gnommoweb is slow")  # the first encounter
+
+    def call():
+        request = LLMRequest(workspace_id=world.pk, role="proxy", model=ResolvedModel("m", "ollama", "m"),
+                             messages=[Message.user("and gnommoweb again")], options={"conversation": "held"})
+        answered = []
+        with claims_held(answered):
+            run_before(request)
+        return request, answered
+
+    request, answered = call()
+    assert "gnommoweb" in request.messages[0].content  # the second encounter, salient in this prompt
+    assert cache.world(world.pk).encounters("gnommoweb") == 1  # not counted before the claim is read
+    assert request.metadata["festinger"]["counted"] == 0
+
+    answered[0]()
+    assert cache.world(world.pk).encounters("gnommoweb") == 2
+    assert request.metadata["festinger"]["counted"] == 1
+
+    resent, answered = call()  # the same message again: known here, nothing claimed nor counted twice
+    assert answered == [] and resent.metadata["festinger"]["counted"] == 0
+    assert cache.world(world.pk).encounters("gnommoweb") == 2
 
 
 def test_the_trace_keeps_what_each_prompt_received(world, scripted_llm):
