@@ -8,8 +8,8 @@ import pytest
 
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
-from festinger import cache, recollection
 from fathom.redis_client import get_redis
+from festinger import cache, recollection
 from festinger.conversation import claim, conversation_key, conversation_session, message_hashes, unseen
 from festinger.models import Concept
 from festinger.services import config_update, world_ensure

@@ -7,14 +7,14 @@ import pytest
 from django.utils import timezone
 
 from fathom.llm import Message, complete
+from fathom.llm.middleware import LLMRequest, run_before
+from fathom.llm.registry import ResolvedModel
 from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.cache import changes, model, registry
 from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
-from fathom.llm.middleware import LLMRequest, run_before
-from fathom.llm.registry import ResolvedModel
 from festinger.recollection import RECOLLECTION_EVENT, claims_held, inject, recollection_for
 from festinger.selectors import recollections_list
 from festinger.services import insert_fact, world_ensure
