@@ -20,6 +20,7 @@ memory, reading a key again (one GET) only when it was bumped or the subscriptio
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,8 +48,9 @@ class Subscription:
 
     def __init__(self, channel: str):
         self.channel = channel
-        self.pid = os.getpid()
+        self.pid = _pid
         self.pubsub = None
+        self.readable = None  # polls the subscription's socket: a look at a quiet channel is one system call
         self.lock = threading.Lock()
 
     def take(self) -> Heard:
@@ -59,8 +61,8 @@ class Subscription:
                 return heard
             looked.add(self)
         with self.lock:
-            if self.pid != os.getpid():  # a forked child: the parent's socket is not ours to read or close
-                self.pid, self.pubsub = os.getpid(), None
+            if self.pid != _pid:  # a forked child: the parent's socket is not ours to read or close
+                self.pid, self.pubsub = _pid, None
             try:
                 self._take(heard)
             except RedisError:  # the connection dropped: subscribe again (every cache drops), once
@@ -76,6 +78,10 @@ class Subscription:
             self.pubsub.subscribe(self.channel)
             # Wait for the confirmation: from then on nothing published goes unheard.
             self._read(self.pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_SECONDS), heard)
+            self.readable = select.poll()
+            self.readable.register(self.pubsub.connection._sock, select.POLLIN)
+        elif not self.readable.poll(0):  # nothing arrived (what did before was read to the last message)
+            return
         while (message := self.pubsub.get_message(timeout=0.0)) is not None:
             self._read(message, heard)
 
@@ -120,6 +126,13 @@ def version_bump(key: str) -> None:
         pipe.execute()
 
 
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+_pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
+os.register_at_fork(after_in_child=_forked)
 _looked: ContextVar[set | None] = ContextVar("fathom_channels_looked", default=None)
 _versions = Subscription(VERSIONS_CHANNEL)
 _versions_lock = threading.Lock()

@@ -51,3 +51,15 @@ def test_a_subscription_hears_what_was_published_since_its_last_look():
     heard = subscription.take()
     assert heard.messages == ["one", "two"] and not heard.resubscribed
     assert subscription.take().messages == []
+
+
+def test_within_one_look_a_channel_is_read_once_and_what_came_later_is_heard_after():
+    channel = f"test:channel:{uuid.uuid4().hex}"
+    subscription = channels.Subscription(channel)
+    subscription.take()
+    get_redis().publish(channel, "before")
+    with channels.one_look():
+        assert subscription.take().messages == ["before"]
+        get_redis().publish(channel, "during")
+        assert subscription.take().messages == []  # read once in the look
+    assert subscription.take().messages == ["during"]
