@@ -578,21 +578,23 @@ class Request:
         """Forward `body` to an Ollama upstream and its answer to the client as it comes (`answered`
         runs when its first piece arrives). Returns the repeating piece when the loop guard cut the
         stream."""
-        relay = asyncio.ensure_future(self._relay(client, url, body, watcher, writer, answered))
-        gone = self.disconnected()
+        task, relaying, left = asyncio.current_task(), True, False
+
+        def leave(_gone) -> None:  # cancelling the relay closes the upstream response: Ollama stops generating
+            nonlocal left
+            if relaying:
+                left = True
+                task.cancel()
+
+        self.disconnected().add_done_callback(leave)
         try:
-            done, _ = await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # another choice of the answer failed
-            relay.cancel()
+            return await self._relay(client, url, body, watcher, writer, answered)
+        except asyncio.CancelledError:
+            if left and task.uncancel() == 0:  # the client went away (and nothing else cancelled the task)
+                return None
             raise
-        if relay in done:
-            return relay.result()
-        relay.cancel()  # closes the upstream response: Ollama stops generating
-        try:
-            await relay
-        except (asyncio.CancelledError, Exception):
-            pass
-        return None
+        finally:
+            relaying = False
 
     async def _relay(self, client, url, body, watcher: Assembler, writer, answered) -> str | None:
         try:
