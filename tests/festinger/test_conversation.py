@@ -9,7 +9,7 @@ import pytest
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
 from fathom.redis_client import get_redis
-from festinger import cache, recollection
+from festinger import cache, conversation, recollection
 from festinger.conversation import claim, conversation_key, conversation_session, message_hashes, unseen
 from festinger.models import Concept
 from festinger.services import config_update, world_ensure
@@ -105,6 +105,16 @@ def test_a_claim_read_gives_its_connection_back(world):
         claim(workspace_id=world.pk, conversation="pooled", messages=[Message.user(f"message {number}")]).fresh()
 
     assert len(get_redis().client_list()) <= clients + 1
+
+
+def test_a_claim_goes_on_a_new_connection_when_redis_closed_the_one_a_claim_left(world):
+    claim(workspace_id=world.pk, conversation="kept", messages=[Message.user("before")]).fresh()
+    kept = conversation._idle[-1]
+    kept.send_command("CLIENT", "ID")
+    get_redis().client_kill_filter(_id=kept.read_response())
+
+    after = claim(workspace_id=world.pk, conversation="kept", messages=[Message.user("after")])
+    assert [message.content for message in after.fresh()] == ["after"]
 
 
 def test_a_repeated_message_is_another_message():
