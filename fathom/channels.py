@@ -8,9 +8,9 @@ first in a forked child), in which case what was published before is lost and a 
 the channel must be dropped. Redis writes a published message to every subscriber in the same pass as
 it answers the publisher, so a change published before anyone is told of it is heard at the next look.
 
-Within `one_look()` each subscription is read at its first look only: a proxied call reads each channel
-once at its start (what was published before the call arrived is in the socket by then), not at each of
-the seven looks its caches make (a look is a system call).
+Within `one_look()` each subscription is read at its first look only, and one poll of all their sockets
+at its start tells which have anything to read: a proxied call hears what was published before it
+arrived (it is in the sockets by then) at the cost of one system call, not one per look of its caches.
 
 `version(key)` and `version_bump(key)` build on one channel: a version number in Redis that names the
 state of something every process caches (the model registry, the proxy's routes, the loop detector's
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import select
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -52,6 +53,7 @@ class Subscription:
         self.pubsub = None
         self.readable = None  # polls the subscription's socket: a look at a quiet channel is one system call
         self.lock = threading.Lock()
+        _subscriptions.add(self)
 
     def take(self) -> Heard:
         heard = Heard()
@@ -97,7 +99,7 @@ class Subscription:
 @contextmanager
 def one_look() -> Iterator[None]:
     """Meanwhile, a subscription already read is not read again (what it said was applied then)."""
-    token = _looked.set(set())
+    token = _looked.set(_quiet())
     try:
         yield
     finally:
@@ -133,6 +135,25 @@ def _forked() -> None:
 
 _pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
 os.register_at_fork(after_in_child=_forked)
+def _quiet() -> set[Subscription]:
+    """The subscriptions whose sockets have nothing to read now (one poll of them all)."""
+    sockets = {}
+    for subscription in list(_subscriptions):
+        with subscription.lock:
+            connection = subscription.pubsub.connection if subscription.pubsub is not None else None
+            if connection is not None and connection._sock is not None and subscription.pid == _pid:
+                sockets[connection._sock.fileno()] = subscription
+    if not sockets:
+        return set()
+    ready = select.poll()
+    for fd in sockets:
+        ready.register(fd, select.POLLIN)
+    for fd, _event in ready.poll(0):
+        del sockets[fd]
+    return set(sockets.values())
+
+
+_subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
 _looked: ContextVar[set | None] = ContextVar("fathom_channels_looked", default=None)
 _versions = Subscription(VERSIONS_CHANNEL)
 _versions_lock = threading.Lock()

@@ -15,6 +15,8 @@ choice is the answer it learns from and watches for loops)."""
 
 from __future__ import annotations
 
+import itertools
+import os
 import secrets
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -40,6 +42,18 @@ FINISH_TASK = "memory.festinger_proxy_calls_finish"
 # task's retries last (fathom.transient: at most six, two minutes apart at most).
 _FINISHED_KEY = "festinger:proxy:finished:{call_id}"
 _FINISHED_SECONDS = 3600
+# A call's id: this process's random prefix (a forked child draws its own) and a counter; a random
+# id per call would be a system call.
+_CALLS = itertools.count(1)
+
+
+def _process_id_new() -> None:
+    global _process_id
+    _process_id = secrets.token_hex(4)
+
+
+_process_id_new()
+os.register_at_fork(after_in_child=_process_id_new)
 # Filled by `NotesMiddleware.after` for the proxy's span: what was forwarded after all middleware.
 call_notes: ContextVar[dict | None] = ContextVar("festinger_proxy_call_notes", default=None)
 
@@ -72,7 +86,7 @@ class ProxiedCall:
     sends: list = field(default_factory=list)  # to the memory queue once the response is out (recollection's)
     claims: list = field(default_factory=list)  # what learns from the messages claimed on the way in (`settle`)
     loop_settings: object = None
-    call_id: str = field(default_factory=lambda: f"proxy-{secrets.token_hex(6)}")
+    call_id: str = field(default_factory=lambda: f"proxy-{_process_id}-{next(_CALLS)}")
 
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry

@@ -54,12 +54,14 @@ def test_a_subscription_hears_what_was_published_since_its_last_look():
 
 
 def test_within_one_look_a_channel_is_read_once_and_what_came_later_is_heard_after():
-    channel = f"test:channel:{uuid.uuid4().hex}"
-    subscription = channels.Subscription(channel)
-    subscription.take()
+    channel, quiet_channel = f"test:channel:{uuid.uuid4().hex}", f"test:channel:{uuid.uuid4().hex}"
+    subscription, quiet = channels.Subscription(channel), channels.Subscription(quiet_channel)
+    subscription.take(), quiet.take()
     get_redis().publish(channel, "before")
-    with channels.one_look():
+    with channels.one_look():  # one poll: `subscription` has something to read, `quiet` nothing
+        get_redis().publish(quiet_channel, "during")
+        assert quiet.take().messages == []
         assert subscription.take().messages == ["before"]
         get_redis().publish(channel, "during")
         assert subscription.take().messages == []  # read once in the look
-    assert subscription.take().messages == ["during"]
+    assert subscription.take().messages == quiet.take().messages == ["during"]
