@@ -21,9 +21,10 @@ def web_argv(*, host: str, port: int) -> list[str]:
 def proxy_argv(*, host: str, port: int) -> list[str]:
     """Festinger's Ollama-compatible proxy, an ASGI server of its own (FATHOM_PROXY_*). Its hot path runs
     on uvicorn's fastest parts (httptools, uvloop: chosen by uvicorn when installed); it answers errors in
-    Ollama's shape, so it needs none of the web server's envelope."""
+    Ollama's shape, so it needs none of the web server's envelope, and it reads no client address, so
+    it needs no X-Forwarded-* rewriting."""
     return [sys.executable, "-m", "uvicorn", "festinger.proxy.asgi:application", "--host", host, "--port", str(port),
-            "--no-access-log", "--timeout-graceful-shutdown", "3"]
+            "--no-access-log", "--no-proxy-headers", "--timeout-graceful-shutdown", "3"]
 
 
 def worker_argv(*, queues: list[str], concurrency: int, name: str, pool: str = "prefork") -> list[str]:

@@ -632,9 +632,8 @@ class Request:
                     if not writer.finished:
                         await writer.done(watcher.completion_so_far(), watcher.started)
                 else:
-                    rest = watcher.buffer  # a whole answer ("stream": false) has no closing newline
-                    watcher.take(final=True)
-                    await self.end(rest)
+                    await self.end(watcher.buffer)  # a whole answer ("stream": false) has no closing newline:
+                    watcher.take(final=True)          # read once it is out
                 watcher.close()
                 return None
         except UPSTREAM_ERRORS as exc:
