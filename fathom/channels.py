@@ -98,7 +98,8 @@ class Subscription:
 
 @contextmanager
 def one_look() -> Iterator[None]:
-    """Meanwhile, a subscription already read is not read again (what it said was applied then)."""
+    """Meanwhile, each subscription is read once at most (what it said was applied then), and not at
+    all when it had nothing to read at the start (one poll of them all)."""
     token = _looked.set(_quiet())
     try:
         yield
@@ -128,13 +129,6 @@ def version_bump(key: str) -> None:
         pipe.execute()
 
 
-def _forked() -> None:
-    global _pid
-    _pid = os.getpid()
-
-
-_pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
-os.register_at_fork(after_in_child=_forked)
 def _quiet() -> set[Subscription]:
     """The subscriptions whose sockets have nothing to read now (one poll of them all)."""
     sockets = {}
@@ -153,6 +147,13 @@ def _quiet() -> set[Subscription]:
     return set(sockets.values())
 
 
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+_pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
+os.register_at_fork(after_in_child=_forked)
 _subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
 _looked: ContextVar[set | None] = ContextVar("fathom_channels_looked", default=None)
 _versions = Subscription(VERSIONS_CHANNEL)
