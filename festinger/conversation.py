@@ -18,7 +18,7 @@
   seeing the same message, one counts it) for `SEEN_SECONDS` after the conversation's last call. This
   process remembers what it saw already, so a long history costs no round trip. The claim is sent at
   once and its answer read when the caller asks (`Claim`): the proxy reads it once its upstream
-  answered (festinger/recollection.py `claims_held`).
+  answered (festinger/recollection.py `held`).
 - Writer calls. A conversation causes at most `writer_calls_per_conversation` writer model calls and a
   workspace at most `writer_calls_per_hour` per clock hour (WorldConfig, editable in admin): counted in
   Redis by the writer before each call (`writer_call_allow`), checked before a write is queued.

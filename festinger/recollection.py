@@ -185,11 +185,11 @@ class RecollectionMiddleware:
         spoken = conversation_messages(request.messages)
         texts = [m.content for m in spoken]
         key = conversation_key(role=request.role, options=request.options, messages=spoken)
-        fresh, claimed, held = [], None, _held_claims.get()
+        fresh, claimed, answered_later = [], None, _held_claims.get()
         if key is not None:
             try:
                 claimed = claim(workspace_id=world.workspace_id, conversation=key, messages=spoken)
-                if claimed is not None and held is None:
+                if claimed is not None and answered_later is None:
                     fresh, claimed = claimed.fresh(), None
             except RedisError:
                 _unreachable(request.workspace_id)
@@ -206,7 +206,7 @@ class RecollectionMiddleware:
                                          "to_write": list(recollection.to_write), "conversation": key,
                                          "counted": len(fresh)}
         if claimed is not None:
-            held.append(lambda: _claim_answered(request, world, texts, claimed))
+            answered_later.append(lambda: _claim_answered(request, world, texts, claimed))
         return None
 
     def after(self, request, completion):
@@ -248,22 +248,6 @@ def _unreachable(workspace_id: int) -> None:
                 exc_info=True)
 
 
-@contextmanager
-def claims_held(answered: list[Callable[[], None]]):
-    """Meanwhile, the middleware reads no claim's answer on the way in: it renders the recollection
-    as if the messages it claims were counted, and leaves in `answered` what learns from them once the
-    claim answers, for the caller to run after its own work (the proxy: once its upstream request is
-    out, so that the claim's round trip and the upstream's overlap)."""
-    token = _held_claims.set(answered)
-    try:
-        yield
-    finally:
-        _held_claims.reset(token)
-
-
-_held_claims: ContextVar[list | None] = ContextVar("festinger_claims_held", default=None)
-
-
 # --- to the memory queue -----------------------------------------------------------------------------
 
 _recent_cues: dict[tuple, float] = {}
@@ -293,17 +277,23 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
 
 
 @contextmanager
-def memory_queue_held(sends: list[Callable[[], None]]):
+def held(sends: list[Callable[[], None]], claims: list[Callable[[], None]] | None = None):
     """Meanwhile, what a model call's recollection queues (cues, writes) waits in `sends` for the
-    caller to send once its answer is out (the proxy: a publish would delay the response, T33)."""
-    token = _held_sends.set(sends)
+    caller to send once its answer is out (the proxy: a publish would delay the response, T33). With
+    `claims`, the middleware reads no claim's answer on the way in either: it renders the recollection
+    as if the messages it claims were counted, and leaves in `claims` what learns from them once the
+    claim answers, for the caller to run after its own work (the proxy: once its upstream answered, so
+    that the claim's round trip and the upstream's overlap)."""
+    tokens = _held_sends.set(sends), _held_claims.set(claims)
     try:
         yield
     finally:
-        _held_sends.reset(token)
+        _held_sends.reset(tokens[0])
+        _held_claims.reset(tokens[1])
 
 
-_held_sends: ContextVar[list | None] = ContextVar("festinger_memory_queue_held", default=None)
+_held_sends: ContextVar[list | None] = ContextVar("festinger_held_sends", default=None)
+_held_claims: ContextVar[list | None] = ContextVar("festinger_held_claims", default=None)
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

@@ -34,7 +34,7 @@ from fathom.tracing.spans import span
 from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
-from festinger.recollection import claims_held, memory_queue_held
+from festinger.recollection import held
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
@@ -91,7 +91,7 @@ class ProxiedCall:
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), memory_queue_held(self.sends), claims_held(self.claims):
+        with session_context(self.session), held(self.sends, self.claims):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -106,7 +106,7 @@ class ProxiedCall:
         the call, their answers are read now (once the upstream request is out, the round trips overlap)."""
         claims, self.claims = self.claims, []
         if claims:
-            with session_context(self.session), memory_queue_held(self.sends):
+            with session_context(self.session), held(self.sends):
                 for answered in claims:
                     answered()
 

@@ -15,7 +15,7 @@ from festinger import cache
 from festinger.cache import changes, model, registry
 from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
-from festinger.recollection import RECOLLECTION_EVENT, claims_held, inject, recollection_for
+from festinger.recollection import RECOLLECTION_EVENT, held, inject, recollection_for
 from festinger.selectors import recollections_list
 from festinger.services import insert_fact, world_ensure
 
@@ -179,7 +179,7 @@ def test_a_held_claim_renders_its_messages_as_counted_and_counts_them_once_it_is
         request = LLMRequest(workspace_id=world.pk, role="proxy", model=ResolvedModel("m", "ollama", "m"),
                              messages=[Message.user("and gnommoweb again")], options={"conversation": "held"})
         answered = []
-        with claims_held(answered):
+        with held([], answered):
             run_before(request)
         return request, answered
 
