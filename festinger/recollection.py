@@ -269,9 +269,9 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
         for token in writes:
             signature("memory.festinger_concept_write").delay(workspace_id, token, contexts[token], conversation)
 
-    held = _held_sends.get()
-    if held is not None:
-        held.append(send)
+    waiting = _held_sends.get()
+    if waiting is not None:
+        waiting.append(send)
     else:
         transaction.on_commit(send)
 
