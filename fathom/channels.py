@@ -51,7 +51,7 @@ class Subscription:
         self.channel = channel
         self.pid = _pid
         self.pubsub = None
-        self.readable = None  # polls the subscription's socket: a look at a quiet channel is one system call
+        self.readable = None  # (poll, socket): a look at a quiet channel is one system call
         self.lock = threading.Lock()
         _subscriptions.add(self)
 
@@ -80,12 +80,24 @@ class Subscription:
             self.pubsub.subscribe(self.channel)
             # Wait for the confirmation: from then on nothing published goes unheard.
             self._read(self.pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_SECONDS), heard)
-            self.readable = select.poll()
-            self.readable.register(self.pubsub.connection._sock, select.POLLIN)
-        elif not self.readable.poll(0):  # nothing arrived (what did before was read to the last message)
+        elif self._quiet():
             return
         while (message := self.pubsub.get_message(timeout=0.0)) is not None:
             self._read(message, heard)
+
+    def _quiet(self) -> bool:
+        """Nothing arrived on the socket since the last look read it to its last message (one poll);
+        a socket it has not polled yet (the first look, one redis-py made anew) is read instead."""
+        connection = self.pubsub.connection
+        sock = connection._sock if connection is not None else None
+        if sock is None:
+            return False
+        if self.readable is None or self.readable[1] is not sock:
+            ready = select.poll()
+            ready.register(sock, select.POLLIN)
+            self.readable = (ready, sock)
+            return False
+        return not self.readable[0].poll(0)
 
     def _read(self, message, heard: Heard) -> None:
         if message is None:
@@ -96,11 +108,16 @@ class Subscription:
             heard.messages.append(message["data"])
 
 
+def current_pid() -> int:
+    """This process's id without a system call (os.getpid() is one): kept by a fork hook."""
+    return _pid
+
+
 @contextmanager
 def one_look() -> Iterator[None]:
     """Meanwhile, each subscription is read once at most (what it said was applied then), and not at
     all when it had nothing to read at the start (one poll of them all)."""
-    token = _looked.set(_quiet())
+    token = _looked.set(_quiet_subscriptions())
     try:
         yield
     finally:
@@ -129,7 +146,7 @@ def version_bump(key: str) -> None:
         pipe.execute()
 
 
-def _quiet() -> set[Subscription]:
+def _quiet_subscriptions() -> set[Subscription]:
     """The subscriptions whose sockets have nothing to read now (one poll of them all)."""
     sockets = {}
     for subscription in list(_subscriptions):

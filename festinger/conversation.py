@@ -33,6 +33,8 @@ import time
 from collections import Counter, OrderedDict
 from contextvars import ContextVar
 
+from redis.exceptions import RedisError
+
 from fathom.redis_client import get_redis
 
 LEARNED_ROLES = ("user", "assistant")
@@ -117,6 +119,8 @@ class Claim:
         """The claimed messages nobody had counted (now counted by this claim). Raises RedisError when
         Redis did not answer (the caller learns nothing then); the answer is read once."""
         if self._answer is None:
+            if self._connection is None:
+                raise RedisError("the claim was lost with its connection")
             try:
                 added = [self._connection.read_response() for _ in range(len(self.asked) + 1)][:-1]
             except BaseException:

@@ -190,12 +190,13 @@ class RecollectionMiddleware:
             try:
                 claimed = claim(workspace_id=world.workspace_id, conversation=key, messages=spoken)
                 if claimed is not None and answered_later is None:
-                    fresh, claimed = claimed.fresh(), None
+                    asked, claimed = claimed, None
+                    fresh = asked.fresh()
             except RedisError:
                 _unreachable(request.workspace_id)
                 key = None
         recollection = recollect(world, texts, [m.content for m in fresh], learn=key is not None and claimed is None,
-                                 conversation=key, claimed=[m.content for m in claimed.messages] if claimed else ())
+                                 conversation=key, claimed=_new_turn(spoken, claimed.messages) if claimed else ())
         if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
             request.metadata["recollection"] = {
                 "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
@@ -231,6 +232,16 @@ class RecollectionMiddleware:
         return None
 
 
+def _new_turn(spoken, claimed) -> list[str]:
+    """The texts of the claimed messages that follow the conversation's last assistant message: those
+    the recollection counts in before its claim answers. What came before was sent by earlier calls
+    (the reply counted by their `after`), so a conversation new to this process after a restart is not
+    rendered as if all its history were new."""
+    last = max((index for index, message in enumerate(spoken) if message.role == "assistant"), default=-1)
+    turn = {id(message) for message in spoken[last + 1:]}
+    return [message.content for message in claimed if id(message) in turn]
+
+
 def _claim_answered(request, world: cache.World, texts, claimed: Claim) -> None:
     """What the middleware learns from a call once the claim it sent on the way in answers."""
     noted = request.metadata["festinger"]
@@ -238,6 +249,7 @@ def _claim_answered(request, world: cache.World, texts, claimed: Claim) -> None:
         fresh = [message.content for message in claimed.fresh()]
     except RedisError:
         _unreachable(request.workspace_id)
+        noted["conversation"] = None  # as when the claim fails on the way in: the reply is not counted either
         return
     learned = learn_from(world, texts, fresh, conversation=noted["conversation"])
     noted.update(counted=len(fresh), cues=len(learned.cues), to_write=list(learned.to_write))

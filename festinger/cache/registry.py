@@ -6,10 +6,10 @@ exit (fathom.shutdown): nothing of that happens at import."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 
+from fathom.channels import current_pid
 from fathom.redis_client import get_redis
 from fathom.shutdown import shutdown_register
 from festinger.cache import keys
@@ -112,9 +112,9 @@ def _changed(workspace_id: int) -> None:
 def _changes_take() -> None:
     """Take the changes delivered to this process; the first call in a process (a forked worker child
     included) subscribes and starts its background work."""
-    if _changes is None or _changes.pid != os.getpid():
+    if _changes is None or _changes.pid != current_pid():
         with _registry_lock:
-            if _changes is None or _changes.pid != os.getpid():
+            if _changes is None or _changes.pid != current_pid():
                 _process_start()
     _changes_apply(_changes.take())
 

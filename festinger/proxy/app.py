@@ -18,7 +18,7 @@ only to watch for a loop and to assemble the answer for learning); a client that
 the upstream request. The middleware's `before` runs once, before the upstream call, on the event
 loop unless a cache must be read from the database, then in a thread (`ProxyApp.prepared`); the
 claim it sends (which messages are new to the conversation: festinger.conversation.Claim) is read
-once the upstream's first piece is out, so that its round trip costs nothing; after the client has
+once the upstream's first piece is out, so that its round trip overlaps the upstream's; after the client has
 its last byte, one message to the memory queue hands the rest (`after`, the trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
@@ -359,8 +359,10 @@ class ProxyApp:
             else:
                 await self._from_registry(request, body, call, kind=kind, writer=writer)
         finally:
-            call.settle()  # (when the upstream never answered) a claim is read whatever happened
-            self.queued_send(call)
+            try:
+                call.settle()  # (when the upstream never answered) a claim is read whatever happened
+            finally:
+                self.queued_send(call)
 
     async def prepared(self, call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
         """`_prepare` on the event loop while what it reads is in this process's memory (the usual case:
@@ -370,7 +372,12 @@ class ProxyApp:
         try:
             return _prepare(call, body, choices)
         except SynchronousOnlyOperation:
-            return await self.in_thread(_prepare_in_thread, call, body, choices)
+            prepared = self.in_thread(_prepare_in_thread, call, body, choices)
+            try:
+                return await prepared
+            except asyncio.CancelledError:  # the thread goes on: what it claims is read once it is done
+                prepared.add_done_callback(lambda _done: call.settle())
+                raise
 
     async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
@@ -402,6 +409,7 @@ class ProxyApp:
             return watcher.completion, cut
 
         completion, cut = await _each_choice(request, writer, relay)
+        call.settle()  # (a whole answer: its claim is read here, once it is out) before its outcome is queued
         if completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
             self.finished(call, completion, kind, cut)
 

@@ -16,6 +16,7 @@ choice is the answer it learns from and watches for loops)."""
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import secrets
 from contextlib import contextmanager
@@ -35,6 +36,8 @@ from festinger.conversation import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 from festinger.recollection import held
+
+log = logging.getLogger(__name__)
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
@@ -108,7 +111,10 @@ class ProxiedCall:
         if claims:
             with session_context(self.session), held(self.sends):
                 for answered in claims:
-                    answered()
+                    try:
+                        answered()
+                    except Exception:  # the others are still read (each holds a connection until then)
+                        log.exception("festinger proxy: learning from call %s failed", self.call_id)
 
     def forwarded_messages(self) -> list[dict]:
         """The messages to send upstream: the client's objects where the middleware left them alone,

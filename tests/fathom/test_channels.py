@@ -4,8 +4,10 @@ from memory until a bump anywhere is published, then read again at once."""
 import socket
 import uuid
 
+import pytest
 import redis
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from fathom import channels
 from fathom.redis_client import get_redis
@@ -65,3 +67,17 @@ def test_within_one_look_a_channel_is_read_once_and_what_came_later_is_heard_aft
         get_redis().publish(channel, "during")
         assert subscription.take().messages == []  # read once in the look
     assert subscription.take().messages == quiet.take().messages == ["during"]
+
+
+def test_a_subscription_whose_confirmation_never_came_is_read_at_the_next_look(monkeypatch):
+    channel = f"test:channel:{uuid.uuid4().hex}"
+    subscription = channels.Subscription(channel)
+    confirmed = redis.client.PubSub.get_message
+    monkeypatch.setattr(redis.client.PubSub, "get_message", lambda *args, **kwargs: None)
+    with pytest.raises(RedisError):
+        subscription.take()
+    monkeypatch.setattr(redis.client.PubSub, "get_message", confirmed)
+    get_redis().publish(channel, "meanwhile")
+
+    heard = subscription.take()
+    assert heard.resubscribed and heard.messages == ["meanwhile"]

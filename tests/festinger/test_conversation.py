@@ -5,12 +5,20 @@ number of model calls, and writer calls capped per conversation and per workspac
 import json
 
 import pytest
+from redis.exceptions import RedisError
 
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
 from fathom.redis_client import get_redis
 from festinger import cache, conversation, recollection
-from festinger.conversation import claim, conversation_key, conversation_session, message_hashes, unseen
+from festinger.conversation import (
+    Claim,
+    claim,
+    conversation_key,
+    conversation_session,
+    message_hashes,
+    unseen,
+)
 from festinger.models import Concept
 from festinger.services import config_update, world_ensure
 from festinger.writer import concept_write
@@ -115,6 +123,16 @@ def test_a_claim_goes_on_a_new_connection_when_redis_closed_the_one_a_claim_left
 
     after = claim(workspace_id=world.pk, conversation="kept", messages=[Message.user("after")])
     assert [message.content for message in after.fresh()] == ["after"]
+
+
+def test_a_claim_that_fails_when_read_leaves_the_call_unlearned_and_answered(world, scripted_llm, monkeypatch):
+    def unreachable(claim):
+        raise RedisError("Redis went away")
+
+    monkeypatch.setattr(Claim, "fresh", unreachable)
+    scripted_llm.reply("ok")
+    assert complete(workspace=world, role="main", messages=[Message.user("gnommoweb gnommoweb")]).text == "ok"
+    assert encounters(world, "gnommoweb") == 0
 
 
 def test_a_repeated_message_is_another_message():

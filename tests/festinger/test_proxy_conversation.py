@@ -61,6 +61,18 @@ def test_the_prompt_is_counted_once_its_claim_is_read_after_the_upstream_has_the
     assert cache.world(workspace.pk).encounters("gnommoweb") == 2
 
 
+def test_a_claim_that_fails_to_learn_leaves_the_others_of_the_call_read():
+    call = ProxiedCall(workspace_id=1, upstream=None, raw_messages=[], session="s")
+    learned = []
+
+    def broken():
+        raise ValueError("a bug")
+
+    call.claims = [broken, lambda: learned.append("read")]
+    call.settle()
+    assert learned == ["read"] and call.claims == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_outcome_delivered_twice_is_finished_once(workspace, settings):
     settings.OLLAMA_HOST = "http://127.0.0.1:9"

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from fathom.llm import Message, complete
 from fathom.llm.middleware import LLMRequest, run_before
@@ -13,6 +14,7 @@ from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.cache import changes, model, registry
+from festinger.conversation import Claim
 from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
 from festinger.recollection import RECOLLECTION_EVENT, held, inject, recollection_for
@@ -195,6 +197,37 @@ def test_a_held_claim_renders_its_messages_as_counted_and_counts_them_once_it_is
     resent, answered = call()  # the same message again: known here, nothing claimed nor counted twice
     assert answered == [] and resent.metadata["festinger"]["counted"] == 0
     assert cache.world(world.pk).encounters("gnommoweb") == 2
+
+
+def held_call(world, messages, conversation):
+    request = LLMRequest(workspace_id=world.pk, role="proxy", model=ResolvedModel("m", "ollama", "m"),
+                         messages=messages, options={"conversation": conversation})
+    answered = []
+    with held([], answered):
+        run_before(request)
+    return request, answered
+
+
+def test_a_held_claim_renders_only_the_new_turn_as_counted(world):
+    # A conversation this process never saw (a restart): its history was sent, and counted, before.
+    request, answered = held_call(world, [Message.user("zorbix is down"), Message.assistant("checking"),
+                                          Message.user("and zorbix again?")], "restarted")
+    assert request.metadata["festinger"]["unknown"] == []  # one encounter rendered, not two: not salient
+
+    answered[0]()  # Redis: all three are new to the conversation, and are counted
+    assert cache.world(world.pk).encounters("zorbix") == 2
+
+
+def test_a_held_claim_that_fails_when_read_learns_nothing_from_the_call(world, monkeypatch):
+    request, answered = held_call(world, [Message.user("zorbix is down")], "failing")
+
+    def unreachable(claim):
+        raise RedisError("Redis went away")
+
+    monkeypatch.setattr(Claim, "fresh", unreachable)
+    answered[0]()
+    assert cache.world(world.pk).encounters("zorbix") == 0
+    assert request.metadata["festinger"]["conversation"] is None  # nor is the reply counted after
 
 
 def test_the_trace_keeps_what_each_prompt_received(world, scripted_llm):
