@@ -52,9 +52,11 @@ def test_an_unknown_action_or_a_missing_argument_comes_back_as_an_error(scripted
 
 
 def test_time_between_bucket_by_and_around(scripted_llm, workspace):
+    # `a` and `b` half an hour apart on one day, whatever the time of day now (noon, two days ago)
+    moved = at(days=2).replace(hour=12, minute=0, second=0, microsecond=0)
     old = delta_create(workspace=workspace, content="old note", created_at=at(days=10))
-    a = delta_create(workspace=workspace, content="dawn at the dune", created_at=at(days=2, minutes=30))
-    b = delta_create(workspace=workspace, content="rover moved", created_at=at(days=2))
+    a = delta_create(workspace=workspace, content="dawn at the dune", created_at=moved - timedelta(minutes=30))
+    b = delta_create(workspace=workspace, content="rover moved", created_at=moved)
     c = delta_create(workspace=workspace, content="lunch", created_at=at(days=1), tags=["kind:meal"])
     _, results = run_tools(scripted_llm, workspace, [
         ("between", "time", {"action": "between", "since": "3d", "until": "36h"}),
@@ -69,7 +71,7 @@ def test_time_between_bucket_by_and_around(scripted_llm, workspace):
     assert f"[{old.pk}]" not in between
     buckets = results["buckets"]
     assert "4 in all" in buckets and "3 non-empty days" in buckets
-    assert f"- {at(days=2).strftime('%Y-%m-%d')}: 2" in buckets
+    assert f"- {moved.strftime('%Y-%m-%d')}: 2" in buckets
     around = results["around"]
     assert f"▸ [{b.pk}]" in around and f"- [{a.pk}]" in around and c.pk not in around
     assert f"[{c.pk}]" in results["at"] and b.pk not in results["at"]
