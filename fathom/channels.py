@@ -88,8 +88,7 @@ class Subscription:
     def _quiet(self) -> bool:
         """Nothing arrived on the socket since the last look read it to its last message (one poll);
         a socket it has not polled yet (the first look, one redis-py made anew) is read instead."""
-        connection = self.pubsub.connection
-        sock = connection._sock if connection is not None else None
+        sock = self._socket()
         if sock is None:
             return False
         if self.readable is None or self.readable[1] is not sock:
@@ -98,6 +97,11 @@ class Subscription:
             self.readable = (ready, sock)
             return False
         return not self.readable[0].poll(0)
+
+    def _socket(self):
+        """The subscription's socket in this process, or None (not subscribed here, or dropped)."""
+        connection = self.pubsub.connection if self.pubsub is not None and self.pid == _pid else None
+        return connection._sock if connection is not None else None
 
     def _read(self, message, heard: Heard) -> None:
         if message is None:
@@ -151,9 +155,9 @@ def _quiet_subscriptions() -> set[Subscription]:
     sockets = {}
     for subscription in list(_subscriptions):
         with subscription.lock:
-            connection = subscription.pubsub.connection if subscription.pubsub is not None else None
-            if connection is not None and connection._sock is not None and subscription.pid == _pid:
-                sockets[connection._sock.fileno()] = subscription
+            sock = subscription._socket()
+            if sock is not None:
+                sockets[sock.fileno()] = subscription
     if not sockets:
         return set()
     ready = select.poll()

@@ -103,7 +103,6 @@ class Claim:
 
     def __init__(self, key: tuple[int, str], asked: list[tuple]):
         self.key, self.asked = key, asked
-        self.messages = [message for message, _digest in asked]
         self._connection = _connection()
         self._answer: list | None = None
         try:
@@ -114,6 +113,10 @@ class Claim:
         except BaseException:
             self._release(broken=True)
             raise
+
+    @property
+    def messages(self) -> list:
+        return [message for message, _digest in self.asked]
 
     def fresh(self) -> list:
         """The claimed messages nobody had counted (now counted by this claim). Raises RedisError when
