@@ -18,6 +18,14 @@ def test_readme_is_a_map_not_the_manual():
     assert lines < README_MAX_LINES, f"README.md has {lines} lines; the manual belongs in docs/"
 
 
+def test_every_environment_variable_settings_reads_is_in_the_operations_manual():
+    settings = (REPO_ROOT / "fathom" / "settings.py").read_text(encoding="utf-8")
+    variables = set(re.findall(r'env_[a-z_]+\(\s*"([A-Z][A-Z0-9_]+)"', settings))
+    manual = (REPO_ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert len(variables) > 40
+    assert sorted(v for v in variables if f"`{v}`" not in manual) == []
+
+
 def test_every_relative_link_of_readme_and_docs_resolves():
     assert broken_links(documents()) == []
 
