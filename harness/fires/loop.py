@@ -34,15 +34,15 @@ from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
 from harness.fires.streaming import StreamedTurn, turn_listeners_open
+from harness.fires.tools import ToolContext, ToolError, tool_specs, tools_for
+from harness.fires.tools import plan as plan_tool
+from harness.fires.tools import respond as respond_tool
+from harness.fires.tools.base import MAIN, REVIEW
 from harness.quality import flow as quality
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, SessionEvent
 from harness.runtime.services import harness_settings_get
-from harness.tools import ToolContext, ToolError, tool_specs, tools_for
-from harness.tools import plan as plan_tool
-from harness.tools import respond as respond_tool
-from harness.tools.base import MAIN, REVIEW
 
 logger = logging.getLogger(__name__)
 RESULT_PREVIEW_CHARS = 500

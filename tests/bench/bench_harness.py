@@ -30,8 +30,8 @@ from fathom.tracing.spans import Buffer
 from harness.fires import loop
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.runtime.services import harness_settings_get, message_send, session_create
-from harness.tools.base import REGISTRY, Tool, register
 from tests.conftest import percentile, start_worker, stop_worker, wait_for_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
+from harness.fires.tools.base import REGISTRY, Tool, ToolError, register
 from harness.runtime import claims
 from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
 from harness.runtime.services import harness_settings_get, message_send
-from harness.tools.base import REGISTRY, Tool, ToolError, register
 from tests.harness.support import session_tick
 
 

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from harness.fires.models import Fire
+from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.quality import agents, swarm
 from harness.quality.flow import perspectives_for
 from harness.quality.models import QualityRun
 from harness.runtime.services import message_send
-from harness.tools.base import REGISTRY, Tool, register
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict

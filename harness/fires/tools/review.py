@@ -2,8 +2,8 @@
 or skip. Only offered in the post-response review pass."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import REVIEW, Tool, ToolContext, ToolError, register
-from harness.tools.respond import MOOD_SHIFT
+from harness.fires.tools.base import REVIEW, Tool, ToolContext, ToolError, register
+from harness.fires.tools.respond import MOOD_SHIFT
 from proposals.services import proposal_draft
 
 # What the review supplies when the answer carried none (harness.fires.writes.review_writes).

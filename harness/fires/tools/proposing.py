@@ -2,7 +2,7 @@
 tool call (the producer names the call), never executed before an operator approves it."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import ToolContext, ToolError
+from harness.fires.tools.base import ToolContext, ToolError
 from proposals.models import Proposal
 from proposals.services import proposal_draft
 

@@ -1,7 +1,7 @@
 """respond(...): close the main loop. The loop itself handles this call (it ends the phase); this
 module holds its schema and the validation of its arguments."""
 
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 
 MOOD_SHIFT = {
     "type": "object", "additionalProperties": False, "required": ["direction", "axis", "magnitude"],

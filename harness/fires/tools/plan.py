@@ -13,7 +13,7 @@ import re
 
 from fathom.llm import LLMError, Message, complete
 from fathom.tracing import span
-from harness.tools.base import REGISTRY, Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import REGISTRY, Tool, ToolContext, ToolError, register
 
 PLAN_NEUTRAL = {"plan", "respond", "mark_addressed", "skip", "propose_provenance"}
 

@@ -6,6 +6,6 @@ whole. A tool that writes runs inside the transaction that records its result (`
 so a fire replayed after a crash writes nothing twice; one that calls models or runs a child fire
 commits on its own and keys its work by `ctx.idempotency_key` instead."""
 
-from harness.tools.base import REGISTRY, Tool, ToolContext, ToolError, tool_specs, tools_for
+from harness.fires.tools.base import REGISTRY, Tool, ToolContext, ToolError, tool_specs, tools_for
 
 __all__ = ["REGISTRY", "Tool", "ToolContext", "ToolError", "tool_specs", "tools_for"]

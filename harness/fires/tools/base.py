@@ -88,7 +88,7 @@ def _load() -> None:
     if not _loaded:
         ordered = {}
         for module in MODULES:
-            for value in vars(importlib.import_module(f"harness.tools.{module}")).values():
+            for value in vars(importlib.import_module(f"harness.fires.tools.{module}")).values():
                 if isinstance(value, Tool):
                     ordered[value.name] = value
         others = {name: tool for name, tool in REGISTRY.items() if name not in ordered}

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.db import close_old_connections, connection
 
 from fathom.llm import LLMError, Message, complete
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 
 VOICES = {
     "skeptic": "You are the skeptic. Find what is weak, unsupported or missing in the obvious answer.",

@@ -1,7 +1,7 @@
 """ascend(delta_id): walk UP from a delta to the provenance that contains it (episode, topic, era)."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import delta_get, provenance_parents
 
 

@@ -1,8 +1,8 @@
 """dispatch_helper(host, task, title): propose a task for a helper (e.g. claude-code) on a configured
 host, as a `helper-dispatch` proposal; the operator approves before anything executes."""
 
-from harness.tools.base import Tool, ToolContext, register
-from harness.tools.proposing import draft
+from harness.fires.tools.base import Tool, ToolContext, register
+from harness.fires.tools.proposing import draft
 
 
 def run(ctx: ToolContext, args: dict):

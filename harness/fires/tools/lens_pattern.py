@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from harness.tools.base import ToolContext, ToolError
-from harness.tools.lenses import (
+from harness.fires.tools.base import ToolContext, ToolError
+from harness.fires.tools.lenses import (
     TIME_FORMAT,
     Action,
     delta_lines,

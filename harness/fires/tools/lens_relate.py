@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.db.models import Q
 
-from harness.tools.base import ToolContext, ToolError
-from harness.tools.lenses import (
+from harness.fires.tools.base import ToolContext, ToolError
+from harness.fires.tools.lenses import (
     TIME_FORMAT,
     Action,
     anchor,

@@ -2,7 +2,7 @@
 minus recursion and side-effect tools; it writes its own card. Depth is capped at 1."""
 
 from harness.fires.services import fire_create, fire_run
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 
 MAX_DEPTH = 1
 CHILD_DISABLED = ("introspect", "dispatch_helper", "mint_routine")

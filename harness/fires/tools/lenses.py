@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import delta_get, deltas_list
 
 TIME_FORMAT = "%Y-%m-%d %H:%M"

@@ -2,8 +2,8 @@
 schedule) as a `routines` proposal; approval creates it and its beat entry. It always belongs to
 this fire's workspace."""
 
-from harness.tools.base import Tool, ToolContext, register
-from harness.tools.proposing import draft
+from harness.fires.tools.base import Tool, ToolContext, register
+from harness.fires.tools.proposing import draft
 
 
 def run(ctx: ToolContext, args: dict):

@@ -5,10 +5,10 @@ comes back to the session as a TaskDone trigger, which the next turn reads. Path
 managed://agent/<id>/<file> or managed://user/<id>/<file> (profile fields: AGENTS.md, SOUL.md,
 IDENTITY.md, USER.md, memory, preferences) or fs://<path> (the workspace's own folder)."""
 
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from harness.runtime.background import task_create
 from harness.runtime.files import FileError, check_path
 from harness.runtime.models import Task
-from harness.tools.base import Tool, ToolContext, ToolError, register
 
 PATH = {"type": "string", "maxLength": 2048,
         "description": "managed://agent/<id>/<AGENTS.md|SOUL.md|IDENTITY.md|memory>, "

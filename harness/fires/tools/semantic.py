@@ -4,7 +4,7 @@ search's reason (small words only, nothing above the relevance floor), so the mo
 better rather than conclude the lake is empty."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.search import deltas_search
 
 

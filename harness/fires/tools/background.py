@@ -2,11 +2,11 @@
 task that ends after a while (a timer the agent sets for itself: its TaskDone wakes the session)."""
 
 from fathom.selectors import uuid_or_none
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.fs import background_call
 from harness.runtime.background import TIME_LIMIT_GRACE_SECONDS, task_cancel
 from harness.runtime.models import Task
 from harness.runtime.runners import WAIT_MAX_SECONDS
-from harness.tools.base import Tool, ToolContext, ToolError, register
-from harness.tools.fs import background_call
 
 
 def run_cancel(ctx: ToolContext, args: dict):

@@ -1,7 +1,7 @@
 """expand(delta_id): walk DOWN from a provenance (or sediment) to its from: constituents."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import delta_get, provenance_children
 
 

@@ -2,8 +2,8 @@
 unaddressed fire the session again on the next tick."""
 
 from fathom.errors import NotFoundError
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from harness.runtime.services import message_mark_addressed
-from harness.tools.base import Tool, ToolContext, ToolError, register
 
 
 def run(ctx: ToolContext, args: dict):

@@ -10,7 +10,7 @@ from django.conf import settings
 from fathom.llm.media import image_base64
 from fathom.llm.types import ImageRef
 from fathom.transient import TRANSIENT_ERRORS
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import deltas_list
 
 DELTAS_SHOWN = 5

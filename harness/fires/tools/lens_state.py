@@ -5,9 +5,9 @@ fires attested about Fathom itself), and the most recent deltas."""
 import re
 from collections import defaultdict
 
+from harness.fires.tools.base import ToolContext
+from harness.fires.tools.lenses import TIME_FORMAT, Action, deltas, lens, limit_of, listing, span_text, window
 from harness.runtime.models import Trigger
-from harness.tools.base import ToolContext
-from harness.tools.lenses import TIME_FORMAT, Action, deltas, lens, limit_of, listing, span_text, window
 from lake.selectors import orient_current
 from proposals.models import ProposalStatus
 from proposals.selectors import pending_first, proposals_list

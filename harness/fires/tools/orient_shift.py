@@ -8,8 +8,8 @@ from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.llm import Message, complete
 from harness.fires.models import Fire
+from harness.fires.tools.base import Tool, ToolContext, register
 from harness.runtime.models import Trigger
-from harness.tools.base import Tool, ToolContext, register
 from lake.models import IdempotentWrite
 from lake.selectors import deltas_list, orient_current
 from lake.services import deltas_create

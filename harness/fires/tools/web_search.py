@@ -10,7 +10,7 @@ import httpx
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 
 
 class NoBackend:

@@ -2,7 +2,7 @@
 one delta, whole, with its tags, source and time."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import delta_get
 
 

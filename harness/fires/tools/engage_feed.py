@@ -2,7 +2,7 @@
 engagement:more / engagement:less deltas, one per target (or one about the reason alone)."""
 
 from fathom.errors import ApplicationError
-from harness.tools.base import Tool, ToolContext, ToolError, register
+from harness.fires.tools.base import Tool, ToolContext, ToolError, register
 from lake.selectors import deltas_resolve
 from lake.services import deltas_create
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 from django.db.models import Count
 from django.db.models.functions import Trunc
 
-from harness.tools.base import ToolContext
-from harness.tools.lenses import Action, anchor, deltas, lens, limit_of, listing, span_text, window
+from harness.fires.tools.base import ToolContext
+from harness.fires.tools.lenses import Action, anchor, deltas, lens, limit_of, listing, span_text, window
 
 FILTERS = ("kind", "tags")
 DEFAULT_AROUND_MINUTES = 60
