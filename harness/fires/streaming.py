@@ -10,8 +10,8 @@ superseded by the retry's stream). A listener that raises abandons the model cal
 leaves the turn as a provider's failure would.
 
 The runtime's own listener is `AgentStreamBatcher` (opened by `agent_stream_open`): the text of a
-session's fire as AgentStream events while it is written. The quality harness's stream monitor
-plugs in beside it here, without either knowing the other. The turn itself is still committed
+session's fire as AgentStream events while it is written. A fire's lifecycle hooks add theirs
+(harness.fires.hooks: the quality harness's stream monitor), without either knowing the other. The turn itself is still committed
 whole, after the call, by the loop."""
 
 from __future__ import annotations
@@ -69,10 +69,11 @@ class TurnListeners:
                 close(completion)
 
 
-def turn_listeners_open(turn: StreamedTurn) -> TurnListeners:
-    """The listeners the settings name, opened for `turn` (those that want it)."""
+def turn_listeners_open(turn: StreamedTurn, *, also=()) -> TurnListeners:
+    """The listeners the settings name, opened for `turn` (those that want it), and `also` (the fire's
+    lifecycle hooks' listeners of the turn)."""
     opened = (factory(turn) for factory in _factories(tuple(settings.FATHOM_TURN_STREAM_LISTENERS)))
-    return TurnListeners([listener for listener in opened if listener is not None])
+    return TurnListeners([*(listener for listener in opened if listener is not None), *also])
 
 
 def agent_stream_open(turn: StreamedTurn) -> AgentStreamBatcher | None:

@@ -11,7 +11,7 @@ from festinger.models import Concept
 from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_parked_resume
-from harness.quality import agents, flow
+from harness.quality import agents, postflight, verification
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
 from harness.runtime.services import message_send, session_create
@@ -31,14 +31,14 @@ def verify_all(run: QualityRun) -> None:
     """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
     or each verifier of the contrastive group, then the chord's join."""
     run.refresh_from_db()
-    perspectives = flow.perspectives_for(run)
-    brief = flow.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
+    perspectives = verification.perspectives_for(run)
+    brief = verification.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
     if perspectives == ("standard",):
-        assert flow.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
+        assert verification.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
         return
     for perspective in perspectives:
-        flow.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
-    assert flow.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+        verification.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
+    assert verification.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
 
 
 def simple_chat_asked(workspace, roles, *, quality: bool):
@@ -144,7 +144,7 @@ def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles,
     roles.verifier.reply(verdict(0.9))
     roles.main.call_tool("skip", {"reason": "-"})
     runners = []
-    monkeypatch.setattr(flow, "verification_send", lambda **kwargs: runners.append((
+    monkeypatch.setattr(postflight, "verification_send", lambda **kwargs: runners.append((
         Session.objects.values_list("runner", flat=True).get(pk=session.pk),
         Fire.objects.values_list("runner", flat=True).get(session=session))))
     # when the session ticks and the fire parks
