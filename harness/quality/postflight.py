@@ -17,7 +17,7 @@ from harness.fires.hooks import Park, Verdict
 from harness.fires.models import Fire, FireTurn
 from harness.quality.checks import contract_evaluate
 from harness.quality.configuration import retry_policy_get
-from harness.quality.events import changed, emit, emitting
+from harness.quality.events import Step, emitting
 from harness.quality.metrics import context_metrics
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.profile import profile_after_run
@@ -39,15 +39,15 @@ def answer_submitted(state: FireQuality) -> Park:
     # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if state.monitored else [alert.as_event() for alert in state.stream_monitor().feed(response.get("body", ""))]
-    with emitting(fire, run, parking=True):  # the fire parks next, waiting for its verifier
+    with emitting(fire, run, parking=True) as step:  # the fire parks next, waiting for its verifier
         attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
-        changed(attempt, "response", "contract", "stream_alerts")
+        step.changed(attempt, "response", "contract", "stream_alerts")
         for alert in alerts:
-            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
-        emit(fire, run, "harness_contract", {**result.as_event(), "attempt": attempt.number})
-        token = _verifier_awaited(run)
+            step.emit("harness_stream_alert", {**alert, "attempt": attempt.number})
+        step.emit("harness_contract", {**result.as_event(), "attempt": attempt.number})
+        token = _verifier_awaited(run, step)
     verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
                       brief=verifier_brief(fire, response))
     return Park(run.waiting_for)
@@ -69,12 +69,16 @@ def answer_verdict(state: FireQuality) -> Park | Verdict:
     return _decide(state)
 
 
-def _verifier_awaited(run: QualityRun) -> str:
+def _verifier_awaited(run: QualityRun, step: Step | None = None) -> str:
     """The run waits for its verifier group from now (saved with the step, or now): the group's token."""
     token = uuid.uuid4().hex
     run.state, run.waiting_for, run.waiting_token, run.waiting_since = (
         QualityRun.State.VERIFYING, "verifier", token, timezone.now())
-    changed(run, "state", "waiting_for", "waiting_token", "waiting_since")
+    fields = ("state", "waiting_for", "waiting_token", "waiting_since")
+    if step is None:
+        run.save(update_fields=fields)
+    else:
+        step.changed(run, *fields)
     return token
 
 
@@ -89,23 +93,23 @@ def _decide(state: FireQuality) -> Verdict:
     if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
         more = attempt.number < run.iterations
         decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
-    with transaction.atomic(savepoint=False), emitting(fire, run):
+    with transaction.atomic(savepoint=False), emitting(fire, run) as step:
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
-        changed(attempt, "combined", "decision")
-        emit(fire, run, "harness_verifier", {
+        step.changed(attempt, "combined", "decision")
+        step.emit("harness_verifier", {
             "passed": verifier["passed"], "score": verifier["score"], "issues": verifier["issues"],
             "feedback": verifier["feedback"], "reasoning": decision.reason, "attempt": attempt.number,
             "contrastive": verifier.get("contrastive"), "is_fallback": verifier.get("is_fallback", False)})
         if decision.retry:
-            state.attempt = _retry(fire, run, attempt, limits, decision.reason)
+            state.attempt = _retry(step, attempt, limits, decision.reason)
             return Verdict(retry=True)
-        return Verdict(retry=False, response=_accept(fire, run, attempt, limits, workflow, decision.reason))
+        return Verdict(retry=False, response=_accept(step, attempt, limits, workflow, decision.reason))
 
 
-def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySettings,
-           reason: str) -> QualityAttempt:
+def _retry(step: Step, attempt: QualityAttempt, limits: RetrySettings, reason: str) -> QualityAttempt:
     """A new attempt of the same fire: its prompt is the healing prompt, its turns follow the journal's."""
+    fire, run = step.fire, step.run
     number = attempt.number + 1
     healing = FailureAnalyzer.build_healing_prompt(
         original_query=fire.question, attempt=number,
@@ -116,21 +120,21 @@ def _retry(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySe
         workspace_id=fire.workspace_id, run=run, number=number, healing_prompt=healing,
         first_turn=FireTurn.objects.filter(fire=fire, phase=Fire.Phase.MAIN).count())
     run.attempt, run.state = number, QualityRun.State.RUNNING
-    changed(run, "attempt", "state")
-    emit(fire, run, "harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
+    step.changed(run, "attempt", "state")
+    step.emit("harness_retry", {"attempt": number, "reason": reason, "previous_score": attempt.combined})
     return new
 
 
-def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetrySettings, workflow: str,
-            reason: str) -> dict:
+def _accept(step: Step, attempt: QualityAttempt, limits: RetrySettings, workflow: str, reason: str) -> dict:
     """The best attempt's answer, to keep (the latest among equals); degraded when the attempts ran out,
     or the gap persisted, without reaching good enough."""
+    fire, run = step.fire, step.run
     attempts = [attempt] if attempt.number == 1 else [  # the current one as decided (saved with the step)
         attempt if earlier.number == attempt.number else earlier for earlier in run.attempts.order_by("number")]
     best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
     if run.iterations > 1:
         fire.refresh_from_db(fields=["cost"])
-        emit(fire, run, "harness_iteration_complete", {
+        step.emit("harness_iteration_complete", {
             "iterations": len(attempts), "best_score": best.combined, "best_iteration": best.number,
             "accepted_count": sum(1 for a in attempts if (a.combined or 0) >= limits.good_enough_score),
             "total_duration_ms": round((timezone.now() - run.created_at).total_seconds() * 1000, 1),
@@ -138,22 +142,22 @@ def _accept(fire: Fire, run: QualityRun, attempt: QualityAttempt, limits: RetryS
     elif best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason):
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
-        emit(fire, run, "harness_degraded", run.degraded)
+        step.emit("harness_degraded", run.degraded)
     run.scores = {}
     if EVENTS_BY_WORKFLOW.get(workflow):  # chat has no score: its contract is not evaluated again
         result, check = contract_evaluate(fire, run, best.response)
         scores = quality_scores(workflow, contract=result, verifier_score=best.verifier["score"], citations=check)
         run.scores = {name: score.as_event() for name, score in scores.items()}
     for name, score in run.scores.items():
-        emit(fire, run, name, score)
+        step.emit(name, score)
     run.final_attempt, run.verifier_score = best.number, best.verifier["score"]
     run.state, run.finished_at = QualityRun.State.DONE, timezone.now()
     sizes = fire_tool_result_sizes(fire_id=fire.pk)
     run.context_metrics = context_metrics((name, chars) for name, chars in sizes if name != "respond").as_event()
-    profile_after_run(fire, run, best)
-    changed(run, "degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
+    profile_after_run(step, best)
+    step.changed(run, "degraded", "scores", "final_attempt", "verifier_score", "state", "finished_at",
             "context_metrics", "profile")
-    emit(fire, run, "context_metrics", run.context_metrics)
+    step.emit("context_metrics", run.context_metrics)
     if best.verifier.get("is_fallback"):
         return {**best.response, "is_fallback": True}
     return best.response

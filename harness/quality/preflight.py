@@ -12,7 +12,7 @@ from harness.fires.hooks import Park
 from harness.fires.models import Fire
 from harness.quality import agents, subtasks, swarm
 from harness.quality.configuration import applies, quality_settings_get
-from harness.quality.events import changed, created, emit, emitting
+from harness.quality.events import Step, emitting
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.plans import PlanSelector
 from harness.quality.profile import workspace_profile
@@ -47,19 +47,19 @@ def preflight(state: FireQuality) -> Park | None:
                          plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
         run.pk, attempt_pk = quality.new_ids
         attempt = QualityAttempt(pk=attempt_pk, workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
-        with emitting(fire, run):  # the run, its first attempt and its events: one statement
-            created(run)
-            created(attempt)
-            emit(fire, run, "harness_complexity", {
+        with emitting(fire, run) as step:  # the run, its first attempt and its events: one statement
+            step.create(run)
+            step.create(attempt)
+            step.emit("harness_complexity", {
                 "level": complexity["level"], "reason": complexity["reason"],
                 "subtask_count": complexity["subtask_count"], "workflow_type": workflow,
                 "is_fallback": complexity["is_fallback"]})
             if selection is not None:
-                _plan_board(fire, selection.plan)
-                emit(fire, run, "harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
+                _plan_board(step, selection.plan)
+                step.emit("harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
                                                           "candidates_count": selection.candidates_count})
             if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
-                swarm.dispatch(fire, run, quality.specialists, sources)
+                swarm.dispatch(step, quality.specialists, sources)
         state.run, state.attempt = run, attempt
     if not run.waiting_for and subtasks.next_layer(run):  # a layer of parallel subtasks: child fires first
         with transaction.atomic():
@@ -76,12 +76,13 @@ def iterations_asked(fire: Fire) -> int:
     return max(1, min(MAX_ITERATIONS, max(asked, default=1)))
 
 
-def _plan_board(fire: Fire, plan) -> None:
+def _plan_board(step: Step, plan) -> None:
     """The selected plan's subtasks become the fire's plan board (the plan tool's checklist)."""
+    fire = step.fire
     if plan.subtasks and not fire.plan:
         fire.plan = [{"step": n, "text": s.title, "status": "pending", "parallel": s.parallel}
                      for n, s in enumerate(plan.subtasks, 1)]
-        changed(fire, "plan")
+        step.changed(fire, "plan")
 
 
 def plan_advanced(state: FireQuality, before: list[dict]) -> None:
@@ -90,24 +91,25 @@ def plan_advanced(state: FireQuality, before: list[dict]) -> None:
     fire, run = state.fire, state.run
     if run is None or not before or not fire.plan:
         return
-    with emitting(fire, run):
-        _subtask_events(fire, run, before)
+    with emitting(fire, run) as step:
+        _subtask_events(step, before)
 
 
-def _subtask_events(fire: Fire, run: QualityRun, before: list[dict]) -> None:
+def _subtask_events(step: Step, before: list[dict]) -> None:
+    fire, run = step.fire, step.run
     was = {s["step"]: s["status"] for s in before}
     total = len(fire.plan)
-    for step in fire.plan:
-        previous = was.get(step["step"], "pending")
-        if previous == step["status"]:
+    for item in fire.plan:
+        previous = was.get(item["step"], "pending")
+        if previous == item["status"]:
             continue
-        if step["status"] == "in_flight":
-            emit(fire, run, "harness_subtask_start", {
-                "subtask_index": step["step"], "total_subtasks": total, "title": step["text"],
-                "workflow_type": run.complexity.get("workflow_type", "chat"), "parallel": bool(step.get("parallel"))})
-        elif step["status"] == "done":
-            emit(fire, run, "harness_subtask_done", {
-                "subtask_index": step["step"], "total_subtasks": total, "is_last": step["step"] == total,
+        if item["status"] == "in_flight":
+            step.emit("harness_subtask_start", {
+                "subtask_index": item["step"], "total_subtasks": total, "title": item["text"],
+                "workflow_type": run.complexity.get("workflow_type", "chat"), "parallel": bool(item.get("parallel"))})
+        elif item["status"] == "done":
+            step.emit("harness_subtask_done", {
+                "subtask_index": item["step"], "total_subtasks": total, "is_last": item["step"] == total,
                 "artifacts_created": _artifacts_so_far(fire)})
 
 

@@ -20,8 +20,7 @@ from dataclasses import asdict, dataclass, field
 from django.core.cache import cache
 from redis.exceptions import RedisError
 
-from harness.fires.models import Fire
-from harness.quality.events import emit
+from harness.quality.events import Step
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.selectors import runs_stats
 
@@ -177,13 +176,14 @@ def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | 
                          feedback_count=stats.feedback_fires, issues=issues)
 
 
-def profile_after_run(fire: Fire, run: QualityRun, final: QualityAttempt) -> None:
+def profile_after_run(step: Step, final: QualityAttempt) -> None:
     """harness_workspace_profile after each run (counted in, as its final attempt says), and
-    milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs."""
+    milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs: in the run's last step."""
+    fire, run = step.fire, step.run
     profile = profile_cached(workspace_id=fire.workspace_id, fresh=True, build=lambda: _profile_build(
         fire.workspace_id, finishing=(run, final)))
     run.profile = profile.as_event()
-    emit(fire, run, "harness_workspace_profile", run.profile)
+    step.emit("harness_workspace_profile", run.profile)
     milestone = milestone_crossed(profile.total_runs - 1, profile.total_runs)
     if milestone is not None:
-        emit(fire, run, "milestone_unlocked", milestone.as_event(profile))
+        step.emit("milestone_unlocked", milestone.as_event(profile))

@@ -12,7 +12,7 @@ import json
 
 from django.db import connection, transaction
 
-from harness.quality.events import emit, emitting
+from harness.quality.events import emitting
 from harness.quality.run_state import FireQuality
 
 
@@ -36,12 +36,12 @@ def alert_record(state: FireQuality, alerts: list[dict]) -> None:
     """Record the alerts on the current attempt and send them as harness_stream_alert events, in one
     transaction of their own (the caller is in none: it streams)."""
     fire, run, attempt = state.fire, state.run, state.attempt
-    with transaction.atomic(), emitting(fire, run):
+    with transaction.atomic(), emitting(fire, run) as step:
         with connection.cursor() as cursor:
             cursor.execute("UPDATE harness_qualityattempt SET stream_alerts = stream_alerts || %s::jsonb WHERE id = %s",
                            [_json(alerts), attempt.pk])
         for alert in alerts:
-            emit(fire, run, "harness_stream_alert", {**alert, "attempt": attempt.number})
+            step.emit("harness_stream_alert", {**alert, "attempt": attempt.number})
     attempt.stream_alerts = [*attempt.stream_alerts, *alerts]
 
 
