@@ -282,9 +282,9 @@ FATHOM_MODEL_MIDDLEWARE: list[str] = [
     "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
 ]
 # Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
-# streamed chunk (see harness.fires.streaming). Apps add theirs here.
+# streamed chunk (see harness.fires.turn_stream). Apps add theirs here.
 FATHOM_TURN_STREAM_LISTENERS: list[str] = [
-    "harness.fires.streaming.agent_stream_open",
+    "harness.fires.turn_stream.agent_stream_open",
 ]
 # Classes that take part in every fire's lifecycle (harness.fires.hooks), instantiated per run of a
 # fire: the quality harness checks answers before they count (seed 001).

@@ -29,7 +29,7 @@ from rest_framework import serializers
 from fathom.llm import Message
 from harness.fires.journal import JournalTurn
 from harness.fires.models import Fire
-from harness.fires.streaming import StreamedTurn
+from harness.fires.turn_stream import StreamedTurn
 from harness.runtime.models import HarnessSettings
 
 
@@ -68,7 +68,7 @@ class FireHooks:
         """The fire's plan board moved (its steps were `before`); in the transaction that saves it."""
 
     def turn_listener(self, turn: StreamedTurn):
-        """A listener of a model turn as it streams (harness.fires.streaming), or None."""
+        """A listener of a model turn as it streams (harness.fires.turn_stream), or None."""
         return None
 
     def checks_answer(self) -> bool:

@@ -34,11 +34,11 @@ from harness.fires.hooks import FireLifecycle, Park
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
-from harness.fires.streaming import StreamedTurn, turn_listeners_open
 from harness.fires.tools import ToolContext, ToolError, tool_specs, tools_for
 from harness.fires.tools import plan as plan_tool
 from harness.fires.tools import respond as respond_tool
 from harness.fires.tools.base import MAIN, REVIEW
+from harness.fires.turn_stream import StreamedTurn, turn_listeners_open
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, SessionEvent
@@ -439,7 +439,7 @@ OFFLINE_REVIEW = OfflineReview()
 
 def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool,
                 lifecycle: FireLifecycle | None = None) -> FireTurn:
-    """One model call, streamed to the turn's listeners (harness.fires.streaming, and the hooks') as it
+    """One model call, streamed to the turn's listeners (harness.fires.turn_stream, and the hooks') as it
     is written, then committed as a FireTurn before anything else happens."""
     call_id = f"llm-{secrets.token_hex(6)}"
     streamed = StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id)

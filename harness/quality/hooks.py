@@ -6,7 +6,7 @@ named in settings.FATHOM_FIRE_HOOKS):
     main_prompt      the contract's requirements and the plan's additions; a retry's healing prompt
                      (.preamble)
     plan_advanced    the plan board's moves as subtask events (.preflight)
-    turn_listener    the stream monitor over the main model's text (.streaming)
+    turn_listener    the stream monitor over the main model's text (.stream_alerts)
     checks_answer    every answer of a wrapped fire is checked
     answer_submitted the contract evaluated and the verifier group sent: the fire parks (.postflight)
     answer_verdict   once the verdict is in: retry, or the best attempt's answer (.postflight)
@@ -19,11 +19,11 @@ from rest_framework import serializers
 
 from harness.fires.hooks import FireHooks, Park, Verdict
 from harness.fires.models import Fire
-from harness.fires.streaming import StreamedTurn
+from harness.fires.turn_stream import StreamedTurn
 from harness.quality import postflight, preamble, preflight
 from harness.quality.api import QualityOutput
 from harness.quality.run_state import FireQuality
-from harness.quality.streaming import AttemptMonitor
+from harness.quality.stream_alerts import AttemptMonitor
 
 
 class QualityHooks(FireHooks):

@@ -36,7 +36,7 @@ def answer_submitted(state: FireQuality) -> Park:
     fire, run, attempt = state.fire, state.run, state.attempt
     response = fire.response
     result, check = contract_evaluate(fire, run, response)
-    # The stream checks ran as the answer was written (.streaming); when nothing streamed through them
+    # The stream checks ran as the answer was written (.stream_alerts); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if state.monitored else [alert.as_event() for alert in state.stream_monitor().feed(response.get("body", ""))]
     with emitting(fire, run, parking=True) as step:  # the fire parks next, waiting for its verifier

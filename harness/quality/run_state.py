@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from harness.fires.models import Fire
 from harness.quality.models import QualityAttempt, QualityRun
-from harness.quality.stream import StreamMonitor
+from harness.quality.stream_monitor import StreamMonitor
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The stream monitor (.stream) as a listener of a wrapped fire's model turns (harness.fires.streaming,
+"""The stream monitor (.stream_monitor) as a listener of a wrapped fire's model turns (harness.fires.turn_stream,
 opened by harness.quality.hooks): while the main model writes an attempt, its text (and the body of
 its respond call, as that call completes) goes through the attempt's StreamMonitor, and each alert
 is a `harness_stream_alert` event committed at once, so the client reads it before the answer ends.

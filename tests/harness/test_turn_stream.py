@@ -11,7 +11,7 @@ from fathom.llm.scripted import Script
 from fathom.services import apikey_create
 from harness.fires.models import FireTurn
 from harness.fires.services import fire_create, fire_run
-from harness.fires.streaming import StreamedTurn
+from harness.fires.turn_stream import StreamedTurn
 from harness.runtime.models import HarnessSettings, SessionEvent
 from harness.runtime.services import harness_settings_get, message_send
 from tests.conftest import wait_for

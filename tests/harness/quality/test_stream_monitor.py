@@ -1,6 +1,6 @@
 import pytest
 
-from harness.quality.stream import CRITICAL, WARNING, Alert, StreamMonitor
+from harness.quality.stream_monitor import CRITICAL, WARNING, Alert, StreamMonitor
 
 PLAIN = "The interviews point the same way on pricing and churn across teams. "  # no structure, no citation
 
