@@ -222,7 +222,10 @@ def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict,
         recorded = done.get(call["id"])
         if recorded is not None:
             return respond_tool.validate(recorded.arguments) if recorded.ok else None
-        try:
+        try:  # checked against its schema as every call is, before anything of it is written
+            problem = _problem(by_name.get("respond"), "respond", _arguments(call), by_name)
+            if problem:
+                raise ToolError(problem)
             response = respond_tool.validate(_arguments(call))
         except ToolError as exc:
             done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)

@@ -142,6 +142,26 @@ def test_malformed_arguments_unknown_tools_and_raising_tools_come_back_as_result
     assert not FireToolCall.objects.get(fire=fire, call_id="boom").ok
 
 
+@pytest.mark.parametrize("field, value", [("mood_shift", "up"), ("cited_ids", "abc123")])
+def test_a_respond_of_the_wrong_shape_is_a_tool_error_and_the_message_fires_once(scripted_llm, session, field,
+                                                                                 value):
+    # given a message, and a model whose first answer gives a field of respond the wrong type
+    message = message_send(session=session, content="how are you?")
+    scripted_llm.reply(tool_calls=[{"id": "r1", **respond("fine", **{field: value})}])
+    scripted_llm.reply(tool_calls=[respond("fine, thanks")])
+    scripted_llm.call_tool("skip", {"reason": "-"})
+    # when the session ticks, and ticks again as a sweep would
+    assert session_tick(session_id=session.pk) == "ended"
+    assert session_tick(session_id=session.pk) != "ended"
+    # then the model read a tool error naming the field, and the second answer was delivered, once
+    assert tool_results(scripted_llm.sent[1])["r1"].startswith(f"error: malformed arguments for respond at {field}")
+    fire = Fire.objects.get(session=session)
+    assert (fire.status, fire.response["body"]) == ("finished", "fine, thanks")
+    assert SessionEvent.objects.filter(session=session, kind="AssistantOutput").count() == 1
+    message.refresh_from_db()
+    assert message.addressed and len(scripted_llm.sent) == 3
+
+
 def test_a_raising_tool_leaves_no_half_writes(scripted_llm, session, scratch_tool):
     def half_then_raise(ctx, args):
         message_send(session=session, content="written by the tool")
