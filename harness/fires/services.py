@@ -16,7 +16,13 @@ from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
 from harness.runtime import claims
 from harness.runtime.models import HarnessSettings, Trigger, Turn
-from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get, session_tick
+from harness.runtime.services import (
+    TurnParked,
+    TurnSnapshot,
+    harness_settings_get,
+    message_mark_addressed,
+    session_tick,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +139,11 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
     park = fire_advance(fire=fire, limits=snapshot.limits, claimed=bool(resumed and resumed.claimed))
     if park is not None:
         raise TurnParked(f"fire {fire.pk} waits for its {park.waiting_for}")
+    if fire.status == Fire.Status.CANCELLED:  # what was asked stays cancelled: it does not fire again
+        for message in fire.work_set.get("messages", []):
+            if message.get("id"):
+                message_mark_addressed(session_id=fire.session_id, trigger_id=message["id"],
+                                       note=f"cancelled with fire {fire.pk}")
     if fire.status == Fire.Status.FAILED:
         raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
 
