@@ -27,6 +27,8 @@ from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
 from harness.quality.selectors import fire_tool_result_sizes
 from harness.quality.verification import perspectives_for, verification_send, verifier_brief
 
+CAPPED = "The fire reached its turn cap"
+
 
 def answer_submitted(state: FireQuality) -> Park:
     """Record the current attempt's answer (the fire's response, being saved) and its contract verdict
@@ -93,6 +95,8 @@ def _decide(state: FireQuality) -> Verdict:
     if run.iterations > 1:  # deep-synthesis iteration: every pass is made, the best one wins
         more = attempt.number < run.iterations
         decision = type(decision)(more, f"Iteration {attempt.number} of {run.iterations}")
+    if fire.stop_reason == Fire.StopReason.MAX_TURNS:  # a retry would run into the same cap
+        decision = type(decision)(False, f"{CAPPED}: not retried")
     with transaction.atomic(savepoint=False), emitting(fire, run) as step:
         attempt.combined = combined_score(contract_passed=contract["passed"], verifier_score=verifier["score"])
         attempt.decision = {"retry": decision.retry, "reason": decision.reason}
@@ -139,7 +143,8 @@ def _accept(step: Step, attempt: QualityAttempt, limits: RetrySettings, workflow
             "accepted_count": sum(1 for a in attempts if (a.combined or 0) >= limits.good_enough_score),
             "total_duration_ms": round((timezone.now() - run.created_at).total_seconds() * 1000, 1),
             "estimated_cost_usd": float(fire.cost)})
-    elif best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason):
+    elif best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason
+                                                       or reason.startswith(CAPPED)):
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
                         "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
         step.emit("harness_degraded", run.degraded)

@@ -14,7 +14,7 @@ from harness.fires.services import fire_parked_resume
 from harness.quality import agents, postflight, verification
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
-from harness.runtime.services import message_send, session_create
+from harness.runtime.services import harness_settings_get, message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
@@ -269,6 +269,34 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     assert events.index("harness_retry") < events.index("harness_degraded") < events.index("context_metrics")
     assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 2}
     assert fire_write_kinds(fire)["kind:card"] == 1
+
+
+def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspace):
+    # given a fire capped at two turns whose model never responds, and a verifier that fails the answer
+    limits = harness_settings_get(workspace_id=workspace.pk)
+    limits.max_turns_per_fire = 2
+    limits.save()
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    for step in range(2):
+        roles.main.call_tool("view_full", {"delta_id": f"feed{step}"})
+    roles.main.reply("Hi.")  # the forced turn's text is the answer
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks, and ticks again once the verifier answered
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the capped answer is kept, degraded, with its stop reason, and the main loop ran once
+    run.refresh_from_db()
+    fire = run.fire
+    fire.refresh_from_db()
+    assert (fire.status, fire.stop_reason, fire.response["body"]) == ("finished", "max_turns", "Hi.")
+    assert run.attempts.count() == 1
+    assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
+    assert run.degraded["attempts_made"] == 1
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 1}
 
 
 def test_the_verifier_gets_no_recollection_of_the_workspace_where_the_main_model_does(roles, workspace):
