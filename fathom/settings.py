@@ -282,10 +282,14 @@ FATHOM_MODEL_MIDDLEWARE: list[str] = [
     "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
 ]
 # Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
-# streamed chunk (see harness.fires.streaming). Apps add theirs here.
+# streamed chunk (see harness.fires.turn_stream). Apps add theirs here.
 FATHOM_TURN_STREAM_LISTENERS: list[str] = [
-    "harness.fires.streaming.agent_stream_open",
-    "harness.quality.streaming.monitor_open",  # the quality harness's stream checks (harness_stream_alert)
+    "harness.fires.turn_stream.agent_stream_open",
+]
+# Classes that take part in every fire's lifecycle (harness.fires.hooks), instantiated per run of a
+# fire: the quality harness checks answers before they count (seed 001).
+FATHOM_FIRE_HOOKS: list[str] = [
+    "harness.quality.hooks.QualityHooks",
 ]
 # --- Festinger's proxy (festinger.proxy): Ollama's and OpenAI's API for local agents ------------------
 # Its own port, started by `fathom up` beside the web server (0: not started), bound to loopback unless

@@ -10,12 +10,12 @@ from harness.conductor import services as conductor
 from harness.conductor.worker_port import WorkerBusy
 from harness.fires import judge
 from harness.fires import services as fires
+from harness.fires.tools import orient_shift
 from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
-from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
+from harness.quality import verification
 from harness.runtime import background, schedules
 from harness.runtime import services as runtime
-from harness.tools import orient_shift
 
 
 @shared_task(name="fires.session_tick", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
@@ -55,7 +55,7 @@ def harness_sweep() -> int:
     and steps."""
     swept = background.tasks_sweep()
     return (len(runtime.sessions_sweep()) + len(fires.fires_sweep()) + len(swept["timed_out"]) + len(swept["resent"])
-            + swept["started"] + len(quality_flow.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS))
+            + swept["started"] + len(verification.runs_waiting_resend(older_than_seconds=QUALITY_RESEND_AFTER_SECONDS))
             + len(conductor.runs_sweep()))
 
 
