@@ -39,7 +39,7 @@ from fathom.channels import Subscription, version, version_bump
 from fathom.llm.types import Completion, Message, StopReason
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import current_span
-from festinger.conversation import conversation_session
+from festinger.learning import conversation_session
 from festinger.loops.models import LoopConfig, LoopEvent
 
 log = logging.getLogger(__name__)
