@@ -12,12 +12,21 @@ published before anyone is told of it is heard at the next look.
 `version(key)` and `version_bump(key)` build on one channel: a version number in Redis that names the
 state of something every process caches (the model registry, the proxy's routes, the loop detector's
 thresholds). A bump increments the key and publishes its name; `version` answers from this process's
-memory, reading a key again (one GET) only when it was bumped or the subscription was made anew."""
+memory, reading a key again (one GET) only when it was bumped or the subscription was made anew.
+
+`from_memory()` is for code that must not wait on the database (the proxy's event loop): having checked
+that the caches it reads hold what it needs, current (each cache says so: `festinger.cache.world_held`,
+...), it reads them within `from_memory()`, where they answer from what this process holds without
+listening to their channel again, so a change another thread hears meanwhile cannot send them to the
+database; it is read at the next use."""
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from redis.exceptions import RedisError
@@ -82,6 +91,22 @@ def current_pid() -> int:
     return _pid
 
 
+@contextmanager
+def from_memory() -> Iterator[None]:
+    """Meanwhile, the caches kept coherent by a channel answer from what this process holds (see the
+    module docstring)."""
+    token = _from_memory.set(True)
+    try:
+        yield
+    finally:
+        _from_memory.reset(token)
+
+
+def answering_from_memory() -> bool:
+    """Whether the caches answer from what this process holds now (`from_memory`)."""
+    return _from_memory.get()
+
+
 def version(key: str) -> str:
     """The version `key` holds ("0" before its first bump), from memory unless it was bumped."""
     with _versions_lock:
@@ -111,6 +136,7 @@ def _forked() -> None:
 
 _pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
 os.register_at_fork(after_in_child=_forked)
+_from_memory: ContextVar[bool] = ContextVar("fathom_channels_from_memory", default=False)
 _versions = Subscription(VERSIONS_CHANNEL)
 _versions_lock = threading.Lock()
 _known: dict[str, str] = {}

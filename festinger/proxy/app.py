@@ -15,8 +15,9 @@
 
 An Ollama upstream's bytes reach the client as they come (festinger/proxy/relay.py); a client that goes
 away cancels the upstream request or the registry model's call (`Request.cancelled_when_client_leaves`).
-The middleware's `before` runs once, in a thread, before the upstream call (festinger/proxy/threads.py
-`prepare`); the seen marks it sends (which messages are new to the conversation:
+The middleware's `before` runs once before the upstream call: on the event loop when the caches it reads
+hold what it needs, else in a thread (festinger/proxy/threads.py `prepare_from_memory`, `prepare`); the
+seen marks it sends (which messages are new to the conversation:
 festinger.learning.SeenMarks) are read once the upstream's first piece is out, so that their round trip
 overlaps the upstream's; after the client has its last byte, one message to the memory queue hands the
 rest (`after`, the trace) to a worker.
@@ -345,8 +346,12 @@ class ProxyApp:
                 self.queued_send(call)
 
     async def prepared(self, call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
-        """`threads.prepare` in a thread (it may read the database; a cancelled request's thread goes on,
-        and what it marked seen is read once it is done)."""
+        """The middleware's way in: on the event loop when what it reads is in this process's memory (a
+        thread's round trip would be a fifth of the latency the proxy adds, tests/bench/bench_proxy.py),
+        else in a thread, which reads the database (a cancelled request's thread goes on, and what it
+        marked seen is read once it is done)."""
+        if threads.prepare_from_memory(call, body, choices):
+            return call.upstream
         prepared = self.in_thread(threads.prepare, call, body, choices)
         try:
             return await prepared

@@ -2,7 +2,9 @@
 model call's blocking work (the database, the model middleware's `before`, a registry model's call), and
 how its results come back.
 
-`prepare` resolves a call's upstream and runs the middleware; `RegistryStream` runs a registry model's
+`prepare` resolves a call's upstream and runs the middleware, in a thread; `prepare_from_memory` does
+the same on the event loop when the caches it reads say they hold all it needs (the usual case), and
+says so, or does nothing. `RegistryStream` runs a registry model's
 call in a thread and carries its chunks to the event loop through a queue (abandoning the call at its
 next chunk once `abandon` is called: the client left). The rest are the small lookups of the routes
 (each gives its database connection back when done) and the work handed off after a response (the
@@ -18,6 +20,7 @@ from celery import signature
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from fathom.channels import from_memory
 from fathom.errors import ApplicationError
 from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
@@ -25,7 +28,8 @@ from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion, ImageRef, StreamChunk
 from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
-from festinger.loops.guard import STREAM_CUT_TASK, loop_settings
+from festinger import cache
+from festinger.loops.guard import STREAM_CUT_TASK, loop_settings, loop_settings_held
 from festinger.proxy import wire
 from festinger.proxy.calls import (
     ProxiedCall,
@@ -34,7 +38,7 @@ from festinger.proxy.calls import (
     outcomes_send,
     session_context,
 )
-from festinger.proxy.upstreams import OLLAMA, Upstream, registry_names, upstream_for
+from festinger.proxy.upstreams import OLLAMA, Upstream, registry_names, upstream_for, upstream_held
 from festinger.proxy.wire import WireError
 
 log = logging.getLogger(__name__)
@@ -50,21 +54,23 @@ def prepare(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
     model calls go without it). A single registry call runs it inside `fathom.llm.complete`. A registry
     request the client must mend (its tools, format or `think`) is its 400 before the middleware runs."""
     with connections_returned():
-        name = wire.model_name(body)
-        call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
-        call.loop_settings = loop_settings(call.workspace_id)
-        if call.upstream is None:
-            return None
-        if call.upstream.kind == OLLAMA:
-            if body.get("raw") is not True:
-                call.prepare()
-            return call.upstream
-        wire.to_tool_specs(body.get("tools"))
-        wire.to_response_format(body.get("format"))
-        call.thinking = _registry_thinking(name, call.upstream, body)
-        if choices > 1:
-            call.prepare(model=call.upstream.model, store_image=image_store(call.workspace_id))
-        return call.upstream
+        upstream = upstream_for(workspace_id=call.workspace_id, name=wire.model_name(body))
+        return _prepare(call, body, choices, upstream, loop_settings(call.workspace_id))
+
+
+def prepare_from_memory(call: ProxiedCall, body: dict, choices: int) -> bool:
+    """`prepare` here (the event loop: no thread's round trip) when everything it reads is in this
+    process's memory, current: the upstream, the loop guard's thresholds and the world. False, with
+    nothing done, when a cache must be read from the database first (or images stored: several choices
+    of a registry model), so `prepare` must run in a thread."""
+    with from_memory():
+        held, upstream = upstream_held(workspace_id=call.workspace_id, name=wire.model_name(body))
+        if not (held and loop_settings_held(call.workspace_id) and cache.world_held(call.workspace_id)):
+            return False
+        if upstream is not None and upstream.kind != OLLAMA and choices > 1:
+            return False
+        _prepare(call, body, choices, upstream, loop_settings(call.workspace_id))
+        return True
 
 
 class RegistryStream:
@@ -154,6 +160,23 @@ def logged(function):
 
 
 # --- internals ------------------------------------------------------------------------------------------
+
+def _prepare(call: ProxiedCall, body: dict, choices: int, upstream: Upstream | None, thresholds) -> Upstream | None:
+    name = wire.model_name(body)
+    call.upstream, call.loop_settings = upstream, thresholds
+    if upstream is None:
+        return None
+    if upstream.kind == OLLAMA:
+        if body.get("raw") is not True:
+            call.prepare()
+        return upstream
+    wire.to_tool_specs(body.get("tools"))
+    wire.to_response_format(body.get("format"))
+    call.thinking = _registry_thinking(name, upstream, body)
+    if choices > 1:
+        call.prepare(model=upstream.model, store_image=image_store(call.workspace_id))
+    return upstream
+
 
 class _Abandoned(Exception):
     """Raised from the stream callback once the client left: abandons the model call."""

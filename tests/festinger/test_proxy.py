@@ -4,6 +4,7 @@ wire): a fake Ollama upstream speaking NDJSON, and the registry's offline model 
 import base64
 import hashlib
 import json
+import threading
 import time
 
 import httpx
@@ -222,6 +223,30 @@ def test_a_recollection_is_prepended_to_the_forwarded_system_prompt_once(proxy, 
     system = fake_ollama.chat_bodies()[0]["messages"][0]
     assert system["role"] == "system" and system["content"].count("<recollection>") == 1
     assert "gnommoweb: [type] repo" in system["content"] and system["content"].endswith("You are an agent.")
+
+
+class ThreadNoted:
+    """Model middleware that notes the thread each `before` runs in."""
+
+    threads: list[str] = []
+
+    def before(self, request):
+        self.threads.append(threading.current_thread().name)
+
+
+def test_the_middleware_runs_on_the_event_loop_unless_a_cache_needs_the_database(proxy, fake_ollama, workspace,
+                                                                               settings):
+    settings.FATHOM_MODEL_MIDDLEWARE = [*settings.FATHOM_MODEL_MIDDLEWARE, f"{__name__}.ThreadNoted"]
+    ThreadNoted.threads.clear()
+    recalls_gnommoweb(workspace)
+    cache.note_write(workspace.pk)  # a fact written: the next call reads the world again from the database
+    client = ollama.Client(host=proxy)
+    for _ in range(2):
+        fake_ollama.reply_chat("Sure.")
+        client.chat(model="llama3.2", messages=[{"role": "user", "content": "Please update gnommoweb"}])
+    first, second = ThreadNoted.threads
+    assert first.startswith("festinger-proxy") and not second.startswith("festinger-proxy")
+    assert all("gnommoweb: [type] repo" in body["messages"][0]["content"] for body in fake_ollama.chat_bodies())
 
 
 def test_a_fact_written_between_two_calls_is_in_the_second_prompt(proxy, fake_ollama, workspace):
