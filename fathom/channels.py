@@ -14,11 +14,11 @@ state of something every process caches (the model registry, the proxy's routes,
 thresholds). A bump increments the key and publishes its name; `version` answers from this process's
 memory, reading a key again (one GET) only when it was bumped or the subscription was made anew.
 
-`from_memory()` is for code that must not wait on the database (the proxy's event loop): having checked
-that the caches it reads hold what it needs, current (each cache says so: `festinger.cache.world_held`,
-...), it reads them within `from_memory()`, where they answer from what this process holds without
-listening to their channel again, so a change another thread hears meanwhile cannot send them to the
-database; it is read at the next use."""
+`from_memory()` is for code that must not wait on the database (the proxy's event loop): having asked
+the caches it reads whether they hold what it needs, current (each cache kept coherent by a channel has
+a `..._held` check for it), it reads them within `from_memory()`, where they answer from what this
+process holds without listening to their channel again, so a change another thread hears meanwhile
+cannot send them to the database; the change is read at the next use."""
 
 from __future__ import annotations
 
