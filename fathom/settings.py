@@ -279,7 +279,7 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
 FATHOM_MODEL_MIDDLEWARE: list[str] = [
     "festinger.loops.guard.LoopGuardMiddleware",  # first: it names the conversation as the caller sent it
     "festinger.recollection.RecollectionMiddleware",
-    "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
+    "festinger.proxy.calls.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
 ]
 # Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
 # streamed chunk (see harness.fires.turn_stream). Apps add theirs here.

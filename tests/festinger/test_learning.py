@@ -10,13 +10,13 @@ from redis.exceptions import RedisError
 from fathom.llm import Message, ToolCall, ToolSpec, complete
 from fathom.llm.scripted import Script
 from fathom.redis_client import get_redis
-from festinger import cache, conversation, recollection
-from festinger.conversation import (
-    Claim,
-    claim,
+from festinger import cache, recollection
+from festinger.learning import (
+    SeenMarks,
     conversation_key,
     conversation_session,
     message_hashes,
+    seen_marks_send,
     unseen,
 )
 from festinger.models import Concept
@@ -95,41 +95,40 @@ def test_two_processes_seeing_the_same_messages_count_them_once(world):
     assert sorted(message.content for found in results for message in found) == sorted(m.content for m in messages)
 
 
-def test_a_claim_sent_first_wins_though_its_answer_is_read_last(world):
+def test_marks_sent_first_win_though_their_answer_is_read_last(world):
     messages = [Message.user("first"), Message.user("second")]
-    sent = claim(workspace_id=world.pk, conversation="later", messages=messages)
-    # not read yet: this process does not know them as counted, so the next call claims them too
-    again = claim(workspace_id=world.pk, conversation="later", messages=messages)
+    sent = seen_marks_send(workspace_id=world.pk, conversation="later", messages=messages)
+    # not read yet: this process does not know them as seen, so the next call marks them too
+    again = seen_marks_send(workspace_id=world.pk, conversation="later", messages=messages)
 
-    assert again.fresh() == []
-    assert [message.content for message in sent.fresh()] == ["first", "second"]
-    assert sent.fresh() == sent.fresh()  # the answer is read once
-    assert claim(workspace_id=world.pk, conversation="later", messages=messages) is None  # known here now
+    assert again.unseen() == []
+    assert [message.content for message in sent.unseen()] == ["first", "second"]
+    assert sent.unseen() == sent.unseen()  # the answer is read once
+    assert seen_marks_send(workspace_id=world.pk, conversation="later", messages=messages) is None  # known here now
 
 
-def test_a_claim_read_gives_its_connection_back(world):
+def test_marks_read_give_their_connection_back_to_the_pool(world):
     clients = len(get_redis().client_list())
     for number in range(30):
-        claim(workspace_id=world.pk, conversation="pooled", messages=[Message.user(f"message {number}")]).fresh()
+        seen_marks_send(workspace_id=world.pk, conversation="pooled",
+                        messages=[Message.user(f"message {number}")]).unseen()
 
     assert len(get_redis().client_list()) <= clients + 1
 
 
-def test_a_claim_goes_on_a_new_connection_when_redis_closed_the_one_a_claim_left(world):
-    claim(workspace_id=world.pk, conversation="kept", messages=[Message.user("before")]).fresh()
-    kept = conversation._idle[-1]
-    kept.send_command("CLIENT", "ID")
-    get_redis().client_kill_filter(_id=kept.read_response())
+def test_marks_answer_after_redis_closed_the_pools_connections(world):
+    seen_marks_send(workspace_id=world.pk, conversation="kept", messages=[Message.user("before")]).unseen()
+    get_redis().client_kill_filter(_type="normal", skipme=False)  # every connection of the pool, closed
 
-    after = claim(workspace_id=world.pk, conversation="kept", messages=[Message.user("after")])
-    assert [message.content for message in after.fresh()] == ["after"]
+    after = seen_marks_send(workspace_id=world.pk, conversation="kept", messages=[Message.user("after")])
+    assert [message.content for message in after.unseen()] == ["after"]
 
 
-def test_a_claim_that_fails_when_read_leaves_the_call_unlearned_and_answered(world, scripted_llm, monkeypatch):
-    def unreachable(claim):
+def test_marks_that_fail_when_read_leave_the_call_unlearned_and_answered(world, scripted_llm, monkeypatch):
+    def unreachable(marks):
         raise RedisError("Redis went away")
 
-    monkeypatch.setattr(Claim, "fresh", unreachable)
+    monkeypatch.setattr(SeenMarks, "unseen", unreachable)
     scripted_llm.reply("ok")
     assert complete(workspace=world, role="main", messages=[Message.user("gnommoweb gnommoweb")]).text == "ok"
     assert encounters(world, "gnommoweb") == 0

@@ -32,7 +32,7 @@ from fathom.llm.registry import ResolvedModel
 from fathom.llm.types import Completion, Message
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
-from festinger.conversation import conversation_session
+from festinger.learning import conversation_session
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 from festinger.recollection import held
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 PROXY_ROLE = "proxy"
 FINISH_TASK = "memory.festinger_proxy_calls_finish"
-# A finished call is claimed once (a retried task must not count an answer twice), for longer than a
+# A finished call is finished once (a retried task must not count an answer twice), for longer than a
 # task's retries last (fathom.transient: at most six, two minutes apart at most).
 _FINISHED_KEY = "festinger:proxy:finished:{call_id}"
 _FINISHED_SECONDS = 3600
@@ -87,14 +87,14 @@ class ProxiedCall:
     answer: Completion | None = None
     notes: dict = field(default_factory=dict)
     sends: list = field(default_factory=list)  # to the memory queue once the response is out (recollection's)
-    claims: list = field(default_factory=list)  # what learns from the messages claimed on the way in (`settle`)
+    learn_later: list = field(default_factory=list)  # learns from the messages marked seen on the way in (`learn`)
     loop_settings: object = None
     call_id: str = field(default_factory=lambda: f"proxy-{_process_id}-{next(_CALLS)}")
 
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), held(self.sends, self.claims):
+        with session_context(self.session), held(self.sends, self.learn_later):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -104,15 +104,15 @@ class ProxiedCall:
             self._original_messages = list(self.request.messages)
             self.entered, self.answer = middleware.run_before(self.request)
 
-    def settle(self) -> None:
-        """Learn from the messages the middleware claimed on the way in: their claims were sent with
-        the call, their answers are read now (once the upstream request is out, the round trips overlap)."""
-        claims, self.claims = self.claims, []
-        if claims:
+    def learn(self) -> None:
+        """Learn from the messages the middleware marked seen on the way in: the marks were sent with the
+        call, their answers are read now (once the upstream request is out, the round trips overlap)."""
+        learn_later, self.learn_later = self.learn_later, []
+        if learn_later:
             with session_context(self.session), held(self.sends):
-                for answered in claims:
+                for learning in learn_later:
                     try:
-                        answered()
+                        learning()
                     except Exception:  # the others are still read (each holds a connection until then)
                         log.exception("festinger proxy: learning from call %s failed", self.call_id)
 
@@ -183,11 +183,11 @@ def proxied_calls_finish(*, outcomes: list[dict]) -> int:
     with get_redis().pipeline(transaction=False) as pipe:
         for outcome in outcomes:
             pipe.set(_FINISHED_KEY.format(call_id=outcome["call_id"]), 1, nx=True, ex=_FINISHED_SECONDS)
-        claimed = pipe.execute()
-    for outcome, ours in zip(outcomes, claimed, strict=True):
+        first_time = pipe.execute()
+    for outcome, ours in zip(outcomes, first_time, strict=True):
         if ours:
             _finish(outcome)
-    return sum(1 for ours in claimed if ours)
+    return sum(1 for ours in first_time if ours)
 
 
 def _finish(outcome: dict) -> None:

@@ -9,9 +9,9 @@ from fathom.llm.types import Completion
 from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from festinger import cache
-from festinger.conversation import Claim
+from festinger.learning import SeenMarks
 from festinger.models import Edge
-from festinger.proxy.conversation import ProxiedCall, proxied_calls_finish
+from festinger.proxy.calls import ProxiedCall, proxied_calls_finish
 from festinger.proxy.upstreams import upstream_for
 from festinger.services import world_ensure
 from tests.conftest import wait_for
@@ -37,18 +37,18 @@ def test_a_proxied_answer_is_learned_from_by_a_worker_after_the_response(proxy, 
     assert finished.payload["loops"] == {"session": "learner", "level": 0, "events": []}
 
 
-def test_the_prompt_is_counted_once_its_claim_is_read_after_the_upstream_has_the_request(
+def test_the_prompt_is_counted_once_its_seen_marks_are_read_after_the_upstream_has_the_request(
         proxy, fake_ollama, workspace, monkeypatch):
-    # The claim that the prompt's messages are new to the conversation goes to Redis on the way in; its
-    # answer is read once the upstream answered, so the two round trips overlap.
+    # The prompt's messages are marked seen in Redis on the way in; the answer (which were unseen) is read
+    # once the upstream answered, so the two round trips overlap.
     upstream_had_it = []
-    read = Claim.fresh
+    read = SeenMarks.unseen
 
-    def fresh(claim):
+    def unseen(marks):
         upstream_had_it.append(any(path == "/api/chat" for _method, path, _body in fake_ollama.requests))
-        return read(claim)
+        return read(marks)
 
-    monkeypatch.setattr(Claim, "fresh", fresh)
+    monkeypatch.setattr(SeenMarks, "unseen", unseen)
     history = [{"role": "user", "content": "gnommoweb is slow"}]
     for session, stream in (("whole", False), ("streamed", True), ("whole", False)):
         fake_ollama.reply_chat("Noted.", chunks=3)
@@ -61,16 +61,16 @@ def test_the_prompt_is_counted_once_its_claim_is_read_after_the_upstream_has_the
     assert cache.world(workspace.pk).encounters("gnommoweb") == 2
 
 
-def test_a_claim_that_fails_to_learn_leaves_the_others_of_the_call_read():
+def test_learning_that_fails_leaves_the_others_of_the_call_read():
     call = ProxiedCall(workspace_id=1, upstream=None, raw_messages=[], session="s")
     learned = []
 
     def broken():
         raise ValueError("a bug")
 
-    call.claims = [broken, lambda: learned.append("read")]
-    call.settle()
-    assert learned == ["read"] and call.claims == []
+    call.learn_later = [broken, lambda: learned.append("read")]
+    call.learn()
+    assert learned == ["read"] and call.learn_later == []
 
 
 @pytest.mark.django_db(transaction=True)

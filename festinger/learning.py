@@ -14,11 +14,11 @@
   and calls of the roles Fathom uses to talk to itself (`SELF_TALK_ROLES`, the writer and the resolver)
   learn nothing.
 - Once. Each message is known by a hash of its role, content and how many identical messages precede
-  it, kept per conversation in a Redis set (SADD answers which are new, atomically: of two processes
-  seeing the same message, one counts it) for `SEEN_SECONDS` after the conversation's last call. This
-  process remembers what it saw already, so a long history costs no round trip. The claim is sent at
-  once and its answer read when the caller asks (`Claim`): the proxy reads it once its upstream
-  answered (festinger/recollection.py `held`).
+  it, marked seen per conversation in a Redis set (SADD answers which were unseen, atomically: of two
+  processes seeing the same message, one counts it) for `SEEN_SECONDS` after the conversation's last
+  call. This process remembers what it saw already, so a long history costs no round trip. The marks
+  are sent at once and their answer read when the caller asks (`SeenMarks`): the proxy reads it once
+  its upstream answered (festinger/recollection.py `held`), so the two round trips overlap.
 - Writer calls. A conversation causes at most `writer_calls_per_conversation` writer model calls and a
   workspace at most `writer_calls_per_hour` per clock hour (WorldConfig, editable in admin): counted in
   Redis by the writer before each call (`writer_call_allow`), checked before a write is queued.
@@ -27,8 +27,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import select
 import time
 from collections import Counter, OrderedDict
 from contextvars import ContextVar
@@ -50,8 +48,6 @@ _KNOWN_MAX = 100_000
 # the conversation. Counting and the loop guard both key on it; fires name theirs in the options.
 conversation_session: ContextVar[str | None] = ContextVar("festinger_conversation_session", default=None)
 _known: OrderedDict[tuple, None] = OrderedDict()  # (workspace, conversation, message hash) seen already
-_idle: list = []  # claims' connections, read to their end
-os.register_at_fork(after_in_child=_idle.clear)  # a child must not write to its parent's sockets
 
 
 def conversation_messages(messages) -> list:
@@ -89,21 +85,32 @@ def message_hashes(messages) -> list[str]:
 
 def unseen(*, workspace_id: int, conversation: str, messages, only_last: bool = False) -> list:
     """The messages the conversation has not counted before (of the last one alone with `only_last`;
-    the hashes are still those of its place in all of them), marked as counted now (once across all
+    the hashes are still those of its place in all of them), marked seen now (once across all
     processes). Raises RedisError when Redis cannot be reached (the caller learns nothing then)."""
-    asked = claim(workspace_id=workspace_id, conversation=conversation, messages=messages, only_last=only_last)
-    return asked.fresh() if asked is not None else []
+    marks = seen_marks_send(workspace_id=workspace_id, conversation=conversation, messages=messages,
+                            only_last=only_last)
+    return marks.unseen() if marks is not None else []
 
 
-class Claim:
-    """The messages of a conversation this process has not seen counted, claimed in Redis (SADD: of
-    two processes claiming one message, one gets it). The claim is sent at once and its answer read
-    by `fresh()`, so a caller can do other work meanwhile (the proxy: its upstream request); until
-    then it holds a connection of its own (`_connection`)."""
+def seen_marks_send(*, workspace_id: int, conversation: str, messages, only_last: bool = False) -> SeenMarks | None:
+    """Mark seen in Redis the messages this process has not seen marked (see `unseen`), without waiting
+    for the answer; None when it knows them all."""
+    pairs = list(zip(messages, message_hashes(messages), strict=True))
+    asked = [(message, digest) for message, digest in (pairs[-1:] if only_last else pairs)
+             if (workspace_id, conversation, digest) not in _known]
+    return SeenMarks((workspace_id, conversation), asked) if asked else None
+
+
+class SeenMarks:
+    """A conversation's messages marked seen in Redis (SADD: of two processes marking one message, one
+    is told it was unseen). The marks are sent at once and their answer read by `unseen()`, so a caller
+    can do other work meanwhile (the proxy: its upstream request); until then they hold a connection
+    of the process's pool."""
 
     def __init__(self, key: tuple[int, str], asked: list[tuple]):
         self.key, self.asked = key, asked
-        self._connection = _connection()
+        self._pool = get_redis().connection_pool
+        self._connection = self._pool.get_connection()
         self._answer: list | None = None
         try:
             redis_key = _SEEN_KEY.format(ws=key[0], conversation=key[1])
@@ -118,12 +125,12 @@ class Claim:
     def messages(self) -> list:
         return [message for message, _digest in self.asked]
 
-    def fresh(self) -> list:
-        """The claimed messages nobody had counted (now counted by this claim). Raises RedisError when
-        Redis did not answer (the caller learns nothing then); the answer is read once."""
+    def unseen(self) -> list:
+        """The marked messages nobody had seen (now counted by these marks). Raises RedisError when Redis
+        did not answer (the caller learns nothing then); the answer is read once."""
         if self._answer is None:
             if self._connection is None:
-                raise RedisError("the claim was lost with its connection")
+                raise RedisError("the seen marks were lost with their connection")
             try:
                 added = [self._connection.read_response() for _ in range(len(self.asked) + 1)][:-1]
             except BaseException:
@@ -136,46 +143,18 @@ class Claim:
         return self._answer
 
     def _release(self, *, broken: bool) -> None:
+        """Give the connection back to the pool (closed first when its answer was not read to its end)."""
         if self._connection is None:
             return
         if broken:
             self._connection.disconnect()
-        else:
-            _idle.append(self._connection)
+        self._pool.release(self._connection)
         self._connection = None
-
-
-def _connection():
-    """A connection for a claim: one a claim read to its end left (clean: only a close can have come
-    since, seen by one poll), else a new one. Not the pool's: its checkout checks with three system
-    calls, a tenth of the proxy's way in."""
-    while _idle:
-        try:
-            connection = _idle.pop()
-        except IndexError:  # another thread took the last one
-            break
-        ready = select.poll()
-        ready.register(connection._sock, select.POLLIN)
-        if not ready.poll(0):
-            return connection
-        connection.disconnect()  # Redis closed it (a restart)
-    connection = get_redis().connection_pool.make_connection()
-    connection.connect()
-    return connection
-
-
-def claim(*, workspace_id: int, conversation: str, messages, only_last: bool = False) -> Claim | None:
-    """The claim of the messages this process has not seen counted (see `unseen`), sent; None when it
-    saw them all."""
-    pairs = list(zip(messages, message_hashes(messages), strict=True))
-    asked = [(message, digest) for message, digest in (pairs[-1:] if only_last else pairs)
-             if (workspace_id, conversation, digest) not in _known]
-    return Claim((workspace_id, conversation), asked) if asked else None
 
 
 def reply_unseen(*, workspace_id: int, conversation: str, messages, reply) -> bool:
     """Whether the model's reply (an assistant message following `messages`) is new to the
-    conversation, marking it counted: the next call's history holds it and will not count it again."""
+    conversation, marking it seen: the next call's history holds it and will not count it again."""
     return bool(unseen(workspace_id=workspace_id, conversation=conversation, messages=[*messages, reply],
                        only_last=True))
 
