@@ -61,6 +61,13 @@ class LLMServerError(LLMError):
     retryable = True
 
 
+class LLMEmptyCompletion(LLMServerError):
+    """The provider answered with neither text nor a tool call: a failed call, retried like a 5xx, and
+    raised once the retry policy is spent. Never an answer to act on."""
+
+    code = "llm_empty_completion"
+
+
 class LLMBadRequest(LLMError):
     """400/422: the request itself is wrong (too long a context, a bad schema); never retried."""
 
