@@ -1,6 +1,7 @@
 """Every way a model call fails, as a typed error carrying the provider's own message.
 
-`retryable` says whether the retry loop may try again (timeouts, connection errors, 429, 5xx);
+`retryable` says whether the retry loop may try again (timeouts, connection errors, 429, 5xx, an
+answer with neither text nor a tool call);
 400/401/403/404 never are. They are `ApplicationError`s, so an API view that lets one through
 answers with the error shape and a 5xx/4xx status instead of a bare 500."""
 
