@@ -376,6 +376,13 @@ if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
 EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
+# The embedding task's soft time limit (seconds). A batch that overruns it is split in two halves, each
+# queued as a task of its own, down to one delta, which is retried with backoff: batches shrink to
+# what the provider embeds in time. The hard limit is a minute later.
+EMBEDDING_SOFT_TIME_LIMIT_SECONDS = env_float("FATHOM_EMBEDDING_SOFT_TIME_LIMIT_SECONDS", 120, minimum=0.5)
+# The beat entry memory.embed_missing queues the deltas still without a vector this long after their
+# moment (their own task gave up on a provider outage, or was never sent).
+EMBEDDING_SWEEP_GRACE_SECONDS = env_int("FATHOM_EMBEDDING_SWEEP_GRACE_SECONDS", 300, minimum=0)
 # The largest image POST /v1/media keeps.
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 # Candidates an HNSW scan keeps while searching: higher is better recall, slower.

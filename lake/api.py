@@ -237,7 +237,10 @@ class SearchResponseOut(serializers.Serializer):
 class StatsOut(serializers.Serializer):
     deltas = serializers.IntegerField()
     embedded = serializers.IntegerField()
-    awaiting_embedding = serializers.IntegerField()
+    awaiting_embedding = serializers.IntegerField(
+        help_text="deltas without a vector yet (invisible to vector search until embedded): their embedding "
+                  "task has not run, or waits for the provider; the beat entry memory.embed_missing queues "
+                  "those older than FATHOM_EMBEDDING_SWEEP_GRACE_SECONDS again")
     provenance = serializers.IntegerField()
     provenance_with_centroid = serializers.IntegerField()
     provenance_by_level = serializers.DictField(child=serializers.IntegerField())

@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -89,12 +89,34 @@ def deltas_create(*, workspace: Workspace, items: Sequence[dict], idempotency_ke
     return DeltaWrite(deltas=deltas, replayed=False)
 
 
-def embedding_enqueue(*, delta_ids: Sequence[str]) -> None:
-    """Queue the embedding of these deltas, in batches, once the current transaction commits."""
-    size = settings.EMBEDDING_BATCH_SIZE
+def embedding_enqueue(*, delta_ids: Sequence[str], batch_size: int | None = None) -> None:
+    """Queue the embedding of these deltas, in batches (of EMBEDDING_BATCH_SIZE unless given), once
+    the current transaction commits."""
+    size = batch_size or settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(delta_ids), size):
         batch = list(delta_ids[start:start + size])
-        send_task_on_commit("memory.embed_deltas", args=[batch])
+        send_task_on_commit("memory.embed_deltas", args=[batch], **embedding_time_limits())
+
+
+def embedding_time_limits() -> dict:
+    """The embedding task's time limits (EMBEDDING_SOFT_TIME_LIMIT_SECONDS, the hard one a minute
+    later). They travel in each task's message, and a worker obeys the message's: a sender reads
+    them from settings as it sends."""
+    soft = settings.EMBEDDING_SOFT_TIME_LIMIT_SECONDS
+    return {"soft_time_limit": soft, "time_limit": soft + 60}
+
+
+def embedding_missing_enqueue(*, limit: int) -> int:
+    """Queue, in batches, the embedding of up to `limit` deltas that still have no vector
+    EMBEDDING_SWEEP_GRACE_SECONDS after their moment: their own task gave up during a provider
+    outage, or was never sent. Returns how many were queued. A delta whose own task is still on its
+    way may be queued twice (an import sets moments in the past): the second run finds its vector
+    and asks the provider nothing."""
+    cutoff = timezone.now() - timedelta(seconds=settings.EMBEDDING_SWEEP_GRACE_SECONDS)
+    ids = list(Delta.objects.filter(embedding__isnull=True, created_at__lte=cutoff)
+               .order_by("created_at", "id").values_list("id", flat=True)[:limit])
+    embedding_enqueue(delta_ids=ids)
+    return len(ids)
 
 
 def deltas_embed(*, delta_ids: Sequence[str], force: bool = False) -> int:

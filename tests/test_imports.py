@@ -19,6 +19,7 @@ ALLOWED = {
     "fathom/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "festinger/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "proposals/apps.py": "AppConfig.ready: wiring once the app registry is ready",
+    "lake/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "lake/embedders.py": "optional packages of the embedders not in use (openai, sentence-transformers)",
     "festinger/wordscan.py": "the C extension is optional: its import is tried, the Python loops otherwise",
 }

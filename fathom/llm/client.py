@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from fathom.llm import middleware, registry
 from fathom.llm.budget import budget_spend
-from fathom.llm.errors import LLMBadRequest, LLMError, LLMStreamInterrupted
+from fathom.llm.errors import LLMBadRequest, LLMEmptyCompletion, LLMError, LLMStreamInterrupted
 from fathom.llm.middleware import LLMRequest
 from fathom.llm.providers import get_provider
 from fathom.llm.retry import Attempts, RetryPolicy
@@ -138,7 +138,7 @@ def _call_with_retries(request: LLMRequest, call) -> Completion:
     started = time.perf_counter()
     while True:
         try:
-            answer = provider.complete(request, timeout=attempts.timeout())
+            answer = _not_empty(request, provider.complete(request, timeout=attempts.timeout()))
             break
         except LLMError as exc:
             attempts.failed(exc)
@@ -154,6 +154,8 @@ def _stream_with_retries(request: LLMRequest, call, deliver) -> Completion:
         chunks = provider.stream(request, timeout=attempts.timeout())
         try:
             first = next(chunks)
+            if first.completion is not None:  # nothing was streamed: an empty answer is retried
+                _not_empty(request, first.completion)
             break
         except StopIteration:
             raise LLMStreamInterrupted("the stream ended before it began", provider=request.model.provider,
@@ -163,7 +165,7 @@ def _stream_with_retries(request: LLMRequest, call, deliver) -> Completion:
     chunk = first
     while True:
         if chunk.completion is not None:
-            return _finished(request, chunk.completion, started, attempts.number)
+            return _finished(request, _not_empty(request, chunk.completion), started, attempts.number)
         deliver(chunk)
         try:
             chunk = next(chunks)
@@ -176,6 +178,15 @@ def _stream_with_retries(request: LLMRequest, call, deliver) -> Completion:
             raise LLMStreamInterrupted(f"the stream broke after it started: {exc.message}", provider=exc.provider,
                                        model=exc.model, http_status=exc.http_status,
                                        request_id=exc.request_id) from exc
+
+
+def _not_empty(request: LLMRequest, answer: Completion) -> Completion:
+    """The provider's answer, unless it holds neither text nor a tool call (thinking alone is no answer)."""
+    if answer.text.strip() or answer.tool_calls:
+        return answer
+    raise LLMEmptyCompletion(f"{request.model.provider} model {request.model.model} answered with neither text "
+                             f"nor a tool call (stop reason: {answer.stop_reason})", provider=request.model.provider,
+                             model=request.model.model, request_id=answer.request_id)
 
 
 def _attempts(request: LLMRequest, call) -> Attempts:

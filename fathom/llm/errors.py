@@ -1,6 +1,7 @@
 """Every way a model call fails, as a typed error carrying the provider's own message.
 
-`retryable` says whether the retry loop may try again (timeouts, connection errors, 429, 5xx);
+`retryable` says whether the retry loop may try again (timeouts, connection errors, 429, 5xx, an
+answer with neither text nor a tool call);
 400/401/403/404 never are. They are `ApplicationError`s, so an API view that lets one through
 answers with the error shape and a 5xx/4xx status instead of a bare 500."""
 
@@ -59,6 +60,13 @@ class LLMServerError(LLMError):
 
     code = "llm_server_error"
     retryable = True
+
+
+class LLMEmptyCompletion(LLMServerError):
+    """The provider answered with neither text nor a tool call: a failed call, retried like a 5xx, and
+    raised once the retry policy is spent. Never an answer to act on."""
+
+    code = "llm_empty_completion"
 
 
 class LLMBadRequest(LLMError):

@@ -1,6 +1,6 @@
-"""Retrying a model call: timeouts, connection errors, 429 and 5xx are tried again after an
-exponential backoff with jitter (or exactly the provider's Retry-After when it sent one), within a
-maximum number of attempts and a total deadline. Errors that retrying cannot fix (400, 401, 403,
+"""Retrying a model call: timeouts, connection errors, 429, 5xx and empty completions are tried again
+after an exponential backoff with jitter (or exactly the provider's Retry-After when it sent one),
+within a maximum number of attempts and a total deadline. Errors that retrying cannot fix (400, 401, 403,
 404) fail at once. When attempts run out the last error is raised as it is (with `.attempts`);
 when the deadline cuts the loop short, `LLMDeadlineExceeded` carries the last error's message."""
 

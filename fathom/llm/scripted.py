@@ -14,6 +14,7 @@ fixture in tests/conftest.py does the first line for you):
     script.reply("slow", latency=1.0)                   # ... or answers after 1 s (parallelism tests)
     script.reply("a long answer", chunk_chars=4, chunk_delay=0.02)  # streamed 4 characters every 20 ms
     script.reply("42.", thinking="Six times seven.")    # ... thinking first (streamed before the text)
+    script.reply()                                      # ... or answers empty: LLMEmptyCompletion, retried
 
     completion = complete(workspace=workspace, role="main", messages=[Message.user("Capital of France?")])
 

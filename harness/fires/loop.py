@@ -95,6 +95,9 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> P
         except LLMBudgetExceeded as exc:
             _end(fire, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
             raise
+        except LLMError as exc:  # the model failed after the retry policy's attempts: its code says how
+            _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{exc.code}: {exc.message}")
+            raise
         except Exception as exc:
             _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
             raise

@@ -9,9 +9,13 @@ from fathom.llm import Message, StopReason, ToolCall, ToolSpec, complete
 from fathom.llm.errors import (
     LLMAuthenticationError,
     LLMDeadlineExceeded,
+    LLMEmptyCompletion,
     LLMModelNotFound,
+    LLMServerError,
     LLMStreamInterrupted,
 )
+from fathom.tracing import span
+from fathom.tracing.models import TraceEvent
 from tests.fathom.wire import KEY, anthropic_error, chat, chunk, message, openai_error, use
 
 SEARCH = ToolSpec("search", "Search the lake", {"type": "object", "properties": {"query": {"type": "string"}},
@@ -39,6 +43,36 @@ def test_openai_plain_text(workspace, wire):
     assert path == "/v1/chat/completions" and headers["authorization"] == f"Bearer {KEY}"
     assert body["messages"] == [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "Hi"}]
     assert body["temperature"] == 0.1 and body["max_completion_tokens"] == 50 and body["model"] == "test-model"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_an_empty_completion_is_a_server_error_retried_then_raised_and_traced_as_failed(
+        workspace, wire, settings, streamed):
+    use(workspace, "openai-compatible", wire.url + "/v1")
+    wire.always(200, chat(None, finish="stop"))  # neither text nor a tool call, every time
+
+    with span("trace.prompt", workspace=workspace, actor_id="t") as root, \
+            pytest.raises(LLMEmptyCompletion) as raised:
+        complete(workspace=workspace, role="main", messages=[Message.user("Hi")], tools=[SEARCH],
+                 stream=(lambda chunk: None) if streamed else None)
+
+    assert isinstance(raised.value, LLMServerError) and raised.value.retryable
+    assert len(wire.requests) == raised.value.attempts == settings.FATHOM_LLM_MAX_ATTEMPTS
+    assert all(body.get("stream", False) is streamed for body in wire.bodies)
+    call = TraceEvent.objects.get(trace_id=root.trace_id, kind="llm.call.failed")
+    assert (call.payload["code"], call.status) == ("llm_empty_completion", "error")
+    assert "LLMEmptyCompletion" in call.error and "neither text nor a tool call" in call.error
+    assert TraceEvent.objects.filter(trace_id=root.trace_id, kind="llm.call.retry").count() == \
+        settings.FATHOM_LLM_MAX_ATTEMPTS - 1
+
+
+def test_an_empty_completion_then_an_answer_is_the_answer(workspace, wire):
+    use(workspace, "openai", wire.url + "/v1")
+    wire.respond(200, chat("")).respond(200, chat("   ")).respond(200, chat("Here."))
+
+    completion = complete(workspace=workspace, role="main", messages=[Message.user("Hi")])
+
+    assert (completion.text, completion.attempts, len(wire.requests)) == ("Here.", 3, 3)
 
 
 def test_openai_tool_calls_and_the_tool_result_round_trip(workspace, wire):

@@ -1,5 +1,6 @@
 """The lake across processes: a real worker retries a provider outage and embeds each delta once,
-and the child -> parent index answers for provenance another process wrote."""
+a provider that hangs and then goes down loses no delta, and the child -> parent index answers for
+provenance another process wrote."""
 
 import json
 import subprocess
@@ -8,11 +9,14 @@ import time
 import uuid
 
 import pytest
+from django_celery_beat.models import PeriodicTask
 
+from fathom.celery import app
 from lake.models import Delta
+from lake.schedules import EMBED_MISSING_TASK
 from lake.tasks import embed_deltas
-from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for_worker, worker_env
-from tests.lake.support import EmbeddingsServer
+from tests.conftest import REPO_ROOT, start_worker, stop_worker, wait_for, wait_for_worker, worker_env
+from tests.lake.support import HANG, EmbeddingsServer
 
 pytestmark = pytest.mark.worker
 
@@ -23,12 +27,12 @@ def embedding_worker(transactional_db):
     embedder talks to a local server answering the queued error statuses first."""
     started = []
 
-    def start(statuses=()):
+    def start(statuses=(), queues=None, env=None):
         server = EmbeddingsServer(statuses)
         name, queue = f"embed-{uuid.uuid4().hex[:6]}", f"lake-test-{uuid.uuid4().hex[:6]}"
-        process = start_worker(name, queues=[queue], env={
+        process = start_worker(name, queues=queues or [queue], env={
             "FATHOM_EMBEDDER": "openai", "FATHOM_EMBEDDING_MODEL": "text-embedding-3-small",
-            "FATHOM_EMBEDDING_API_KEY": "sk-test", "FATHOM_EMBEDDING_BASE_URL": server.url})
+            "FATHOM_EMBEDDING_API_KEY": "sk-test", "FATHOM_EMBEDDING_BASE_URL": server.url, **(env or {})})
         started.append((server, process))
         wait_for_worker(name)
         return server, queue
@@ -78,6 +82,40 @@ def test_a_redelivered_embedding_task_embeds_nothing_twice(workspace, embedding_
 
     assert [request["input"] for request in server.requests] == [["tide table"], ["moon phase"]]
     assert list(Delta.objects.get(pk=first).embedding) == vector
+
+
+def test_a_provider_that_hangs_then_is_down_then_back_loses_no_delta(api, workspace, embedding_worker, settings):
+    # given a worker on the stack's queues whose provider hangs past the embedding task's soft time
+    # limit (the limit travels in the task's message: this process sends the writes' tasks)
+    settings.EMBEDDING_SOFT_TIME_LIMIT_SECONDS = 1
+    server, _ = embedding_worker(queues=["memory", "maintenance"], env={
+        "FATHOM_EMBEDDING_SOFT_TIME_LIMIT_SECONDS": "1", "FATHOM_EMBEDDING_SWEEP_GRACE_SECONDS": "2"})
+    server.status = HANG
+    written = [row["id"] for row in api.post(
+        "/v1/deltas", [{"content": f"buoy reading {n}"} for n in range(4)], format="json").json()]
+    lost = _unembedded(workspace, "a buoy reading whose task never reached the broker")
+    ids = [*written, lost[0]]
+
+    # when every batch overruns, it comes back in halves, down to each delta alone
+    wait_for(lambda: len({request["input"][0] for request in server.requests if len(request["input"]) == 1}) == 4,
+             timeout=60)
+    assert [len(request["input"]) for request in server.requests][:3] == [4, 2, 2]
+    # then the provider is down for a while (the single deltas' retries meet 503s)
+    server.status = 503
+    down_since = len(server.requests)
+    wait_for(lambda: len(server.requests) >= down_since + 2, timeout=60, every=1)
+    assert api.get("/v1/lake/stats").json()["awaiting_embedding"] == 5
+    # and back: beat's sweep queues what is still waiting
+    server.status = 200
+    entry = PeriodicTask.objects.get(name=EMBED_MISSING_TASK)
+    app.send_task(entry.task, args=json.loads(entry.args), kwargs=json.loads(entry.kwargs), queue=entry.queue)
+
+    # then every delta has its vector, with no operator command
+    _wait(lambda: not Delta.objects.filter(pk__in=ids, embedding__isnull=True).exists(), "the embeddings", timeout=30)
+    assert set(Delta.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {
+        "openai:text-embedding-3-small"}
+    assert api.get("/v1/lake/stats").json()["awaiting_embedding"] == 0
+    assert entry.enabled and entry.interval.every == 300 and entry.expire_seconds == 600
 
 
 def test_provenance_written_by_another_process_is_found_on_the_way_up_at_once(api, workspace, transactional_db):
