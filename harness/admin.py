@@ -2,10 +2,10 @@ from django.contrib import admin
 
 from fathom.admin_scoping import WorkspaceScopedAdmin
 from harness.autonomy import admin as autonomy_admin  # noqa: F401 - registers autonomy's admin
+from harness.autonomy.producers import admin as producers_admin  # noqa: F401 - registers the producers' admin
 from harness.conductor import admin as conductor_admin  # noqa: F401 - registers the conductor's admin
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel
-from harness.producers import admin as producers_admin  # noqa: F401 - registers the producers' admin
 from harness.quality import admin as quality_admin  # noqa: F401 - registers the quality harness's admin
 from harness.runtime import admin as runtime_admin  # registers the tasks' and profile history's admin
 from harness.runtime import schedules_admin  # noqa: F401 - registers its admin

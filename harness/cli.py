@@ -2,7 +2,7 @@
 services as REST and the admin."""
 
 from harness.autonomy.cli import register as register_autonomy
-from harness.producers.cli import register as register_producers
+from harness.autonomy.producers.cli import register as register_producers
 from harness.runtime.cli import register as register_client
 
 

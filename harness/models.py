@@ -1,6 +1,12 @@
 """The harness's tables, defined in its parts and gathered here for Django."""
 
-from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample  # noqa: F401
+from harness.autonomy.models import (  # noqa: F401
+    AutonomyDecision,
+    AutonomySettings,
+    InboxMark,
+    PressureSample,
+    ProducerRun,  # noqa: F401
+)
 from harness.conductor.models import (  # noqa: F401
     AgendaItem,
     CapabilityCall,
@@ -10,7 +16,6 @@ from harness.conductor.models import (  # noqa: F401
     RunEvent,
 )
 from harness.fires.models import Fire, FireToolCall, FireTurn  # noqa: F401
-from harness.producers.models import ProducerRun  # noqa: F401
 from harness.quality.models import (  # noqa: F401
     Feedback,
     QualityAttempt,

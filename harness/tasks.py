@@ -10,7 +10,6 @@ from harness.conductor import services as conductor
 from harness.conductor.worker_port import WorkerBusy
 from harness.fires import judge
 from harness.fires import services as fires
-from harness.producers import tasks as producer_tasks  # noqa: F401 - registers the producers' tasks
 from harness.quality import flow as quality_flow
 from harness.quality import tasks as quality_tasks  # noqa: F401 - registers the quality harness's tasks
 from harness.runtime import background, schedules

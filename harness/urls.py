@@ -3,10 +3,10 @@
 from django.urls import path
 
 from harness.autonomy import api as autonomy
+from harness.autonomy.producers import api as producers
 from harness.conductor import api as conductor
 from harness.fires import api as fires
 from harness.fires import why
-from harness.producers import api as producers
 from harness.quality import api as quality
 from harness.runtime import api as runtime
 from harness.runtime import api_tasks as tasks

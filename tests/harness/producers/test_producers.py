@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import call_command
 
+from harness.autonomy.models import ProducerRun
+from harness.autonomy.producers.services import producer_run, producer_run_request
 from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
-from harness.producers.models import ProducerRun
-from harness.producers.services import producer_run, producer_run_request
 from lake.models import Delta
 from lake.services import deltas_create, provenance_create
 from proposals.models import Proposal

@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fathom.errors import NotFoundError
-from harness.producers import services
-from harness.producers.models import ProducerRun
+from harness.autonomy.models import ProducerRun
+from harness.autonomy.producers import services
 
 
 class ProducerRunOutput(serializers.ModelSerializer):

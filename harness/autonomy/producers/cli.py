@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 
 from fathom.errors import ApplicationError
 from fathom.services import workspace_get
-from harness.producers import services
+from harness.autonomy.producers import services
 
 
 def register(subparsers):

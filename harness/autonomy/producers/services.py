@@ -17,7 +17,7 @@ from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.llm import LLMError, Message, ToolCall, ToolSpec, complete
 from fathom.models import Workspace
-from harness.producers.models import ProducerRun
+from harness.autonomy.models import ProducerRun
 from lake.models import LEVEL_PREFIX, PROVENANCE_TAG, QA_MARKER_TAG, Delta
 from lake.services import deltas_create
 from proposals.lake_io import tag_safe

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from fathom.admin_scoping import ReadOnlyAdmin
-from harness.producers.models import ProducerRun
+from harness.autonomy.models import ProducerRun
 
 
 @admin.register(ProducerRun)
