@@ -119,7 +119,12 @@ INSTALLED_APPS = [
     "lake",
     "festinger",
     "proposals",
-    "harness",
+    "harness",  # its historical migrations only: the tables it created belong to the apps below
+    "harness.runtime",
+    "harness.fires",
+    "harness.quality",
+    "harness.conductor",
+    "harness.autonomy",
 ]
 
 MIDDLEWARE = [

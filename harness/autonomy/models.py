@@ -47,6 +47,7 @@ class AutonomySettings(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_autonomysettings"
         verbose_name = "autonomy settings"
         verbose_name_plural = "autonomy settings"
         constraints = [
@@ -66,6 +67,7 @@ class PressureSample(WorkspaceScoped):
     breakdown = models.JSONField(default=dict)
 
     class Meta:
+        db_table = "harness_pressuresample"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="pressuresample_ws_created")]
 
@@ -106,6 +108,7 @@ class AutonomyDecision(WorkspaceScoped):
     trigger = models.ForeignKey(Trigger, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
+        db_table = "harness_autonomydecision"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="autonomydecision_ws_created"),
                    models.Index(fields=["start_queued_at"], condition=Q(sit_state="claimed"),
@@ -133,6 +136,7 @@ class InboxMark(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_inboxmark"
         constraints = [models.UniqueConstraint(fields=["workspace", "delta_id"], name="inboxmark_one_per_delta")]
 
     def __str__(self):
@@ -170,6 +174,7 @@ class ProducerRun(WorkspaceScoped):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_producerrun"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="producerrun_ws_created")]
         constraints = [models.UniqueConstraint(fields=["workspace", "producer", "window_start"],

@@ -19,22 +19,22 @@ def test_a_session_shows_its_turns_and_messages_and_its_fire_shows_the_journal(a
     assert session_tick(session_id=session.pk) == "ended"
     fire = Fire.objects.get(session=session)
 
-    sessions = admin_client.get("/admin/harness/session/").content.decode()
+    sessions = admin_client.get("/admin/runtime/session/").content.decode()
     assert str(session.pk) in sessions and session.tag in sessions
-    page = admin_client.get(f"/admin/harness/session/{session.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/runtime/session/{session.pk}/change/").content.decode()
     assert "plan the rover trip" in page and "ended" in page  # the message and its turn, inline
 
-    fires = admin_client.get("/admin/harness/fire/", {"status": "finished"}).content.decode()
+    fires = admin_client.get("/admin/fires/fire/", {"status": "finished"}).content.decode()
     assert str(fire.pk) in fires and "responded" in fires
-    page = admin_client.get(f"/admin/harness/fire/{fire.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/fires/fire/{fire.pk}/change/").content.decode()
     assert "route first" in page and "p1" in page and "supplies" in page  # turns and tool calls inline
     assert "skip" in page and "nothing to name" in page  # the review pass too
-    assert admin_client.get("/admin/harness/fire/add/").status_code == 403
+    assert admin_client.get("/admin/fires/fire/add/").status_code == 403
 
 
 def test_the_cancel_action_cancels_a_fire_not_started(admin_client, workspace):
     fire = fire_create(workspace=workspace, mode="introspective", question="later")
-    response = admin_client.post("/admin/harness/fire/", {"action": "cancel", "_selected_action": [str(fire.pk)]})
+    response = admin_client.post("/admin/fires/fire/", {"action": "cancel", "_selected_action": [str(fire.pk)]})
     assert response.status_code == 302
     fire.refresh_from_db()
     assert (fire.status, fire.stop_reason) == ("cancelled", "cancelled")
@@ -44,12 +44,12 @@ def test_the_cancel_action_cancels_a_fire_not_started(admin_client, workspace):
 def test_profiles_and_thresholds_are_edited_in_admin(admin_client, workspace):
     agent = agent_profile_create(workspace=workspace, slug="ada", soul_md="curious")
     user = user_profile_create(workspace=workspace, slug="myra", user_md="likes rivers")
-    assert "ada" in admin_client.get("/admin/harness/agentprofile/").content.decode()
-    assert "likes rivers" in admin_client.get(f"/admin/harness/userprofile/{user.pk}/change/").content.decode()
-    page = admin_client.get(f"/admin/harness/agentprofile/{agent.pk}/change/").content.decode()
+    assert "ada" in admin_client.get("/admin/runtime/agentprofile/").content.decode()
+    assert "likes rivers" in admin_client.get(f"/admin/runtime/userprofile/{user.pk}/change/").content.decode()
+    page = admin_client.get(f"/admin/runtime/agentprofile/{agent.pk}/change/").content.decode()
     assert "curious" in page and 'name="soul_md"' in page
     limits = HarnessSettings.objects.create(workspace=workspace)
-    response = admin_client.post(f"/admin/harness/harnesssettings/{limits.pk}/change/", {
+    response = admin_client.post(f"/admin/runtime/harnesssettings/{limits.pk}/change/", {
         "workspace": workspace.pk, "max_turns_per_fire": 4, "sit_round_cap": 3, "refire_cap": 2,
         "refire_delay_seconds": 1, "stale_after_seconds": 120, "history_messages": 10,
         "task_capacity_workspace": 6, "task_capacity_session": 2, "task_timeout_seconds": 90, "task_max_attempts": 3,
@@ -64,20 +64,20 @@ def test_admin_lists_tasks_cancels_them_and_shows_profile_history(admin_client, 
     monkeypatch.setattr(background, "_dispatch", lambda task: None)
     session = session_create(workspace=workspace)
     task = background.task_create(session=session, tool="fs_list", arguments={"path": "fs://"}, idempotency_key="a")
-    page = admin_client.get("/admin/harness/task/").content.decode()
+    page = admin_client.get("/admin/runtime/task/").content.decode()
     assert str(task.pk) in page and "fs_list" in page
-    assert "fs_list" in admin_client.get(f"/admin/harness/session/{session.pk}/change/").content.decode()
-    response = admin_client.post("/admin/harness/task/", {"action": "cancel", "_selected_action": [str(task.pk)]})
+    assert "fs_list" in admin_client.get(f"/admin/runtime/session/{session.pk}/change/").content.decode()
+    response = admin_client.post("/admin/runtime/task/", {"action": "cancel", "_selected_action": [str(task.pk)]})
     assert response.status_code == 302
     assert Task.objects.get(pk=task.pk).state == "canceled"
     profile = agent_profile_create(workspace=workspace, slug="scout", memory="before")
     profile_update(profile=profile, memory="after")
-    assert "before" in admin_client.get("/admin/harness/profilefieldversion/?q=before").content.decode()
+    assert "before" in admin_client.get("/admin/runtime/profilefieldversion/?q=before").content.decode()
 
 
 def test_an_admin_edit_of_a_profile_bumps_its_version_and_keeps_the_value_it_replaced(admin_client, workspace):
     agent = agent_profile_create(workspace=workspace, slug="ada", soul_md="curious", memory="rivers")
-    response = admin_client.post(f"/admin/harness/agentprofile/{agent.pk}/change/", {
+    response = admin_client.post(f"/admin/runtime/agentprofile/{agent.pk}/change/", {
         "workspace": workspace.pk, "slug": "ada", "name": "", "agents_md": "", "soul_md": "bold", "identity_md": "",
         "memory": "rivers"})
     assert response.status_code == 302, response.content.decode()[:2000]

@@ -151,23 +151,23 @@ def test_a_tick_queues_its_trigger_once_per_message_and_heartbeats_coalesce(api,
 def test_the_admin_lists_schedules_and_deletes_them_with_their_beat_entry(admin_client, api, session):
     schedule = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "cron", "cron": "*/5 * * * *"},
                         format="json").json()["id"]
-    page = admin_client.get("/admin/harness/sessionschedule/")
+    page = admin_client.get("/admin/runtime/sessionschedule/")
     assert page.status_code == 200 and schedule in page.content.decode()
     entry = SessionSchedule.objects.get(pk=schedule).periodic_task_id
 
-    admin_client.post(f"/admin/harness/sessionschedule/{schedule}/delete/", {"post": "yes"})
+    admin_client.post(f"/admin/runtime/sessionschedule/{schedule}/delete/", {"post": "yes"})
 
     assert not SessionSchedule.objects.filter(pk=schedule).exists()
     assert not PeriodicTask.objects.filter(pk=entry).exists()
 
 
 def test_the_admin_adds_a_schedule_through_the_service_and_names_a_bad_cron(admin_client, session):
-    bad = admin_client.post("/admin/harness/sessionschedule/add/", {
+    bad = admin_client.post("/admin/runtime/sessionschedule/add/", {
         "session": session.pk, "kind": "cron", "cron": "*/5 * *", "timezone": "UTC", "content": ""})
     assert bad.status_code == 200 and "must have 5 fields" in bad.content.decode()
     assert not SessionSchedule.objects.exists()
 
-    added = admin_client.post("/admin/harness/sessionschedule/add/", {
+    added = admin_client.post("/admin/runtime/sessionschedule/add/", {
         "session": session.pk, "kind": "heartbeat", "every_seconds": 45, "cron": "", "timezone": "UTC",
         "content": "check in"})
 
@@ -175,10 +175,10 @@ def test_the_admin_adds_a_schedule_through_the_service_and_names_a_bad_cron(admi
     schedule = SessionSchedule.objects.get()
     assert (schedule.workspace_id, schedule.every_seconds, schedule.content) == (session.workspace_id, 45, "check in")
     assert schedule.periodic_task.interval.every == 45 and schedule.periodic_task.task == "fires.session_schedule_tick"
-    again = admin_client.post("/admin/harness/sessionschedule/add/", {
+    again = admin_client.post("/admin/runtime/sessionschedule/add/", {
         "session": session.pk, "kind": "heartbeat", "every_seconds": 5, "cron": "", "timezone": "UTC", "content": ""})
     assert again.status_code == 200 and "heartbeat already" in again.content.decode()
-    assert admin_client.get(f"/admin/harness/sessionschedule/{schedule.pk}/change/").status_code == 200
+    assert admin_client.get(f"/admin/runtime/sessionschedule/{schedule.pk}/change/").status_code == 200
 
 
 # --- through beat, on a real worker ------------------------------------------------------------------------
