@@ -18,7 +18,11 @@ v1 = [
     path("", include("lake.urls")),
     path("", include("festinger.urls")),
     path("", include("proposals.urls")),
-    path("", include("harness.urls")),
+    path("", include("harness.runtime.urls")),
+    path("", include("harness.fires.urls")),
+    path("", include("harness.quality.urls")),
+    path("", include("harness.conductor.urls")),
+    path("", include("harness.autonomy.urls")),
 ]
 
 urlpatterns = [

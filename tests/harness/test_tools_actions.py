@@ -133,7 +133,7 @@ def test_a_transient_error_of_the_media_store_is_raised_for_the_fires_retry_not_
 
 def test_orient_shift_queues_the_regeneration_after_its_result_commits(
         scripted_llm, session, django_capture_on_commit_callbacks):
-    from harness import tasks
+    from harness.fires import tasks
 
     queued = []
     message_send(session=session, content="I'm done with crypto; it's all robotics now")
@@ -313,8 +313,7 @@ def test_the_orient_standing_when_a_fire_starts_is_in_its_system_message(scripte
 def test_a_crash_between_a_side_effect_and_its_record_writes_nothing_twice(
         scripted_llm, session, monkeypatch, django_capture_on_commit_callbacks):
     # given a fire whose process dies after each acting tool ran but before its result was recorded
-    from harness import tasks
-    from harness.fires import loop
+    from harness.fires import loop, tasks
 
     workspace = session.workspace
     HelperHost.objects.create(workspace=workspace, name="studio", command=["true"])
