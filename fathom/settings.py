@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "harness.quality",
     "harness.conductor",
     "harness.autonomy",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

@@ -28,8 +28,8 @@ v1 = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(v1)),
-    # The operator's dashboard (harness.dashboard) at the root.
-    path("", include("harness.dashboard.urls")),
+    # The operator's dashboard (the dashboard app) at the root.
+    path("", include("dashboard.urls")),
 ]
 
 handler400 = "fathom.api.errors.bad_request"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
-APPS = ("fathom", "lake", "festinger", "proposals", "harness")
+APPS = ("fathom", "lake", "festinger", "proposals", "harness", "dashboard")
 
 # module -> why its function-local imports are there
 ALLOWED = {

@@ -12,6 +12,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from dashboard import stream
+from dashboard.feed import feed_page
 from fathom.llm import Message, complete
 from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.models import ApiKey, Membership
@@ -21,8 +23,6 @@ from festinger.models import ConflictStatus, Edge
 from festinger.recollection import RECOLLECTION_EVENT
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
 from harness.conductor.services import run_create
-from harness.dashboard import stream
-from harness.dashboard.feed import feed_page
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback, QualityAttempt, QualityRun

@@ -13,8 +13,8 @@ from django.test import Client
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from harness.dashboard import views
-from harness.dashboard.stream import fire_signature
+from dashboard import views
+from dashboard.stream import fire_signature
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_create
 from tests.harness.dashboard.support import member, provenance_proposal

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from harness.dashboard import views
+from dashboard import views
 
 app_name = "dashboard"
 

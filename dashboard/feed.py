@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from harness.dashboard.panels import card_sections_render
-from harness.dashboard.stream import fire_signature
+from dashboard.panels import card_sections_render
+from dashboard.stream import fire_signature
 from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
 from harness.runtime.selectors import messages_waiting

@@ -12,6 +12,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from dashboard.festinger import recollection_entry, recollections_by_turn
+from dashboard.panels import card_section, side_panel
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
@@ -22,8 +24,6 @@ from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind,
 from harness.autonomy.services import autonomy_settings_get, gates_read
 from harness.conductor.models import AgendaItem
 from harness.conductor.selectors import runs_recent
-from harness.dashboard.festinger import recollection_entry, recollections_by_turn
-from harness.dashboard.panels import card_section, side_panel
 from harness.fires.models import Fire
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
 from harness.runtime.background import task_label

@@ -14,6 +14,18 @@ from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard import forms, stream
+from dashboard.access import current_set, current_switch, dashboard_view
+from dashboard.feed import feed_page, fire_cards, proposal_row
+from dashboard.festinger import loop_event_row, recollection_entry
+from dashboard.panels import side_panels_render
+from dashboard.sections import pretty, thinking_of
+from dashboard.selectors import (
+    conversation_get,
+    onboarding_state,
+    proposal_newest_id,
+    proposals_newer,
+)
 from fathom.auth import request_actor
 from fathom.errors import ApplicationError, NotFoundError
 from fathom.llm.services import model_assign, model_create
@@ -23,18 +35,6 @@ from festinger.selectors import conflict_get
 from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
 from harness.conductor.selectors import run_get
 from harness.conductor.services import run_cancel
-from harness.dashboard import forms, stream
-from harness.dashboard.access import current_set, current_switch, dashboard_view
-from harness.dashboard.feed import feed_page, fire_cards, proposal_row
-from harness.dashboard.festinger import loop_event_row, recollection_entry
-from harness.dashboard.panels import side_panels_render
-from harness.dashboard.sections import pretty, thinking_of
-from harness.dashboard.selectors import (
-    conversation_get,
-    onboarding_state,
-    proposal_newest_id,
-    proposals_newer,
-)
 from harness.fires.selectors import (
     fire_citations,
     fire_get,
