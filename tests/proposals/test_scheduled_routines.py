@@ -9,7 +9,7 @@ from django_celery_beat.models import PeriodicTask
 
 from fathom.celery import app
 from fathom.errors import ApplicationError
-from proposals import routines
+from proposals import scheduled_routines
 from proposals.models import ProposalStatus, Routine, RoutineRun
 from proposals.services import proposal_approve, proposal_draft
 from tests.proposals.conftest import routine_payload
@@ -55,8 +55,8 @@ def test_a_tick_records_one_run_even_when_delivered_twice(workspace, settings):
     settings.FATHOM_ROUTINE_FIRE_STARTER = ""  # no harness: the run is only recorded
     routine = approve_routine(workspace)
 
-    first = routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
-    again = routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
+    first = scheduled_routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
+    again = scheduled_routines.routine_run_start(routine_id=routine.pk, task_id="task-1")
 
     assert first.pk == again.pk and RoutineRun.objects.count() == 1
     assert (first.status, first.prompt, first.route) == ("recorded", routine.prompt, "feed")
@@ -75,7 +75,7 @@ def test_the_configured_fire_starter_starts_a_fire_with_the_prompt(workspace, se
     STARTED.clear()
     routine = approve_routine(workspace)
 
-    run = routines.routine_run_start(routine_id=routine.pk, task_id="task-2")
+    run = scheduled_routines.routine_run_start(routine_id=routine.pk, task_id="task-2")
 
     assert STARTED == [(workspace.pk, "Review yesterday's deltas.", "feed")]
     assert (run.status, run.fire_ref) == ("started", "fire:f42")
@@ -94,9 +94,9 @@ def test_a_transient_error_starting_the_fire_rolls_the_tick_back_for_the_tasks_r
     routine = approve_routine(workspace)
 
     with pytest.raises(OperationalError):
-        routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
+        scheduled_routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
     assert not RoutineRun.objects.exists()  # not recorded as failed: the retry starts it
-    run = routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
+    run = scheduled_routines.routine_run_start(routine_id=routine.pk, task_id="task-3")
 
     assert (run.status, run.fire_ref, run.error) == ("started", "fire:f43", "")
 

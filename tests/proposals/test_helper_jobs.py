@@ -13,7 +13,7 @@ from django.utils import timezone
 from fathom.celery import app
 from fathom.errors import ApplicationError
 from lake.models import Delta
-from proposals import dispatch
+from proposals import helper_jobs
 from proposals.models import HelperHost, HelperJob, HelperJobStatus, Proposal, ProposalStatus
 from proposals.services import proposal_approve, proposal_draft
 from tests.proposals.conftest import python_host
@@ -35,9 +35,9 @@ def draft_dispatch(workspace, host="sandbox", task="summarise the repo"):
                           payload={"host": host, "task": task})
 
 
-def run_local(host_row, task="the task", job_id=1) -> dispatch.ExecutionResult:
-    host = dispatch.helper_host_get(workspace=host_row.workspace, name=host_row.name)
-    return dispatch.LocalExecutor().run(host=host, task=task, job_id=job_id)
+def run_local(host_row, task="the task", job_id=1) -> helper_jobs.ExecutionResult:
+    host = helper_jobs.helper_host_get(workspace=host_row.workspace, name=host_row.name)
+    return helper_jobs.LocalExecutor().run(host=host, task=task, job_id=job_id)
 
 
 # --- the local executor ------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ def test_a_host_removed_after_approval_never_runs_the_job(workspace, tmp_path, d
         proposal = proposal_approve(proposal=draft_dispatch(workspace), decided_by="operator:ops")
     host.delete()
 
-    job = dispatch.helper_job_run(job_id=int(proposal.result_ref.removeprefix("helper-job:")))
+    job = helper_jobs.helper_job_run(job_id=int(proposal.result_ref.removeprefix("helper-job:")))
 
     assert job.status == HelperJobStatus.FAILED and "nothing ran" in job.error
     assert not marker.exists()
@@ -170,8 +170,8 @@ def test_running_a_job_twice_runs_the_helper_once(workspace, tmp_path, django_ca
         proposal = proposal_approve(proposal=draft_dispatch(workspace), decided_by="operator:ops")
     job_id = int(proposal.result_ref.removeprefix("helper-job:"))
 
-    first = dispatch.helper_job_run(job_id=job_id)
-    second = dispatch.helper_job_run(job_id=job_id)
+    first = helper_jobs.helper_job_run(job_id=job_id)
+    second = helper_jobs.helper_job_run(job_id=job_id)
 
     assert marker.read_text() == "ran\n"
     assert first.status == second.status == HelperJobStatus.SUCCEEDED
@@ -192,13 +192,13 @@ def test_a_job_left_running_past_its_timeout_is_marked_lost_not_rerun(workspace,
     job = HelperJob.objects.create(workspace=workspace, host="sandbox", task="t", status=HelperJobStatus.RUNNING,
                                    timeout_seconds=30, started_at=timezone.now() - timedelta(hours=1))
 
-    job = dispatch.helper_job_run(job_id=job.pk)
+    job = helper_jobs.helper_job_run(job_id=job.pk)
 
     assert job.status == HelperJobStatus.LOST and not marker.exists()
 
 
 def test_a_pluggable_executor_runs_jobs_of_its_hosts_and_a_broken_one_fails_the_job(workspace):
-    class Recording(dispatch.HelperExecutor):
+    class Recording(helper_jobs.HelperExecutor):
         name = "recording"
         tasks = []
 
@@ -206,17 +206,17 @@ def test_a_pluggable_executor_runs_jobs_of_its_hosts_and_a_broken_one_fails_the_
             if task == "break":
                 raise RuntimeError("boom")
             self.tasks.append((host.name, task))
-            return dispatch.ExecutionResult(0, "remote output", "", False, 5)
+            return helper_jobs.ExecutionResult(0, "remote output", "", False, 5)
 
-    dispatch.executor_register(Recording())
+    helper_jobs.executor_register(Recording())
     try:
         dispatch_host(workspace, "remote", ["unused"], executor="recording")
         ok = HelperJob.objects.create(workspace=workspace, host="remote", task="do it")
         broken = HelperJob.objects.create(workspace=workspace, host="remote", task="break")
 
-        ok, broken = dispatch.helper_job_run(job_id=ok.pk), dispatch.helper_job_run(job_id=broken.pk)
+        ok, broken = helper_jobs.helper_job_run(job_id=ok.pk), helper_jobs.helper_job_run(job_id=broken.pk)
     finally:
-        dispatch.executor_unregister("recording")
+        helper_jobs.executor_unregister("recording")
 
     assert Recording.tasks == [("remote", "do it")]
     assert (ok.status, ok.stdout) == (HelperJobStatus.SUCCEEDED, "remote output")
@@ -233,8 +233,8 @@ def test_an_approved_dispatch_runs_once_on_a_worker_even_when_redelivered(transa
     job_id = int(proposal.result_ref.removeprefix("helper-job:"))
     job = _wait_for_job(job_id, {HelperJobStatus.SUCCEEDED, HelperJobStatus.FAILED})
     # The broker hands the same job to a worker again.
-    app.send_task(dispatch.HELPER_TASK, args=[job_id])
-    app.send_task(dispatch.HELPER_TASK, args=[job_id])
+    app.send_task(helper_jobs.HELPER_TASK, args=[job_id])
+    app.send_task(helper_jobs.HELPER_TASK, args=[job_id])
     ping = app.send_task("platform.ping", args=["after"], queue="fires")
     ping.get(timeout=30)  # the fires queue is drained in order by the single worker process
 
