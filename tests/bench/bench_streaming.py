@@ -20,7 +20,6 @@ from harness.runtime.models import HarnessSettings
 from harness.runtime.services import harness_settings_get, session_create
 from harness.runtime.session_client import FathomClient
 from tests.conftest import percentile, wait_for
-from tests.harness.conftest import live_server_url  # noqa: F401 - the fixture, shared with the harness's tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +29,7 @@ CHUNK_CHARS = 6
 CHUNK_DELAY = 0.02
 
 
-def test_first_model_token_to_the_clients_first_agent_stream_event(celery_worker, live_server_url, workspace):  # noqa: F811
+def test_first_model_token_to_the_clients_first_agent_stream_event(celery_worker, live_server_url, workspace):
     script = Script.install(workspace, roles=("main",))
     harness_settings_get(workspace_id=workspace.pk)
     batch_ms = HarnessSettings.objects.get(workspace=workspace).stream_batch_ms

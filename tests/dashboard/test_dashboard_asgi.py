@@ -9,7 +9,7 @@ from django.test import Client
 from fathom.asgi import application
 
 CSS = "/static/dashboard/dashboard.css"
-CSS_FILE = Path(__file__).resolve().parents[3] / "dashboard" / "static" / "dashboard" / "dashboard.css"
+CSS_FILE = Path(__file__).resolve().parents[2] / "dashboard" / "static" / "dashboard" / "dashboard.css"
 
 
 async def asgi_get(path: str) -> list[dict]:

@@ -30,8 +30,7 @@ from harness.runtime.models import Trigger
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import Decision, ProposalStatus
-from tests.festinger.conftest import isa_isa_conflict
-from tests.harness.dashboard.support import (
+from tests.dashboard.support import (
     PASSWORD,
     background_task,
     fire_with_tools,
@@ -39,6 +38,7 @@ from tests.harness.dashboard.support import (
     provenance_proposal,
     stuck_agent,
 )
+from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.tool_fire import run_tools
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their

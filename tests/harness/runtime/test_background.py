@@ -1,4 +1,4 @@
-"""Background tasks as services (the worker's part called in-process; test_tasks_worker.py runs a
+"""Background tasks as services (the worker's part called in-process; test_background_worker.py runs a
 real worker): every transition and its TaskStateChanged event, capacity per workspace and session,
 TaskDone re-entering the session and read by the next turn, cancel, timeout, a dead worker, REST."""
 

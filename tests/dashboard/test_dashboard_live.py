@@ -17,7 +17,7 @@ from dashboard import views
 from dashboard.stream import fire_signature
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_create
-from tests.harness.dashboard.support import member, provenance_proposal
+from tests.dashboard.support import member, provenance_proposal
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

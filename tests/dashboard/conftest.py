@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from festinger import cache
+from tests.dashboard.support import known_concept
 from tests.festinger.conftest import fake_ollama, proxy  # noqa: F401
-from tests.harness.dashboard.support import known_concept
 
 
 @pytest.fixture

@@ -20,14 +20,14 @@ from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
 from proposals.models import Decision, ProposalStatus
-from tests.festinger.conftest import isa_isa_conflict
-from tests.harness.dashboard.support import (
+from tests.dashboard.support import (
     PASSWORD,
     fire_with_tools,
     member,
     provenance_proposal,
     stuck_agent,
 )
+from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.support import wait_for_background_work
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -88,7 +88,7 @@ class Recorder:
 def test_listeners_named_in_settings_are_fed_each_model_turn_beside_agent_stream(workspace, session, scripted_llm,
                                                                                  settings):
     settings.FATHOM_TURN_STREAM_LISTENERS = [*settings.FATHOM_TURN_STREAM_LISTENERS,
-                                             "tests.harness.test_streaming.Recorder"]
+                                             "tests.harness.fires.test_streaming.Recorder"]
     Recorder.seen = []
     scripted_llm.reply("short answer")
     message_send(session=session, content="q")
