@@ -29,7 +29,7 @@ lint: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m pytest tests/bench -s -q -o python_files='bench_*.py'
 
-# The dashboard's screenshots (README's docs/screenshots/), taken by its browser tests in headless Chromium.
+# The dashboard's screenshots (docs/dashboard.md's screenshots), taken by its browser tests in headless Chromium.
 screenshots: $(VENV)/.installed
 	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/dashboard/test_dashboard_browser.py -q
 

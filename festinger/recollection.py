@@ -6,7 +6,7 @@ about the salient concepts of a text, as a `<recollection>` block at the start o
 fire's calls and a proxied request get the same treatment. Per call, from the cache only:
 
 1. tokenise the text; count each token's encounter (saliency = ln(encounter_count)): in a model call,
-   the conversation's own words only, each message once (festinger/conversation.py);
+   the conversation's own words only, each message once (festinger/learning.py);
 2. for each concept whose priority (festinger.cache.model.priority: saliency decayed by the time since
    it was last seen, plus its novelty) is at or above the read threshold, highest first, the canonical
    recollection query's semantics:
@@ -18,7 +18,7 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
 
 What a prompt received is kept in its trace: a `festinger.recollection` event in the call's span (the
 block, the concepts recalled and unknown, the conversation), written once the call is answered, since
-only then is a proxied Ollama call inside its span (festinger/proxy/conversation.py).
+only then is a proxied Ollama call inside its span (festinger/proxy/calls.py).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from redis.exceptions import RedisError
 from fathom.llm.types import Message
 from fathom.tracing import event
 from festinger import cache
-from festinger.conversation import (
-    Claim,
-    claim,
+from festinger.learning import (
+    SeenMarks,
     conversation_key,
     conversation_messages,
     reply_unseen,
+    seen_marks_send,
     writer_calls_left,
 )
 from festinger.loops.guard import session_of
@@ -89,11 +89,11 @@ def recollection_for(*, workspace_id: int, text: str = "", texts=(), counted=Non
 
 
 def recollect(world: cache.World, texts, counted, *, learn: bool = True, conversation: str | None = None,
-              claimed=()) -> Recollection:
+              marked=()) -> Recollection:
     """`recollection_for` on a synced World; the writes it queues count against `conversation`'s cap.
-    `claimed` are texts whose claim to be counted is still unanswered (`Claim`): rendered as counted,
-    they are learned from by `learn_from` once it answers."""
-    salient = _counted_salient(world, texts, counted if learn else (), claimed)
+    `marked` are texts marked seen whose answer is still unread (`SeenMarks`): rendered as counted,
+    they are learned from by `learn_from` once it is read."""
+    salient = _counted_salient(world, texts, counted if learn else (), marked)
     block, recalled, unknown = render(world, salient[: world.settings.max_concepts])
     learned = _learned(world, salient, counted, conversation) if learn else Recollection()
     return replace(learned, block=block, recalled=recalled, unknown=unknown, salient=tuple(salient))
@@ -101,19 +101,19 @@ def recollect(world: cache.World, texts, counted, *, learn: bool = True, convers
 
 def learn_from(world: cache.World, texts, counted, *, conversation: str | None) -> Recollection:
     """Count `counted` and learn from them (cues, concepts for the writer) as `recollect` does, without
-    rendering a block: the texts of a claim that answered after the block was sent."""
+    rendering a block: the unseen texts of marks read after the block was sent."""
     return _learned(world, _counted_salient(world, texts, counted), counted, conversation)
 
 
-def _counted_salient(world: cache.World, texts, counted, claimed=()) -> list[tuple[str, float]]:
-    """Count each of `counted`, then the salient concepts of `texts` (`claimed` counted in, not stored)."""
-    if len(texts) == 1 and counted == texts and not claimed:  # one text, read and counted (the common case)
+def _counted_salient(world: cache.World, texts, counted, marked=()) -> list[tuple[str, float]]:
+    """Count each of `counted`, then the salient concepts of `texts` (`marked` counted in, not stored)."""
+    if len(texts) == 1 and counted == texts and not marked:  # one text, read and counted (the common case)
         candidates = world.count(texts[0])
     else:
         for item in counted:
             world.count(item)
         candidates = world.candidates([tokenize(item) for item in texts])
-    pending = Counter(token for item in claimed for token in tokenize(item)) if claimed else None
+    pending = Counter(token for item in marked for token in tokenize(item)) if marked else None
     return world.salient(candidates, pending=pending)
 
 
@@ -168,7 +168,7 @@ def inject(messages: list, block: str) -> list:
 
 class RecollectionMiddleware:
     """Model middleware (fathom.llm.middleware): enriches every call of a workspace whose world exists
-    with the recollection of its conversation's words, and learns from them (festinger/conversation.py:
+    with the recollection of its conversation's words, and learns from them (festinger/learning.py:
     user and assistant content only, each message counted and scanned for cues once per conversation;
     the reply in `after`). The writer's and resolver's own calls are left alone (they are Festinger
     talking to itself)."""
@@ -185,18 +185,18 @@ class RecollectionMiddleware:
         spoken = conversation_messages(request.messages)
         texts = [m.content for m in spoken]
         key = conversation_key(role=request.role, options=request.options, messages=spoken)
-        fresh, claimed, answered_later = [], None, _held_claims.get()
+        fresh, marks, learn_later = [], None, _held_learning.get()
         if key is not None:
             try:
-                claimed = claim(workspace_id=world.workspace_id, conversation=key, messages=spoken)
-                if claimed is not None and answered_later is None:
-                    asked, claimed = claimed, None
-                    fresh = asked.fresh()
+                marks = seen_marks_send(workspace_id=world.workspace_id, conversation=key, messages=spoken)
+                if marks is not None and learn_later is None:
+                    sent, marks = marks, None
+                    fresh = sent.unseen()
             except RedisError:
                 _unreachable(request.workspace_id)
                 key = None
-        recollection = recollect(world, texts, [m.content for m in fresh], learn=key is not None and claimed is None,
-                                 conversation=key, claimed=_new_turn(spoken, claimed.messages) if claimed else ())
+        recollection = recollect(world, texts, [m.content for m in fresh], learn=key is not None and marks is None,
+                                 conversation=key, marked=_new_turn(spoken, marks.messages) if marks else ())
         if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
             request.metadata["recollection"] = {
                 "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
@@ -206,8 +206,8 @@ class RecollectionMiddleware:
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),
                                          "to_write": list(recollection.to_write), "conversation": key,
                                          "counted": len(fresh)}
-        if claimed is not None:
-            answered_later.append(lambda: _claim_answered(request, world, texts, claimed))
+        if marks is not None:
+            learn_later.append(lambda: _marks_read(request, world, texts, marks))
         return None
 
     def after(self, request, completion):
@@ -232,24 +232,24 @@ class RecollectionMiddleware:
         return None
 
 
-def _new_turn(spoken, claimed) -> list[str]:
-    """The texts of the claimed messages that follow the conversation's last assistant message: those
-    the recollection counts in before its claim answers. What came before was sent by earlier calls
+def _new_turn(spoken, marked) -> list[str]:
+    """The texts of the marked messages that follow the conversation's last assistant message: those
+    the recollection counts in before the marks' answer is read. What came before was sent by earlier calls
     (the reply counted by their `after`), so a conversation new to this process after a restart is not
     rendered as if all its history were new."""
     last = max((index for index, message in enumerate(spoken) if message.role == "assistant"), default=-1)
     turn = {id(message) for message in spoken[last + 1:]}
-    return [message.content for message in claimed if id(message) in turn]
+    return [message.content for message in marked if id(message) in turn]
 
 
-def _claim_answered(request, world: cache.World, texts, claimed: Claim) -> None:
-    """What the middleware learns from a call once the claim it sent on the way in answers."""
+def _marks_read(request, world: cache.World, texts, marks: SeenMarks) -> None:
+    """What the middleware learns from a call once the seen marks it sent on the way in answer."""
     noted = request.metadata["festinger"]
     try:
-        fresh = [message.content for message in claimed.fresh()]
+        fresh = [message.content for message in marks.unseen()]
     except RedisError:
         _unreachable(request.workspace_id)
-        noted["conversation"] = None  # as when the claim fails on the way in: the reply is not counted either
+        noted["conversation"] = None  # as when the marks fail on the way in: the reply is not counted either
         return
     learned = learn_from(world, texts, fresh, conversation=noted["conversation"])
     noted.update(counted=len(fresh), cues=len(learned.cues), to_write=list(learned.to_write))
@@ -289,23 +289,23 @@ def _enqueue(world: cache.World, recollection: Recollection, *, texts, conversat
 
 
 @contextmanager
-def held(sends: list[Callable[[], None]], claims: list[Callable[[], None]] | None = None):
+def held(sends: list[Callable[[], None]], learn_later: list[Callable[[], None]] | None = None):
     """Meanwhile, what a model call's recollection queues (cues, writes) waits in `sends` for the
     caller to send once its answer is out (the proxy: a publish would delay the response, T33). With
-    `claims`, the middleware reads no claim's answer on the way in either: it renders the recollection
-    as if the messages it claims were counted, and leaves in `claims` what learns from them once the
-    claim answers, for the caller to run after its own work (the proxy: once its upstream answered, so
-    that the claim's round trip and the upstream's overlap)."""
-    tokens = _held_sends.set(sends), _held_claims.set(claims)
+    `learn_later`, the middleware reads no seen marks' answer on the way in either: it renders the
+    recollection as if the messages it marks were counted, and leaves in `learn_later` what learns from
+    them once the answer is read, for the caller to run after its own work (the proxy: once its upstream
+    answered, so that the marks' round trip and the upstream's overlap)."""
+    tokens = _held_sends.set(sends), _held_learning.set(learn_later)
     try:
         yield
     finally:
         _held_sends.reset(tokens[0])
-        _held_claims.reset(tokens[1])
+        _held_learning.reset(tokens[1])
 
 
 _held_sends: ContextVar[list | None] = ContextVar("festinger_held_sends", default=None)
-_held_claims: ContextVar[list | None] = ContextVar("festinger_held_claims", default=None)
+_held_learning: ContextVar[list | None] = ContextVar("festinger_held_learning", default=None)
 
 
 def _writes_left(world: cache.World, conversation: str | None) -> bool:

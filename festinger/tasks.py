@@ -19,7 +19,7 @@ from fathom.transient import retries
 from festinger.cache import counts_flush
 from festinger.loops.guard import STREAM_CUT_TASK, stream_cut_observe
 from festinger.models import Conflict, ResolutionRun
-from festinger.proxy.conversation import FINISH_TASK, proxied_calls_finish
+from festinger.proxy.calls import FINISH_TASK, proxied_calls_finish
 from festinger.resolution import conflict_resolve_with_model, resolution_execute
 from festinger.schedules import RESOLUTION_TASK
 from festinger.services import insert_fact
@@ -95,7 +95,7 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
 
 
 # No acks_late: the loop guard's record of an answer is not idempotent, so each call's work runs at most
-# once (claimed per call); a retry skips the calls it finished or began.
+# once (marked finished per call in Redis); a retry skips the calls it finished or began.
 @shared_task(name=FINISH_TASK, ignore_result=True, **retries(), soft_time_limit=120, time_limit=150)
 def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
     """Every model middleware's `after` and the trace of each proxied call (its outcome as JSON)."""

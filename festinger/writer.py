@@ -7,7 +7,7 @@ Runs in the `memory.festinger_concept_write` task, never on a model call's path.
 concept at a time (a Redis lock); at most `writer_max_calls` model calls per write (a malformed
 answer is sent back once with what was wrong), all counted in the result and the trace. Every model
 call is taken from the workspace's hourly cap and the conversation's cap first
-(festinger.conversation.writer_call_allow); with either spent the write ends `capped`."""
+(festinger.learning.writer_call_allow); with either spent the write ends `capped`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from fathom.llm import LLMError, Message, complete
 from fathom.models import Workspace
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
-from festinger.conversation import writer_call_allow
+from festinger.learning import writer_call_allow
 from festinger.models import Concept, Conflict, Edge
 from festinger.services import concepts_ensure, insert_fact, world_ensure
 from festinger.text import canonical

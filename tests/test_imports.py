@@ -20,20 +20,11 @@ LAYERS = (
     ("proposals",),
     ("harness",),  # the package itself: its historical migrations' app, importing nothing
     ("harness.runtime",),
-    ("harness.fires", "harness.tools"),  # the fire's tools, until they move into harness.fires
+    ("harness.fires",),
     ("harness.quality", "harness.conductor", "harness.autonomy"),
     ("dashboard",),
 )
 LAYER = {app: rank for rank, apps in enumerate(LAYERS) for app in apps}
-
-# TRANSITIONAL: the upward and peer edges the rewrite of the fire's lifecycle removes (the fire reaches the
-# quality harness through its lifecycle hooks; the tools move into harness.fires). Remove each pair when
-# its last import is gone (a test below fails while a listed pair has no import left).
-TRANSITIONAL = {
-    ("harness.fires", "harness.quality"),
-    ("harness.fires", "harness.tools"),
-    ("harness.tools", "harness.fires"),
-}
 
 # module -> why its function-local imports are there
 ALLOWED = {
@@ -73,11 +64,7 @@ def test_every_allowed_module_still_exists():
 
 
 def test_no_app_imports_upward():
-    assert upward_imports(import_edges(), allowed=TRANSITIONAL) == []
-
-
-def test_every_transitional_edge_still_exists():
-    assert TRANSITIONAL - {(app_of(importer), app_of(imported)) for importer, imported in import_edges()} == set()
+    assert upward_imports(import_edges()) == []
 
 
 def test_no_two_parts_of_an_app_import_each_other():
@@ -92,10 +79,9 @@ def test_the_checks_catch_an_upward_import_a_peer_import_and_a_two_way_pair():
         ("harness.conductor.services", "harness.autonomy.selectors"),  # peers
         ("dashboard.views", "harness.quality.selectors"),  # downward: fine
         ("harness.quality.flow", "harness.quality.events"),  # inside one app: fine
-    ], allowed=()) == ["harness.fires.loop -> harness.quality.flow", "lake.search -> proposals.models",
+    ]) == ["harness.fires.loop -> harness.quality.flow", "lake.search -> proposals.models",
                        "harness.runtime.services -> dashboard.views",
                        "harness.conductor.services -> harness.autonomy.selectors"]
-    assert upward_imports([("harness.fires.loop", "harness.quality.flow")], allowed=TRANSITIONAL) == []
     assert two_way_parts([("harness.quality.flow", "harness.quality.events"),
                           ("harness.quality.events", "harness.quality.flow.parts"),
                           ("harness.autonomy.services", "harness.autonomy.producers.services")]) == [
@@ -110,12 +96,12 @@ def import_edges() -> list[tuple[str, str]]:
             if isinstance(node, ast.Import | ast.ImportFrom) for target in _imported(node, name, modules)]
 
 
-def upward_imports(edges, *, allowed) -> list[str]:
-    """The imports of an app above the importer's, or of a peer in its layer, but the `allowed` pairs."""
+def upward_imports(edges) -> list[str]:
+    """The imports of an app above the importer's, or of a peer in its layer."""
     found = []
     for importer, imported in edges:
         source, target = app_of(importer), app_of(imported)
-        if source != target and LAYER[target] >= LAYER[source] and (source, target) not in allowed:
+        if source != target and LAYER[target] >= LAYER[source]:
             found.append(f"{importer} -> {imported}")
     return found
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from fathom.tracing.models import TraceEvent
@@ -61,36 +62,15 @@ def run_spans(*, workspace_id: int, trace_id: str, run_id: str) -> list[TraceEve
     """The start events a resumed run needs of its earlier runs, in one query, oldest first: its roots'
     (`trace.prompt.received`, of its trace and `run_id`) and those of its spans that never ended, each
     marked `ended` (whether its span has ended)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {run_spans_sql(workspace='%s', trace='%s', run='%s')}", [workspace_id, trace_id, run_id])
-        return run_spans_of(cursor.fetchone()[0])
+    ended = Exists(TraceEvent.objects.filter(workspace_id=OuterRef("workspace_id"), trace_id=OuterRef("trace_id"),
+                                             span_id=OuterRef("span_id")).exclude(status=""))
+    starts = (TraceEvent.objects.filter(workspace_id=workspace_id, trace_id=trace_id, run_id=run_id, status="")
+              .annotate(ended=ended).filter(Q(kind="trace.prompt.received") | Q(ended=False)).order_by("at", "id"))
+    return list(starts.only(*_SPAN_FIELDS))
 
 
-_SPAN_COLUMNS = ("id", "workspace_id", "at", "kind", "name", "status", "trace_id", "span_id", "parent_span_id",
-                 "run_id", "task_id", "call_id", "actor_id")
-
-
-def run_spans_sql(*, workspace: str, trace: str, run: str) -> str:
-    """run_spans's query as a scalar subquery (a JSON array, which run_spans_of reads), for the workspace,
-    trace and run ids that these SQL expressions give (each appears once, in this order), to read along
-    with another query."""
-    table = connection.ops.quote_name(TraceEvent._meta.db_table)
-    ended = (f"EXISTS (SELECT 1 FROM {table} e WHERE e.workspace_id = s.workspace_id AND e.trace_id = s.trace_id "
-             f"AND e.span_id = s.span_id AND e.status <> '')")
-    columns = ", ".join(f"s.{column}" for column in _SPAN_COLUMNS)
-    return (f"(SELECT coalesce(json_agg(json_build_array({columns}, {ended}) ORDER BY s.at, s.id), '[]') "
-            f"FROM {table} s WHERE s.workspace_id = {workspace} AND s.trace_id = {trace} AND s.run_id = {run} "
-            f"AND s.status = '' AND (s.kind = 'trace.prompt.received' OR NOT {ended}))")
-
-
-def run_spans_of(rows: list) -> list[TraceEvent]:
-    """The start events of run_spans_sql's JSON array."""
-    starts = []
-    for *values, ended in rows:
-        start = TraceEvent(**dict(zip(_SPAN_COLUMNS, values, strict=True)))
-        start.at, start.ended = datetime.fromisoformat(start.at), ended
-        starts.append(start)
-    return starts
+_SPAN_FIELDS = ("id", "workspace_id", "at", "kind", "name", "status", "trace_id", "span_id", "parent_span_id",
+                "run_id", "task_id", "call_id", "actor_id")
 
 
 def retention_start(*, days: int) -> datetime:

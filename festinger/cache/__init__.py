@@ -39,10 +39,10 @@ subscription to the changes channel), `background.py` (the thread), `flush.py` (
 from festinger.cache.background import PUSH_SECONDS, background_stop
 from festinger.cache.flush import FLUSH_TASK, counts_flush, counts_flush_schedule_ensure
 from festinger.cache.model import WRITE_RETRY_SECONDS, Settings, SoasRow, UrdEdge, World, saliency
-from festinger.cache.registry import forget, held, note_write, push_all, world, world_reload
+from festinger.cache.registry import forget, held, note_write, push_all, world, world_held, world_reload
 
 __all__ = [
     "FLUSH_TASK", "PUSH_SECONDS", "WRITE_RETRY_SECONDS", "Settings", "SoasRow", "UrdEdge", "World",
     "background_stop", "counts_flush", "counts_flush_schedule_ensure", "forget", "held", "note_write",
-    "push_all", "saliency", "world", "world_reload",
+    "push_all", "saliency", "world", "world_held", "world_reload",
 ]

@@ -146,6 +146,10 @@ class World:
                     except BaseException:
                         self.stale = True
                         raise
+        self.totals_take()
+
+    def totals_take(self) -> None:
+        """Take in the flushed totals the background thread fetched (memory only)."""
         staged = self.staged_totals
         if staged is not None:
             with self._lock:

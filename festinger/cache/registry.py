@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 
-from fathom.channels import current_pid
+from fathom.channels import answering_from_memory, current_pid
 from fathom.redis_client import get_redis
 from fathom.shutdown import shutdown_register
 from festinger.cache import keys
@@ -29,7 +29,10 @@ _changes: ChangesSubscription | None = None
 
 
 def world(workspace_id: int) -> World | None:
-    """The workspace's World, synced with every other process; None while the workspace is dormant."""
+    """The workspace's World, synced with every other process; None while the workspace is dormant.
+    Within fathom.channels.from_memory() (`world_held` said it is current), the World as held."""
+    if answering_from_memory():
+        return _worlds.get(workspace_id)
     _changes_take()
     found = _worlds.get(workspace_id)
     if found is None:
@@ -38,6 +41,20 @@ def world(workspace_id: int) -> World | None:
             return None
     found.sync()
     return found
+
+
+def world_held(workspace_id: int) -> bool:
+    """Whether `world(workspace_id)` answers now without the database: the workspace's World is held and
+    current (what the changes channel said is taken first, and the flushed totals fetched are taken in),
+    or the workspace is dormant."""
+    _changes_take()
+    found = _worlds.get(workspace_id)
+    if found is None:
+        return _dormant.get(workspace_id, 0) > time.monotonic()
+    if found.stale:
+        return False
+    found.totals_take()
+    return True
 
 
 def held(workspace_id: int) -> World | None:

@@ -35,11 +35,11 @@ from dataclasses import dataclass, fields
 from django.db import transaction
 from redis.exceptions import RedisError
 
-from fathom.channels import Subscription, version, version_bump
+from fathom.channels import Subscription, answering_from_memory, version, version_bump
 from fathom.llm.types import Completion, Message, StopReason
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import current_span
-from festinger.conversation import conversation_session
+from festinger.learning import conversation_session
 from festinger.loops.models import LoopConfig, LoopEvent
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,10 @@ _configs: dict[int, tuple[str, LoopSettings]] = {}
 
 
 def loop_settings(workspace_id: int) -> LoopSettings:
-    """The workspace's thresholds as saved now (cached per process until the next change)."""
+    """The workspace's thresholds as saved now (cached per process until the next change). Within
+    fathom.channels.from_memory() (`loop_settings_held` said they are current), as held."""
+    if answering_from_memory():
+        return _configs[workspace_id][1]
     current = version(CONFIG_VERSION_KEY)
     cached = _configs.get(workspace_id)
     if cached is not None and cached[0] == current:
@@ -97,6 +100,12 @@ def loop_settings(workspace_id: int) -> LoopSettings:
     found = LoopSettings.of(row) if row is not None else LoopSettings()
     _configs[workspace_id] = (current, found)
     return found
+
+
+def loop_settings_held(workspace_id: int) -> bool:
+    """Whether `loop_settings(workspace_id)` answers now without the database."""
+    cached = _configs.get(workspace_id)
+    return cached is not None and cached[0] == version(CONFIG_VERSION_KEY)
 
 
 def loop_config_update(*, workspace, **values) -> LoopConfig:

@@ -2,8 +2,12 @@
 Ollama (OLLAMA_HOST) or any registry model, for one workspace per port.
 
 - `app`: the ASGI app (plain ASGI, no framework: this is the hot path) and its routes;
-- `wire`: Ollama's and OpenAI's wire shapes (requests in, NDJSON / SSE / JSON out, errors);
+- `request`: one HTTP exchange (the body, the response, a client that leaves);
+- `wire`: Ollama's and OpenAI's wire shapes (requests parsed and validated, NDJSON / SSE / JSON out, errors);
+- `ollama_writer`, `openai_writer`: an answer written as Ollama's NDJSON or OpenAI's server-sent events;
+- `relay`: an Ollama upstream's or a registry model's answer relayed as it comes, watched for a loop;
+- `threads`: the work done in threads (the database, the model middleware, a registry model's call);
 - `upstreams`: which upstream answers a model name (the admin's table, the registry, Ollama);
-- `conversation`: the model middleware around a proxied call (recollections in, loop guard), with the
+- `calls`: one proxied call through the model middleware (recollections in, loop guard), with the
   write path handed off after the response;
-- `asgi`: `fathom up`'s proxy process (FATHOM_PROXY_PORT), and the mount under the main port."""
+- `serve`, `asgi`: `fathom up`'s proxy process (FATHOM_PROXY_PORT), and the mount under the main port."""

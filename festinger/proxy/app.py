@@ -1,4 +1,4 @@
-"""The proxy as a plain ASGI app: Ollama's API and OpenAI's chat completions for one workspace.
+"""The proxy's routes as a plain ASGI app: Ollama's API and OpenAI's chat completions for one workspace.
 
     GET|HEAD /                 "Ollama is running"
     GET  /api/version          Ollama's version (or the API version the proxy speaks)
@@ -13,71 +13,59 @@
     POST /v1/embeddings        OpenAI's, from Ollama's /api/embed or a registry model
     GET  /v1/models            OpenAI's model list
 
-An Ollama upstream's bytes reach the client as they come (the proxy reads the NDJSON lines on the way
-only to watch for a loop and to assemble the answer for learning); a client that goes away cancels
-the upstream request. The middleware's `before` runs once, before the upstream call, on the event
-loop unless a cache must be read from the database, then in a thread (`ProxyApp.prepared`); the
-claim it sends (which messages are new to the conversation: festinger.conversation.Claim) is read
-once the upstream's first piece is out, so that its round trip overlaps the upstream's; after the client has
-its last byte, one message to the memory queue hands the rest (`after`, the trace) to a worker.
+An Ollama upstream's bytes reach the client as they come (festinger/proxy/relay.py); a client that goes
+away cancels the upstream request or the registry model's call (`Request.cancelled_when_client_leaves`).
+The middleware's `before` runs once before the upstream call: on the event loop when the caches it reads
+hold what it needs, else in a thread (festinger/proxy/threads.py `prepare_from_memory`, `prepare`); the
+seen marks it sends (which messages are new to the conversation:
+festinger.learning.SeenMarks) are read once the upstream's first piece is out, so that their round trip
+overlaps the upstream's; after the client has its last byte, one message to the memory queue hands the
+rest (`after`, the trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
 option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
 cannot think, and its thinking is written as Ollama's `thinking` (OpenAI's `reasoning_content`) before
-its answer, watched for a loop as the answer is."""
+its answer, watched for a loop as the answer is.
+
+The other parts: `request.py` (the HTTP exchange), `wire.py` (parsing and validating the requests, the
+shapes of the answers), `ollama_writer.py` / `openai_writer.py` (the NDJSON and SSE writers),
+`relay.py` (an Ollama upstream's answer relayed), `threads.py` (the work done in threads)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
-from celery import signature
-from django.conf import settings
-from django.core.exceptions import SynchronousOnlyOperation
-from django.utils.module_loading import import_string
 
-from fathom.channels import one_look
-from fathom.errors import ApplicationError
-from fathom.llm import client as llm_client
 from fathom.llm.errors import LLMError
 from fathom.llm.providers import thinking_options
-from fathom.llm.types import Completion, ImageRef, StopReason, StreamChunk, Usage
-from fathom.tenancy import Workspace
-from fathom.tracing.spans import span
-from festinger import cache
-from festinger.loops.guard import (
-    BREAKER_PROVIDER,
-    STREAM_CUT_TASK,
-    StreamRepetition,
-    fingerprint,
-    loop_settings,
-)
-from festinger.proxy import wire
-from festinger.proxy.conversation import (
-    ProxiedCall,
-    call_notes_context,
-    connections_returned,
-    outcomes_send,
-    session_context,
-)
+from fathom.llm.types import Completion
+from festinger.loops.guard import StreamRepetition, fingerprint
+from festinger.proxy import threads, wire
+from festinger.proxy.calls import ProxiedCall
+from festinger.proxy.ollama_writer import ChatWriter, GenerateWriter
 from festinger.proxy.openai_writer import OpenAIWriter
-from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base, registry_names, upstream_for
-from festinger.proxy.wire import WireError
+from festinger.proxy.relay import (
+    JSON_HEADERS,
+    UPSTREAM_ERRORS,
+    Assembler,
+    error_message,
+    ollama_relay,
+    registry_relay,
+    said,
+)
+from festinger.proxy.request import JSON, ClientGone, Request
+from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base
+from festinger.proxy.wire import OpenAIError, WireError
 
 log = logging.getLogger(__name__)
 
-NDJSON = b"application/x-ndjson"
-JSON = b"application/json; charset=utf-8"
 SESSION_HEADER = b"x-festinger-session"
-# Ollama options a registry model understands, under the names `complete` takes.
-_REGISTRY_OPTIONS = {"temperature": "temperature", "top_p": "top_p", "num_predict": "max_tokens", "stop": "stop",
-                     "seed": "seed"}
 
 # Finished calls go to the memory queue together: a publish costs the proxy about 0.6 ms of CPU, more
 # than the rest of a call's work, so one message carries the calls finished within FINISH_BATCH_SECONDS,
@@ -88,9 +76,6 @@ FINISH_BATCH_MAX = 50
 FINISH_BATCH_CHARS = 200_000
 
 Resolver = Callable[[dict], Awaitable[int | None]]
-# What a failed upstream request raises: the connection's errors, and a timeout.
-UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
-_JSON_HEADERS = {"content-type": "application/json"}
 _SHORT = aiohttp.ClientTimeout(total=5)
 _PASSED = aiohttp.ClientTimeout(total=120)
 
@@ -178,7 +163,7 @@ class ProxyApp:
     def after_response(self, function, *args) -> None:
         """Run `function` (a publish to the memory queue) in a thread once the response is out, never
         delaying it (T33)."""
-        task = asyncio.ensure_future(self.in_thread(_logged(function), *args))
+        task = asyncio.ensure_future(self.in_thread(threads.logged(function), *args))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -194,12 +179,12 @@ class ProxyApp:
     def queued_send(self, call: ProxiedCall) -> None:
         """What the call's recollection queued (cues, writes) goes out now, whatever the upstream answered."""
         if call.sends:
-            self.after_response(_sent, call.sends)
+            self.after_response(threads.sends_run, call.sends)
 
     def _finished_send(self) -> None:
         if self._finished:
             finished, self._finished, self._finished_chars = self._finished, [], 0
-            self.after_response(_outcomes_send, finished)
+            self.after_response(threads.outcomes_queue, finished)
 
     # --- the small routes ------------------------------------------------------------------------------
 
@@ -221,7 +206,7 @@ class ProxyApp:
     async def tags(self, request):
         models = await self._ollama_models("/api/tags")
         known = {entry.get("name") for entry in models}
-        for name, family in await self.in_thread(_registry_names, request.workspace_id):
+        for name, family in await self.in_thread(threads.registry_names_of, request.workspace_id):
             if name not in known:
                 models.append(wire.model_entry(name, family=family))
         await request.json(200, {"models": models})
@@ -234,7 +219,7 @@ class ProxyApp:
         name = body.get("model") or body.get("name")
         if not name or not isinstance(name, str):
             raise WireError(400, "model is required")
-        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -248,20 +233,20 @@ class ProxyApp:
         embeddings (`fathom.llm.embed`) in Ollama's shape."""
         body = wire.json_body(await request.body())
         name = wire.model_name(body)
-        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
             await self._pass_through(request, request.path, {**body, "model": upstream.target})
             return
         if request.path == "/api/embeddings":
-            vectors, _ = await self.in_thread(_registry_embeddings, request.workspace_id, upstream,
+            vectors, _ = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream,
                                               wire.embedding_prompt(body))
             await request.json(200, {"embedding": vectors[0] if vectors else []})
             return
         started = time.perf_counter()
         texts, dimensions = wire.embed_inputs(body), wire.embed_dimensions(body)
-        vectors, tokens = await self.in_thread(_registry_embeddings, request.workspace_id, upstream, texts)
+        vectors, tokens = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream, texts)
         await request.json(200, wire.embed_answer(name, wire.shortened(vectors, dimensions), tokens, started))
 
     async def openai_embeddings(self, request):
@@ -269,13 +254,13 @@ class ProxyApp:
         body = wire.json_body(await request.body())
         name = wire.model_name(body)
         texts, dimensions, encoding = wire.openai_embedding_request(body)
-        upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
             vectors, tokens = await self._ollama_embeddings(upstream.target, texts, dimensions)
         else:
-            vectors, tokens = await self.in_thread(_registry_embeddings, request.workspace_id, upstream, texts)
+            vectors, tokens = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream, texts)
             vectors = wire.shortened(vectors, dimensions)
         await request.json(200, wire.openai_embedding_list(name, vectors, tokens, encoding))
 
@@ -283,7 +268,7 @@ class ProxyApp:
         body = {"model": model, "input": texts, **({"dimensions": dimensions} if dimensions else {})}
         status, content = await self._ollama_post("/api/embed", body)
         if status != 200:
-            raise WireError(status, _error_message(content))
+            raise WireError(status, error_message(content))
         try:
             data = json.loads(content)
             return list(data["embeddings"]), int(data.get("prompt_eval_count") or 0)
@@ -309,10 +294,10 @@ class ProxyApp:
         """One whole JSON exchange with the Ollama upstream: its status and body."""
         try:
             async with self.client.post(f"{ollama_base()}{path}", data=json.dumps(body).encode(),
-                                        headers=_JSON_HEADERS, timeout=_PASSED) as answer:
+                                        headers=JSON_HEADERS, timeout=_PASSED) as answer:
                 return answer.status, await answer.read()
         except UPSTREAM_ERRORS as exc:
-            raise WireError(502, f"the Ollama upstream did not answer: {_said(exc)}") from None
+            raise WireError(502, f"the Ollama upstream did not answer: {said(exc)}") from None
 
     # --- chat and generate -----------------------------------------------------------------------------
 
@@ -331,13 +316,9 @@ class ProxyApp:
         if kind == "chat":
             raw_messages = wire.chat_messages(body)
         else:
-            prompt, system = body.get("prompt") or "", body.get("system") or ""
-            if not isinstance(prompt, str) or not isinstance(system, str):
-                raise WireError(400, "json: cannot unmarshal prompt: it must be a string")
-            raw_messages = ([{"role": "system", "content": system}] if system else []) + (
-                [{"role": "user", "content": prompt}] if prompt else [])
+            raw_messages = wire.generate_messages(body)
             if not raw_messages:  # Ollama loads the model and answers done at once
-                upstream = await self.in_thread(_upstream_for, request.workspace_id, name)
+                upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
                 if upstream is None:
                     raise wire.model_not_found(name)
                 await request.json(200, {"model": name, "created_at": wire.created_at(), "response": "",
@@ -360,24 +341,23 @@ class ProxyApp:
                 await self._from_registry(request, body, call, kind=kind, writer=writer)
         finally:
             try:
-                call.settle()  # (when the upstream never answered) a claim is read whatever happened
+                call.learn()  # (when the upstream never answered) the seen marks are read whatever happened
             finally:
                 self.queued_send(call)
 
     async def prepared(self, call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
-        """`_prepare` on the event loop while what it reads is in this process's memory (the usual case:
-        a thread's round trip would be a fifth of the latency the proxy adds), in a thread when a cache
-        must be filled from the database: Django refuses a query on the loop before sending it, and
-        `_prepare` fills its caches before the middleware writes anything."""
+        """The middleware's way in: on the event loop when what it reads is in this process's memory (a
+        thread's round trip would be a fifth of the latency the proxy adds, tests/bench/bench_proxy.py),
+        else in a thread, which reads the database (a cancelled request's thread goes on, and what it
+        marked seen is read once it is done)."""
+        if threads.prepare_from_memory(call, body, choices):
+            return call.upstream
+        prepared = self.in_thread(threads.prepare, call, body, choices)
         try:
-            return _prepare(call, body, choices)
-        except SynchronousOnlyOperation:
-            prepared = self.in_thread(_prepare_in_thread, call, body, choices)
-            try:
-                return await prepared
-            except asyncio.CancelledError:  # the thread goes on: what it claims is read once it is done
-                prepared.add_done_callback(lambda _done: call.settle())
-                raise
+            return await prepared
+        except asyncio.CancelledError:
+            prepared.add_done_callback(lambda _done: call.learn())
+            raise
 
     async def _from_ollama(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
@@ -397,25 +377,29 @@ class ProxyApp:
             if call.forwarded_options() != (body.get("options") or {}):
                 forwarded["options"] = call.forwarded_options()
         url = f"{ollama_base()}/api/{kind}"
-        # The claim's answer is read once the upstream's first piece arrived, at the relay's next wait:
-        # after that piece went out, so the claim's round trip overlaps the upstream's and delays nothing.
-        settle_soon = lambda: asyncio.get_running_loop().call_soon(call.settle)  # noqa: E731
+        # The seen marks' answer is read once the upstream's first piece arrived, at the relay's next wait:
+        # after that piece went out, so the marks' round trip overlaps the upstream's and delays nothing.
+        learn_soon = lambda: asyncio.get_running_loop().call_soon(call.learn)  # noqa: E731
 
         async def relay(index: int, choice) -> tuple[Completion | None, str | None]:
             watcher = Assembler(kind, StreamRepetition(call.loop_settings))
             sent = dict(forwarded, options=wire.choice_options(forwarded.get("options") or {}, index)) \
                 if index else forwarded
-            cut = await request.relay(self.client, url, sent, watcher, choice, answered=settle_soon)
+            try:
+                async with request.cancelled_when_client_leaves():
+                    cut = await ollama_relay(request, self.client, url, sent, watcher, choice, answered=learn_soon)
+            except ClientGone:  # cancelling the relay closed the upstream response: Ollama stops generating
+                return None, None
             return watcher.completion, cut
 
         completion, cut = await _each_choice(request, writer, relay)
-        call.settle()  # (a whole answer: its claim is read here, once it is out) before its outcome is queued
+        call.learn()  # (a whole answer: its marks are read here, once it is out) before its outcome is queued
         if completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
             self.finished(call, completion, kind, cut)
 
     async def _from_registry(self, request, body: dict, call: ProxiedCall, *, kind: str, writer) -> None:
         started = time.perf_counter()
-        call.settle()  # (several choices: the middleware ran in `_prepare`)
+        call.learn()  # (several choices: the middleware ran in `threads.prepare`)
         if call.answer is not None:  # (several choices) the loop breaker answered
             await _breaker_answers(writer, call.answer, started)
             self.finished(call, call.answer, kind)
@@ -429,49 +413,20 @@ class ProxyApp:
             if completion is not None:
                 self.finished(call, completion, kind, cut)
         elif cut is not None:
-            self.after_response(_stream_cut_later, call, completion, cut)
+            self.after_response(threads.stream_cut_queue, call, completion, cut)
 
     async def _registry_choice(self, request, body: dict, call: ProxiedCall, kind: str, writer, index: int,
                                started: float) -> tuple[Completion | None, str | None]:
         """One answer of a registry model, streamed to `writer`: (its completion, the repeating piece if
         the loop guard cut it); (None, None) when the client went away."""
-        loop = asyncio.get_running_loop()
-        chunks: asyncio.Queue = asyncio.Queue()
-        cancelled = threading.Event()
-        self.in_thread(_run_registry, call, body, kind, loop, chunks, cancelled, index)
-        repetition = StreamRepetition(call.loop_settings)
-        thinking_repetition = StreamRepetition(call.loop_settings)  # a reasoning model's thinking loops too
-        text, thinking, tool_calls = [], [], []
+        stream = threads.RegistryStream(self.in_thread, call, body, kind, index)
         try:
-            while True:
-                item = await request.until_disconnect(chunks.get())
-                if isinstance(item, BaseException):
-                    raise item
-                if item.completion is not None:
-                    completion = item.completion
-                    reason = wire.LOOP_DONE_REASON if completion.provider == BREAKER_PROVIDER else None
-                    await writer.done(completion, started, reason=reason)
-                    return completion, None
-                if item.tool_call is not None:
-                    tool_calls.append(item.tool_call)
-                    await writer.delta(tool_calls=[item.tool_call])
-                    continue
-                if item.thinking:
-                    thinking.append(item.thinking)
-                    unit = thinking_repetition.feed(item.thinking)
-                else:
-                    text.append(item.text)
-                    unit = repetition.feed(item.text)
-                await writer.delta(content=item.text, thinking=item.thinking)
-                if unit is not None:
-                    completion = Completion(text="".join(text), tool_calls=tuple(tool_calls), model=call.upstream.target,
-                                            stop_reason=StopReason.OTHER, usage=Usage(), thinking="".join(thinking))
-                    await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
-                    return completion, unit
+            async with request.cancelled_when_client_leaves():
+                return await registry_relay(stream, writer, call.upstream.target, call.loop_settings, started)
         except ClientGone:
             return None, None
         finally:
-            cancelled.set()  # the model call, if still running, is abandoned at its next chunk
+            stream.abandon()
 
     async def openai_chat(self, request):
         """OpenAI's chat completions (errors in OpenAI's shape: the path says so); `n` choices are `n`
@@ -486,338 +441,9 @@ class ProxyApp:
 
     async def openai_models(self, request):
         names = [entry["name"] for entry in await self._ollama_models("/api/tags")]
-        names += [name for name, _ in await self.in_thread(_registry_names, request.workspace_id) if name not in names]
+        names += [name for name, _ in await self.in_thread(threads.registry_names_of, request.workspace_id) if name not in names]
         await request.json(200, {"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "fathom"} for name in names]})
-
-
-class OpenAIError(WireError):
-    """A WireError answered in OpenAI's error shape."""
-
-
-# --- the request and its writers ------------------------------------------------------------------------
-
-class ClientGone(Exception):
-    """The client closed the connection."""
-
-
-class Request:
-    __slots__ = ("scope", "receive", "send", "path", "method", "workspace_id", "_disconnected", "_started")
-
-    def __init__(self, scope, receive, send, path):
-        self.scope, self.receive, self.send, self.path = scope, receive, send, path
-        self.method = scope["method"]
-        self.workspace_id = None
-        self._disconnected: asyncio.Future | None = None
-        self._started = False
-
-    def header(self, name: bytes) -> str | None:
-        for key, value in self.scope["headers"]:
-            if key == name:
-                return value.decode("latin-1")
-        return None
-
-    async def body(self) -> bytes:
-        chunks = []
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                return b"".join(chunks)
-
-    async def start(self, status: int, content_type: bytes) -> None:
-        self._started = True
-        await self.send({"type": "http.response.start", "status": status,
-                         "headers": [(b"content-type", content_type)]})
-
-    async def write(self, data: bytes) -> None:
-        await self.send({"type": "http.response.body", "body": data, "more_body": True})
-
-    async def end(self, data: bytes = b"") -> None:
-        await self.send({"type": "http.response.body", "body": data, "more_body": False})
-
-    async def respond(self, status: int, data: bytes, *, content_type: bytes = JSON) -> None:
-        await self.send({"type": "http.response.start", "status": status,
-                         "headers": [(b"content-type", content_type), (b"content-length", str(len(data)).encode())]})
-        self._started = True
-        if self.method != "HEAD":
-            await self.end(data)
-        else:
-            await self.end()
-
-    async def json(self, status: int, obj) -> None:
-        await self.respond(status, json.dumps(obj).encode())
-
-    async def error(self, exc: WireError) -> None:
-        if self._started:
-            return
-        if isinstance(exc, OpenAIError) or self.path.startswith("/v1/"):
-            await self.json(exc.status, wire.openai_error(exc.status, exc.message, param=exc.param, code=exc.code))
-        elif exc.status in (404, 405) and exc.message.startswith(str(exc.status)):
-            await self.respond(exc.status, exc.message.encode(), content_type=b"text/plain")
-        else:
-            await self.json(exc.status, {"error": exc.message})
-
-    def disconnected(self) -> asyncio.Future:
-        """Resolves when the client goes away (the request body has been read already)."""
-        if self._disconnected is None:
-            async def watch():
-                while True:
-                    message = await self.receive()
-                    if message["type"] == "http.disconnect":
-                        return
-            self._disconnected = asyncio.ensure_future(watch())
-        return self._disconnected
-
-    async def until_disconnect(self, awaitable):
-        """`awaitable`'s result, or ClientGone when the client leaves first."""
-        task = asyncio.ensure_future(awaitable)
-        gone = self.disconnected()
-        done, _ = await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
-            return task.result()
-        task.cancel()
-        raise ClientGone()
-
-    async def relay(self, client: aiohttp.ClientSession, url: str, body: dict, watcher: Assembler,
-                    writer, answered: Callable[[], None]) -> str | None:
-        """Forward `body` to an Ollama upstream and its answer to the client as it comes (`answered`
-        runs when its first piece arrives). Returns the repeating piece when the loop guard cut the
-        stream."""
-        task, relaying, left = asyncio.current_task(), True, False
-
-        def leave(_gone) -> None:  # cancelling the relay closes the upstream response: Ollama stops generating
-            nonlocal left
-            if relaying:
-                left = True
-                task.cancel()
-
-        self.disconnected().add_done_callback(leave)
-        try:
-            return await self._relay(client, url, body, watcher, writer, answered)
-        except asyncio.CancelledError:
-            if left and task.uncancel() == 0:  # the client went away (and nothing else cancelled the task)
-                return None
-            raise
-        finally:
-            relaying = False
-
-    async def _relay(self, client, url, body, watcher: Assembler, writer, answered) -> str | None:
-        try:
-            async with client.post(url, data=json.dumps(body).encode(), headers=_JSON_HEADERS) as answer:
-                if answer.status != 200:
-                    data = await answer.read()
-                    if writer.translates:
-                        raise OpenAIError(answer.status, _error_message(data))
-                    await self.respond(answer.status, data, content_type=JSON)
-                    return None
-                if not writer.translates:
-                    await self.start(200, answer.headers.get("content-type", "application/x-ndjson").encode())
-                async for piece in answer.content.iter_any():
-                    if answered is not None:  # the answer's first piece
-                        answered, _ = None, answered()
-                    cut = watcher.feed(piece)
-                    if writer.translates:
-                        for obj in watcher.take():
-                            await writer.ollama_object(obj)
-                        if cut is not None:
-                            await writer.done(watcher.completion_so_far(), watcher.started,
-                                              reason=wire.LOOP_DONE_REASON)
-                            return cut
-                        continue
-                    passed = watcher.passed_bytes()
-                    if cut is not None:
-                        await self.write(passed)
-                        await self.end(wire.ndjson(watcher.cut_chunk()))
-                        return cut
-                    if passed:
-                        await self.write(passed)
-                if writer.translates:
-                    for obj in watcher.take(final=True):
-                        await writer.ollama_object(obj)
-                    if not writer.finished:
-                        await writer.done(watcher.completion_so_far(), watcher.started)
-                else:
-                    await self.end(watcher.buffer)  # a whole answer ("stream": false) has no closing newline:
-                    watcher.take(final=True)          # read once it is out
-                watcher.close()
-                return None
-        except UPSTREAM_ERRORS as exc:
-            if not self._started:
-                raise WireError(502, f"the Ollama upstream did not answer: {_said(exc)}") from None
-            await writer.fail(f"the Ollama upstream broke off: {_said(exc)}")
-            return None
-
-
-class Assembler:
-    """Reads an Ollama upstream's NDJSON as it passes: the answer so far (for learning and the loop
-    guard's in-answer repetition) and, when asked, the objects themselves."""
-
-    def __init__(self, kind: str, repetition: StreamRepetition):
-        self.kind = kind
-        self.repetition = repetition
-        self.thinking_repetition = StreamRepetition(repetition.settings)
-        self.buffer = b""
-        self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.tool_calls: list = []
-        self.final: dict | None = None
-        self.completion: Completion | None = None
-        self.pending: list[dict] = []
-        self.last: dict | None = None
-        self.started = time.perf_counter()
-        self._passed = b""
-
-    def feed(self, piece: bytes) -> str | None:
-        """Take bytes of the answer; the repeating piece if the loop guard cuts the stream here (the
-        bytes to pass on end with the line that made the cut)."""
-        buffer = self.buffer + piece if self.buffer else piece
-        start, cut = 0, None
-        while cut is None and (end := buffer.find(b"\n", start)) >= 0:
-            cut = self._line(buffer[start:end])
-            start = end + 1
-        self._passed, self.buffer = buffer[:start], buffer[start:]
-        return cut
-
-    def _line(self, line: bytes) -> str | None:
-        if not line.strip():
-            return None
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return None
-        self.pending.append(obj)
-        self.last = obj
-        message = obj.get("message") or {}
-        delta = message.get("content") if self.kind == "chat" else obj.get("response")
-        thought = message.get("thinking") or obj.get("thinking")
-        if thought:
-            self.thinking.append(thought)
-        for raw in message.get("tool_calls") or ():
-            call = wire.tool_call_of(raw)
-            if call is not None:
-                self.tool_calls.append(call)
-        if delta:
-            self.text.append(delta)
-        if obj.get("done"):
-            self.final = obj
-            self.completion = self.completion_so_far()
-            return None
-        if thought:  # a reasoning model's thinking loops as often as its answer
-            cut = self.thinking_repetition.feed(thought)
-            if cut is not None:
-                return cut
-        if delta:
-            return self.repetition.feed(delta)
-        return None
-
-    def take(self, final: bool = False) -> list[dict]:
-        if final and self.buffer.strip():
-            self._line(self.buffer)
-            self.buffer = b""
-        taken, self.pending = self.pending, []
-        return taken
-
-    def passed_bytes(self) -> bytes:
-        return self._passed
-
-    def cut_chunk(self) -> dict:
-        """The closing object of a stream the loop guard cut."""
-        self.completion = self.completion_so_far()
-        model = (self.last or {}).get("model", "")
-        closing = {"model": model, "created_at": wire.created_at(), "done": True,
-                   "done_reason": wire.LOOP_DONE_REASON, "total_duration": int((time.perf_counter() - self.started) * 1e9)}
-        if self.kind == "chat":
-            closing["message"] = {"role": "assistant", "content": ""}
-        else:
-            closing["response"] = ""
-        return closing
-
-    def completion_so_far(self) -> Completion:
-        final = self.final or {}
-        usage = Usage(int(final.get("prompt_eval_count") or 0), int(final.get("eval_count") or 0))
-        reason = StopReason.MAX_TOKENS if final.get("done_reason") == "length" else StopReason.END
-        return Completion(text="".join(self.text), tool_calls=tuple(self.tool_calls), stop_reason=reason,
-                          usage=usage, model=str(final.get("model") or ""), provider="ollama")
-
-    def close(self) -> None:
-        if self.completion is None:
-            self.completion = self.completion_so_far()
-
-
-class _Writer:
-    """Writes an answer to the client as Ollama chunks (streamed) or one object."""
-
-    translates = False  # whether an Ollama upstream's objects are rewritten (OpenAI) or relayed as bytes
-
-    def __init__(self, request: Request, model: str, stream: bool):
-        self.request, self.model, self.stream = request, model, stream
-        self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.tool_calls: list = []
-        self.finished = False
-
-    @property
-    def choices(self) -> tuple:
-        """Ollama's API answers with one choice: the writer itself (OpenAI's may have several)."""
-        return (self,)
-
-    async def delta(self, *, content: str = "", tool_calls=(), thinking: str = "") -> None:
-        if not self.stream:
-            self.text.append(content)
-            self.thinking.append(thinking)
-            self.tool_calls.extend(tool_calls)
-            return
-        if not self.request._started:
-            await self.request.start(200, NDJSON)
-        await self.request.write(wire.ndjson(self._chunk(content, tool_calls, thinking)))
-
-    async def done(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
-        self.finished = True
-        if self.stream:
-            if not self.request._started:
-                await self.request.start(200, NDJSON)
-            await self.request.end(wire.ndjson(self._done(completion, started, "", (), "", reason)))
-            return
-        text = "".join(self.text) or (completion.text if not self.text else "")
-        thinking = "".join(self.thinking) or (completion.thinking if not self.thinking else "")
-        calls = self.tool_calls or list(completion.tool_calls)
-        await self.request.json(200, self._done(completion, started, text, calls, thinking, reason))
-
-    async def whole(self, completion: Completion, started: float, *, reason: str | None = None) -> None:
-        if self.stream:
-            await self.delta(content=completion.text, tool_calls=completion.tool_calls, thinking=completion.thinking)
-        else:
-            self.text, self.tool_calls = [completion.text], list(completion.tool_calls)
-            self.thinking = [completion.thinking]
-        await self.done(completion, started, reason=reason)
-
-    async def fail(self, message: str) -> None:
-        """An error after the answer began: Ollama's error object as the stream's last line."""
-        self.finished = True
-        if not self.request._started:
-            await self.request.json(502, {"error": message})
-            return
-        await self.request.end(wire.ndjson({"error": message}))
-
-
-class ChatWriter(_Writer):
-    def _chunk(self, content, tool_calls, thinking):
-        return wire.chat_chunk(self.model, content=content, tool_calls=tool_calls, thinking=thinking)
-
-    def _done(self, completion, started, content, tool_calls, thinking, reason):
-        return wire.chat_done(self.model, completion, started, content=content, tool_calls=tool_calls,
-                              thinking=thinking, reason=reason)
-
-
-class GenerateWriter(_Writer):
-    def _chunk(self, content, tool_calls, thinking):
-        return wire.generate_chunk(self.model, content, thinking)
-
-    def _done(self, completion, started, content, tool_calls, thinking, reason):
-        return wire.generate_done(self.model, completion, started, text=content, thinking=thinking, reason=reason)
 
 
 async def _each_choice(request: Request, writer, run) -> tuple[Completion | None, str | None]:
@@ -834,7 +460,7 @@ async def _each_choice(request: Request, writer, run) -> tuple[Completion | None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if not request._started:
+        if not request.started:
             raise
         await writer.fail(exc.message)
         return None, None
@@ -843,178 +469,6 @@ async def _each_choice(request: Request, writer, run) -> tuple[Completion | None
 async def _breaker_answers(writer, answer: Completion, started: float) -> None:
     for choice in writer.choices:
         await choice.whole(answer, started, reason=wire.LOOP_DONE_REASON)
-
-
-# --- in threads --------------------------------------------------------------------------------------
-
-def _upstream_for(workspace_id: int, name: str) -> Upstream | None:
-    with connections_returned():
-        return upstream_for(workspace_id=workspace_id, name=name)
-
-
-def _registry_embeddings(workspace_id: int, upstream: Upstream, texts: list[str]) -> tuple[list, int]:
-    """A registry model's embeddings of `texts`, and their tokens (`fathom.llm.embed`: the offline
-    model's are the project's embedder's)."""
-    if not texts:
-        return [], 0
-    with connections_returned():
-        answer = llm_client.embed(workspace=workspace_id, model=upstream.model, texts=texts, actor_id="festinger:proxy")
-    return answer.vectors, answer.usage.input_tokens
-
-
-def _registry_names(workspace_id: int):
-    with connections_returned():
-        return registry_names(workspace_id=workspace_id)
-
-
-def _prepare(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
-    """Resolve the model; run the middleware's `before` for an Ollama upstream, and for a registry
-    model asked for several choices (one conversation turn: the middleware runs once, here, and the
-    model calls go without it). A single registry call runs it inside `fathom.llm.complete`. What the
-    middleware reads from the database (the thresholds, the world) is read first, before it writes; a
-    registry request the client must mend (its tools, format or `think`) is its 400 before that."""
-    name = wire.model_name(body)
-    with one_look():  # each channel read once: what was published before the call arrived is heard
-        call.upstream = upstream_for(workspace_id=call.workspace_id, name=name)
-        call.loop_settings = loop_settings(call.workspace_id)
-        if call.upstream is None:
-            return None
-        if call.upstream.kind == OLLAMA:
-            if body.get("raw") is not True:
-                cache.world(call.workspace_id)
-                call.prepare()
-            return call.upstream
-        wire.to_tool_specs(body.get("tools"))
-        wire.to_response_format(body.get("format"))
-        call.thinking = _registry_thinking(name, call.upstream, body)
-        if choices > 1:
-            cache.world(call.workspace_id)
-            call.prepare(model=call.upstream.model, store_image=_image_store(call.workspace_id))
-        return call.upstream
-
-
-def _prepare_in_thread(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
-    with connections_returned():
-        return _prepare(call, body, choices)
-
-
-def _run_registry(call: ProxiedCall, body: dict, kind: str, loop, chunks: asyncio.Queue, cancelled,
-                  index: int = 0) -> None:
-    """Stream a registry model's answer (choice `index`) into `chunks`, the whole completion last; a
-    client gone abandons the call at its next chunk. The middleware runs inside `fathom.llm.complete`,
-    unless the proxy ran it already (`call.request`: several choices), when the calls go without it."""
-    put = lambda item: loop.call_soon_threadsafe(chunks.put_nowait, item)  # noqa: E731
-
-    def relay(chunk: StreamChunk) -> None:
-        if cancelled.is_set():
-            raise _ClientGone
-        put(chunk)
-
-    with session_context(call.session), connections_returned(), call_notes_context(call.notes):
-        try:
-            tools = wire.to_tool_specs(body.get("tools"))
-            response_format = wire.to_response_format(body.get("format"))
-            if call.request is not None:
-                options = _registry_options(wire.choice_options(call.request.options, index))
-                try:
-                    completion = llm_client.complete(
-                        workspace=call.workspace_id, role="proxy", messages=call.request.messages, tools=tools,
-                        response_format=response_format, model=call.upstream.model, stream=relay,
-                        fresh_context=True, actor_id="festinger:proxy", call_id=f"{call.call_id}-{index}", **options,
-                        **call.thinking)
-                except _ClientGone:
-                    return
-                put(StreamChunk(completion=completion))
-                return
-            messages = wire.to_messages(call.raw_messages, store_image=_image_store(call.workspace_id))
-            with span("festinger.proxy.call", workspace=call.workspace_id, actor_id="festinger:proxy",
-                      call_id=call.call_id) as trace:
-                trace.set(model=call.upstream.name, upstream=call.upstream.kind, target=call.upstream.target,
-                          endpoint=kind)
-                try:
-                    completion = llm_client.complete(
-                        workspace=call.workspace_id, role="proxy", messages=messages, tools=tools,
-                        response_format=response_format, model=call.upstream.model, stream=relay,
-                        **_registry_options(call.options), **call.thinking)
-                except _ClientGone:
-                    trace.set(cancelled=True)
-                    return
-                put(StreamChunk(completion=completion))
-                trace.set(**{k: v for k, v in call.notes.items() if v is not None})
-        except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
-            put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
-
-
-def _registry_thinking(name: str, upstream: Upstream, body: dict) -> dict:
-    """The options that make a registry model think as Ollama's `think` asks; Ollama's 400 when its
-    provider's models cannot think."""
-    level = wire.think_level(body)
-    if level is None:
-        return {}
-    options = thinking_options(upstream.model.provider, level)
-    if options is None:
-        raise wire.cannot_think(name)
-    return options
-
-
-def _registry_options(options: dict) -> dict:
-    """Ollama's options under the names `complete` takes (those a registry model understands)."""
-    return {_REGISTRY_OPTIONS[k]: v for k, v in options.items() if k in _REGISTRY_OPTIONS}
-
-
-class _ClientGone(Exception):
-    """Raised from the stream callback when the client has disconnected: abandons the model call."""
-
-
-def _image_store(workspace_id: int):
-    """Base64 image -> an ImageRef of the lake's copy (registry providers read images by hash)."""
-    store = import_string(settings.FATHOM_MEDIA_STORE)
-    workspace = Workspace(pk=workspace_id)
-
-    def keep(image) -> ImageRef:
-        try:
-            row, _ = store(workspace=workspace, data=wire.image_bytes(image))
-        except ApplicationError as exc:
-            raise WireError(exc.status_code if 400 <= exc.status_code < 500 else 400, f"invalid image: {exc}") from None
-        return ImageRef(row.hash, getattr(row, "media_type", "image/png"))
-
-    return keep
-
-
-def _sent(sends: list) -> None:
-    for send in sends:
-        send()
-
-
-def _outcomes_send(finished: list[tuple]) -> None:
-    outcomes_send([call.outcome(completion, kind, stream_cut) for call, completion, kind, stream_cut in finished])
-
-
-def _stream_cut_later(call: ProxiedCall, completion: Completion, unit: str) -> None:
-    """A registry answer cut for repeating itself: the loop guard counts it like any other answer (on
-    the memory queue)."""
-    signature(STREAM_CUT_TASK).apply_async((call.workspace_id, call.session, completion.to_dict(), unit,
-                                            call.upstream.name), ignore_result=True)
-
-
-def _said(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
-
-
-def _error_message(data: bytes) -> str:
-    try:
-        return str(json.loads(data).get("error") or data.decode(errors="replace"))
-    except (ValueError, AttributeError):
-        return data.decode(errors="replace")[:500]
-
-
-def _logged(function):
-    def run(*args):
-        try:
-            function(*args)
-        except Exception:
-            log.exception("festinger proxy: the work after a response failed")
-    return run
 
 
 _ROUTES = {

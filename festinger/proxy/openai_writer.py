@@ -38,7 +38,7 @@ class OpenAIWriter:
             return
         self.ended = True
         error = wire.openai_error(502, message)
-        if not self.request._started:
+        if not self.request.started:
             await self.request.json(502, error)
             return
         await self.request.end(b"data: " + json.dumps(error).encode() + b"\n\n")
@@ -46,7 +46,7 @@ class OpenAIWriter:
     async def event(self, payload: dict) -> None:
         if self.ended:
             return
-        if not self.request._started:
+        if not self.request.started:
             await self.request.start(200, EVENT_STREAM)
         chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                  **payload}

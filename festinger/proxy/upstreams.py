@@ -43,7 +43,7 @@ class Upstream:
 
 def upstream_for(*, workspace_id: int, name: str) -> Upstream | None:
     """The upstream that answers `name` in the workspace, or None (an unknown model)."""
-    versions = (version(ROUTES_VERSION_KEY), version(registry.VERSION_KEY), settings.OLLAMA_HOST)
+    versions = _versions()
     key = (workspace_id, name)
     with _lock:
         if _cache.get("versions") != versions:
@@ -56,6 +56,16 @@ def upstream_for(*, workspace_id: int, name: str) -> Upstream | None:
         if _cache.get("versions") == versions:
             _cache[key] = found
     return found
+
+
+def upstream_held(*, workspace_id: int, name: str) -> tuple[bool, Upstream | None]:
+    """(True, what `upstream_for` answers) when this process holds it, current; (False, None) when it
+    must be resolved from the database."""
+    versions, key = _versions(), (workspace_id, name)
+    with _lock:
+        if _cache.get("versions") == versions and key in _cache:
+            return True, _cache[key]
+    return False, None
 
 
 def registry_names(*, workspace_id: int) -> list[tuple[str, str]]:
@@ -99,6 +109,10 @@ def routes_changed() -> None:
 
 _cache: dict = {}
 _lock = threading.Lock()
+
+
+def _versions() -> tuple:
+    return version(ROUTES_VERSION_KEY), version(registry.VERSION_KEY), settings.OLLAMA_HOST
 
 
 def _resolve(workspace_id: int, name: str) -> Upstream | None:

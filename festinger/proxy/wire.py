@@ -38,6 +38,10 @@ class WireError(Exception):
         self.code = code
 
 
+class OpenAIError(WireError):
+    """A WireError answered in OpenAI's error shape (whatever the path)."""
+
+
 def model_not_found(name: str) -> WireError:
     return WireError(404, f'model "{name}" not found, try pulling it first')
 
@@ -83,6 +87,16 @@ def chat_messages(body: dict) -> list[dict]:
         if not isinstance(message.get("role", ""), str) or not isinstance(message.get("content", ""), str | None):
             raise WireError(400, "json: cannot unmarshal message: role and content must be strings")
     return messages
+
+
+def generate_messages(body: dict) -> list[dict]:
+    """An /api/generate body's prompt and system as chat messages (none for an empty prompt: Ollama
+    loads the model and answers done)."""
+    prompt, system = body.get("prompt") or "", body.get("system") or ""
+    if not isinstance(prompt, str) or not isinstance(system, str):
+        raise WireError(400, "json: cannot unmarshal prompt: it must be a string")
+    return ([{"role": "system", "content": system}] if system else []) + (
+        [{"role": "user", "content": prompt}] if prompt else [])
 
 
 def think_level(body: dict) -> str | None:

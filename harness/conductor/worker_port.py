@@ -21,8 +21,8 @@ from harness.conductor.terminal import command_run
 from harness.conductor.worker_runtime import worker_loop
 from harness.fires.models import Fire
 from harness.fires.services import fire_create, fire_run
-from harness.tools import tools_for
-from harness.tools.base import MAIN
+from harness.fires.tools import tools_for
+from harness.fires.tools.base import MAIN
 
 RESEARCH_TOOLS = frozenset({"plan", "semantic", "expand", "ascend", "deliberate", "state", "pattern", "time",
                             "relate", "web_search", "respond"})

@@ -6,9 +6,8 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from harness.fires import selectors, services
+from harness.fires import hooks, selectors, services
 from harness.fires.models import Fire, FireToolCall, FireTurn
-from harness.quality.api import QualityOutput
 from harness.runtime import selectors as runtime_selectors
 from harness.runtime.services import harness_settings_get, message_send
 
@@ -40,15 +39,18 @@ class FireSummaryOutput(serializers.ModelSerializer):
 
 
 class FireOutput(FireSummaryOutput):
+    """A fire whole, with what its lifecycle hooks add (the quality harness's `quality`)."""
+
     turns = FireTurnOutput(many=True, read_only=True)
     children = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
-    quality = QualityOutput(read_only=True, allow_null=True, help_text="the quality harness's record (null when "
-                                                                      "it did not wrap the fire)")
 
     class Meta(FireSummaryOutput.Meta):
         fields = FireSummaryOutput.Meta.fields + [
             "work_set", "disabled_tools", "plan", "plan_events", "response", "review", "writes", "error",
-            "cancel_requested_at", "children", "turns", "quality"]
+            "cancel_requested_at", "children", "turns"]
+
+    def get_fields(self):
+        return {**super().get_fields(), **hooks.output_fields()}
 
 
 def fire_detail(fire: Fire) -> dict:

@@ -31,9 +31,10 @@ def journal_append(row: FireTurn | FireToolCall, *, fire: Fire, counters: dict |
     its own: the row is written only if this runner still holds the fire, else ClaimLost. Returns
     the fire's cancel_requested_at, read in the same statement.
 
-    One statement rather than an UPDATE and an INSERT in a transaction: every model response and
-    every tool result is committed before the next model call, so this is on every turn's path
-    twice, and BEGIN and COMMIT are round trips of their own."""
+    One statement (fathom.sql) rather than the ORM's UPDATE, INSERT and SELECT in a transaction: every
+    model response and every tool result is committed before the next model call, so this is on every
+    turn's path twice; written with the ORM, the harness's time per turn went from 3.5 to 6.3 ms
+    (tests/bench/bench_harness.py; target 5 ms)."""
     increments = counters or {}
     assignments = ", ".join([f"{column} = {column} + %s" for column in increments] + ["runner_heartbeat_at = %s"])
     insert, values = insert_sql(row, tail="FROM claimed")
@@ -45,7 +46,7 @@ def journal_append(row: FireTurn | FireToolCall, *, fire: Fire, counters: dict |
         inserted = cursor.fetchone()
     if inserted is None:
         raise claims.ClaimLost(f"fire {fire.pk} is no longer claimed by {claims.runner_id()}")
-    row.pk, row._state.adding, row._state.db = inserted[0], False, connection.alias
+    row.pk = inserted[0]
     for field in type(row)._meta.concrete_fields:  # the row as it is read back, so a resumed fire renders
         if isinstance(field, models.JSONField):  # the very same prompt
             setattr(row, field.attname, _as_jsonb(getattr(row, field.attname)))

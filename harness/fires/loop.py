@@ -1,16 +1,16 @@
 """run_threaded_fire: the one entry point of every fire (reactive, self-directing, introspective).
 
-    pre-flight  the quality harness classifies (and plans) once (harness.quality.flow)
+    pre-flight  the lifecycle hooks' (harness.fires.hooks: the quality harness classifies and plans)
     main loop   model <-> tools, each model response and each tool result committed before the
                 next model call; ends on respond (or, at the turn cap, a forced final respond)
-    verify      the quality harness's post-flight: contract and verifier; the fire parks while its
-                verifier group runs on the quality worker, then accepts or retries (back to main)
+    verify      when a hook checks the answer: the fire parks while the checks run elsewhere, then
+                keeps an answer or retries (back to main)
     writes      the per-fire writes and the session's output, once (harness.fires.writes)
     review      one model call whose only outcomes are propose_provenance or skip
     done
 
-The fire's phase and journal are its whole state: calling this again on a fire whose worker died
-continues where the journal ends."""
+The fire's phase and journal are its whole state (the hooks keep theirs in their own tables):
+calling this again on a fire whose worker died continues where the journal ends."""
 
 import json
 import logging
@@ -30,19 +30,19 @@ from fathom.tracing.names import words
 from fathom.tracing.services import run_spans
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 from harness.fires import writes
+from harness.fires.hooks import FireLifecycle, Park
 from harness.fires.journal import JournalTurn, journal_append, journal_read
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.prompt import render_messages, render_preamble
-from harness.fires.streaming import StreamedTurn, turn_listeners_open
-from harness.quality import flow as quality
+from harness.fires.tools import ToolContext, ToolError, tool_specs, tools_for
+from harness.fires.tools import plan as plan_tool
+from harness.fires.tools import respond as respond_tool
+from harness.fires.tools.base import MAIN, REVIEW
+from harness.fires.turn_stream import StreamedTurn, turn_listeners_open
 from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, SessionEvent
 from harness.runtime.services import harness_settings_get
-from harness.tools import ToolContext, ToolError, tool_specs, tools_for
-from harness.tools import plan as plan_tool
-from harness.tools import respond as respond_tool
-from harness.tools.base import MAIN, REVIEW
 
 logger = logging.getLogger(__name__)
 RESULT_PREVIEW_CHARS = 500
@@ -55,34 +55,37 @@ class FireCancelled(Exception):
     pass
 
 
-def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> Fire:
-    """Run (or resume) `fire` to its end; the caller holds its claim. Returns the fire, finished,
-    failed or cancelled. A failure of the main loop is recorded on the fire and re-raised; a
-    transient error (fathom.transient) is not: it is raised with the fire left running, for the
-    retried task to resume from the journal."""
+def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> Park | None:
+    """Run (or resume) `fire` as far as it goes now; the caller holds its claim. Returns None when
+    the fire ended (finished, failed or cancelled), or the Park of a hook it waits for (its claims
+    went back with the hook's last write). A failure of the main loop is recorded on the fire and
+    re-raised; a transient error (fathom.transient) is not: it is raised with the fire left running,
+    for the retried task to resume from the journal."""
     limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
+    lifecycle = FireLifecycle(fire)
     with _resumed(fire), span(
             "trace.prompt", workspace=fire.workspace_id, actor_id=f"fire:{fire.pk}", run_id=str(fire.pk),
             mode=fire.mode, depth=fire.depth, question=fire.question[:500], autonomous=fire.autonomous) as root:
         if fire.status == Fire.Status.ACCEPTED:
             fire.status, fire.started_at, fire.trace_id = Fire.Status.RUNNING, timezone.now(), root.trace_id
-            quality.fire_started(fire, fields=("status", "started_at", "trace_id"))
+            fire.save(update_fields=["status", "started_at", "trace_id"])
         try:
-            while fire.phase in (Fire.Phase.MAIN, Fire.Phase.VERIFY):
+            park = None
+            while park is None and fire.phase in (Fire.Phase.MAIN, Fire.Phase.VERIFY):
                 if fire.phase == Fire.Phase.MAIN:
-                    _main_loop(fire, limits, quality.preflight(fire))
-                if fire.phase == Fire.Phase.VERIFY:
-                    _verified(fire)
+                    park = lifecycle.preflight() or _main_loop(fire, limits, lifecycle)
+                if park is None and fire.phase == Fire.Phase.VERIFY:
+                    park = _verified(fire, lifecycle)
+            if park is not None:
+                flush()
+                root.leave_open()  # the run that resumes the fire once what it waits for answered ends it
+                return park
             if fire.phase == Fire.Phase.WRITES:
                 writes.fire_writes(fire)
             if fire.phase == Fire.Phase.REVIEW:
                 _review_pass(fire, limits)
         except FireCancelled:
             _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
-        except quality.Parked:
-            flush()
-            root.leave_open()  # the run that resumes the fire when the quality worker is done ends it
-            return fire
         except claims.ClaimLost:
             raise
         except TRANSIENT_ERRORS:
@@ -98,17 +101,24 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> F
         else:
             _end(fire, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
         root.set(status=fire.status, stop_reason=fire.stop_reason, model_calls=fire.model_calls)
-    return fire
+    return None
 
 
-def _verified(fire: Fire) -> None:
-    """The quality harness's post-flight once its verdict is in (Parked until then): on to writes, or
-    back to main for a retry. An accepted answer's per-fire writes commit with the decision."""
-    quality.postflight_wait(fire)
+def _verified(fire: Fire, lifecycle: FireLifecycle) -> Park | None:
+    """The hooks' verdict on the answer once their checks are in (Park until then): on to writes, or
+    back to main for a retry. A kept answer's per-fire writes commit with the verdict."""
     with transaction.atomic():
-        quality.postflight(fire)
+        verdict = lifecycle.answer_verdict()
+        if isinstance(verdict, Park):
+            return verdict
+        if verdict.retry:
+            fire.phase, fire.response, fire.stop_reason = Fire.Phase.MAIN, {}, ""
+        else:
+            fire.phase, fire.response = Fire.Phase.WRITES, verdict.response or fire.response
+        fire.save(update_fields=["phase", "response", "stop_reason"])
         if fire.phase == Fire.Phase.WRITES:
             writes.fire_writes(fire)
+    return None
 
 
 @contextmanager
@@ -150,9 +160,7 @@ def _earlier_runs(fire: Fire):
     run's attempt number."""
     if not fire.trace_id:
         return None, [], [], 1
-    starts = fire.__dict__.pop("_run_spans", None)  # read with the fire on its way back (quality.fire_parked_get)
-    if starts is None:
-        starts = run_spans(workspace_id=fire.workspace_id, trace_id=fire.trace_id, run_id=str(fire.pk))
+    starts = run_spans(workspace_id=fire.workspace_id, trace_id=fire.trace_id, run_id=str(fire.pk))
     roots = [start for start in starts if start.kind == "trace.prompt.received"]
     left_open = [start for start in starts if not start.ended and start.kind == words(start.name)[0]]
     attempt = max(len(roots), 1) + 1
@@ -165,39 +173,38 @@ def _earlier_runs(fire: Fire):
 
 # --- main loop ------------------------------------------------------------------------------------------
 
-def _main_loop(fire: Fire, limits: HarnessSettings, run=None) -> None:
+def _main_loop(fire: Fire, limits: HarnessSettings, lifecycle: FireLifecycle) -> Park | None:
+    """Model <-> tools until the fire responds; the Park of a hook that checks the answer elsewhere."""
     tools = tools_for(phase=MAIN, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     specs = {False: tool_specs(tools), True: tool_specs([by_name["respond"]])}  # the same every turn
-    preamble = render_preamble(fire, history_limit=limits.history_messages)
-    turns = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
-    earlier, turns = quality.attempt_split(run, turns)  # a retry's attempt continues after the earlier ones
-    preamble = quality.preamble(fire, run, preamble, earlier=render_messages(
-        fire, earlier, history_limit=limits.history_messages, forced=False, max_turns=limits.max_turns_per_fire,
-        preamble=preamble) if earlier else preamble)
+    journal = journal_read(fire=fire, phase=MAIN)  # read once (a resumed fire's turns), then kept as it grows
+    # the hooks' additions, and the turns this attempt continues (a retry's follow the earlier attempts')
+    preamble, turns = lifecycle.main_prompt(render_preamble(fire, history_limit=limits.history_messages),
+                                            journal, limits)
+    earlier = len(journal) - len(turns)
     committed = False
     while True:
         last = turns[-1] if turns else None
         if last is not None:
-            response = _run_pending_calls(fire, last, by_name)
+            response = _run_pending_calls(fire, last, by_name, lifecycle)
             if response is not None:
-                _respond(fire, response, forced=last.turn.forced)
-                return
+                return _respond(fire, response, lifecycle, forced=last.turn.forced)
         _check_cancel(fire, read_at_last_commit=committed)
         forced = len(turns) >= limits.max_turns_per_fire
         if forced and last is not None and last.turn.forced:
             # The forced turn answered without calling respond: its text is the answer.
-            _respond(fire, respond_tool.validate({"body": last.turn.text or "(no answer within the turn cap)"}),
-                     forced=True)
-            return
+            return _respond(fire, respond_tool.validate({"body": last.turn.text or "(no answer within the turn cap)"}),
+                            lifecycle, forced=True)
         messages = render_messages(fire, turns, history_limit=limits.history_messages, forced=forced,
                                    max_turns=limits.max_turns_per_fire, preamble=preamble)
-        turns.append(JournalTurn(_model_turn(fire, len(earlier) + len(turns) + 1, MAIN, messages, specs[forced],
-                                             forced=forced)))
+        turns.append(JournalTurn(_model_turn(fire, earlier + len(turns) + 1, MAIN, messages, specs[forced],
+                                             forced=forced, lifecycle=lifecycle)))
         committed = True  # from here on, each commit of the journal has read the cancel request
 
 
-def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | None:
+def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict,
+                       lifecycle: FireLifecycle | None = None) -> dict | None:
     """Run the turn's calls that have no recorded result (all of them, or the rest after a crash),
     adding each result to `entry`; return the response if the turn responded validly."""
     turn, done = entry.turn, entry.results
@@ -205,7 +212,7 @@ def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | 
     for position, call in enumerate(turn.tool_calls):
         if call["id"] in done or call["name"] == "respond":
             continue
-        done[call["id"]] = _run_call(fire, turn, position, call, by_name)
+        done[call["id"]] = _run_call(fire, turn, position, call, by_name, lifecycle)
     if not turn.tool_calls:
         if turn.text.strip():  # a lean reply: plain text is a respond with that body
             return respond_tool.validate({"body": turn.text})
@@ -215,7 +222,10 @@ def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | 
         recorded = done.get(call["id"])
         if recorded is not None:
             return respond_tool.validate(recorded.arguments) if recorded.ok else None
-        try:
+        try:  # checked against its schema as every call is, before anything of it is written
+            problem = _problem(by_name.get("respond"), "respond", _arguments(call), by_name)
+            if problem:
+                raise ToolError(problem)
             response = respond_tool.validate(_arguments(call))
         except ToolError as exc:
             done[call["id"]] = _record(fire, turn, turn.tool_calls.index(call), call, f"error: {exc}", ok=False)
@@ -225,7 +235,8 @@ def _run_pending_calls(fire: Fire, entry: JournalTurn, by_name: dict) -> dict | 
     return None
 
 
-def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict) -> FireToolCall:
+def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: dict,
+              lifecycle: FireLifecycle | None) -> FireToolCall:
     name, args = call["name"], _arguments(call)
     plan_step = args.pop("plan_step", None) if isinstance(args, dict) else None
     tool = by_name.get(name)
@@ -239,16 +250,16 @@ def _run_call(fire: Fire, turn: FireTurn, position: int, call: dict, by_name: di
             traced.set(ok=False, error=problem)
             return _record(fire, turn, position, call, f"error: {problem}", ok=False, plan_step=ctx.plan_step)
         if tool.transactional:
-            recorded = _run_in_transaction(fire, turn, position, call, tool, ctx, args, started)
+            recorded = _run_in_transaction(fire, turn, position, call, tool, ctx, args, started, lifecycle)
         else:
             result, ok = _invoke(tool, ctx, args)
             recorded = _record(fire, turn, position, call, result, ok=ok, plan_step=ctx.plan_step,
-                               latency_ms=(time.perf_counter() - started) * 1000)
+                               latency_ms=(time.perf_counter() - started) * 1000, lifecycle=lifecycle)
         traced.set(ok=recorded.ok, result_chars=len(recorded.result))
         return recorded
 
 
-def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started) -> FireToolCall:
+def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started, lifecycle) -> FireToolCall:
     """A tool that writes commits together with its result, in one transaction without a savepoint.
     When it fails, that transaction is rolled back whole (no half-writes) and the failure is recorded
     on its own."""
@@ -256,10 +267,10 @@ def _run_in_transaction(fire, turn, position, call, tool, ctx, args, started) ->
         with transaction.atomic():
             value = _run_tool(tool, ctx, args)
             return _record(fire, turn, position, call, value, ok=True, plan_step=ctx.plan_step,
-                           latency_ms=(time.perf_counter() - started) * 1000)
+                           latency_ms=(time.perf_counter() - started) * 1000, lifecycle=lifecycle)
     except _ToolFailed as failed:
         return _record(fire, turn, position, call, str(failed), ok=False, plan_step=ctx.plan_step,
-                       latency_ms=(time.perf_counter() - started) * 1000)
+                       latency_ms=(time.perf_counter() - started) * 1000, lifecycle=lifecycle)
 
 
 def _problem(tool, name: str, args, by_name: dict) -> str:
@@ -319,8 +330,8 @@ def _run_tool(tool, ctx: ToolContext, args: dict) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None,
-            latency_ms: float = 0) -> FireToolCall:
+def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None, latency_ms: float = 0,
+            lifecycle: FireLifecycle | None = None) -> FireToolCall:
     recorded = FireToolCall(workspace_id=fire.workspace_id, fire=fire, turn=turn, call_id=call["id"],
                             position=position, name=call["name"],
                             arguments=call["arguments"] if isinstance(call["arguments"], dict) else {},
@@ -332,8 +343,8 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
     with transaction.atomic(savepoint=False) if advanced or plan_event or _in_session(fire) else nullcontext():
         if advanced or plan_event:
             fire.save(update_fields=["plan", "plan_events"])
-        if advanced:
-            quality.subtasks_advanced(fire, before)
+        if advanced and lifecycle is not None:
+            lifecycle.plan_advanced(before)
         fire.cancel_requested_at = journal_append(recorded, fire=fire)
         _session_event(fire, SessionEvent.Kind.AGENT_STREAM, {
             "fire_id": str(fire.pk), "turn": turn.number, "phase": turn.phase, "tool": call["name"],
@@ -342,18 +353,17 @@ def _record(fire, turn, position, call, result: str, *, ok: bool, plan_step=None
     return recorded
 
 
-def _respond(fire: Fire, response: dict, *, forced: bool) -> None:
+def _respond(fire: Fire, response: dict, lifecycle: FireLifecycle, *, forced: bool) -> Park | None:
+    """The fire's answer, saved; when a hook checks it (phase verify), with the checks' start."""
     before = [dict(step) for step in fire.plan]
     plan_tool.finish(fire.plan)
     fire.response = response
-    quality.subtasks_advanced(fire, before)
     fire.stop_reason = Fire.StopReason.MAX_TURNS if forced else Fire.StopReason.RESPONDED
-    fire.phase = quality.phase_after_respond(fire)
-    answer = ("response", "stop_reason", "phase", "plan")
-    if fire.phase == Fire.Phase.VERIFY:
-        quality.postflight_start(fire, answer=answer)  # saved with its contract, its verifier sent
-    else:
-        fire.save(update_fields=answer)
+    fire.phase = Fire.Phase.VERIFY if lifecycle.checks_answer() else Fire.Phase.WRITES
+    with transaction.atomic():
+        fire.save(update_fields=["response", "stop_reason", "phase", "plan"])
+        lifecycle.plan_advanced(before)
+        return lifecycle.answer_submitted() if fire.phase == Fire.Phase.VERIFY else None
 
 
 # --- review pass -----------------------------------------------------------------------------------------
@@ -430,11 +440,13 @@ OFFLINE_REVIEW = OfflineReview()
 
 # --- model calls and the journal ---------------------------------------------------------------------------
 
-def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool) -> FireTurn:
-    """One model call, streamed to the turn's listeners (harness.fires.streaming) as it is written,
-    then committed as a FireTurn before anything else happens."""
+def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list, *, forced: bool,
+                lifecycle: FireLifecycle | None = None) -> FireTurn:
+    """One model call, streamed to the turn's listeners (harness.fires.turn_stream, and the hooks') as it
+    is written, then committed as a FireTurn before anything else happens."""
     call_id = f"llm-{secrets.token_hex(6)}"
-    listeners = turn_listeners_open(StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id))
+    streamed = StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id)
+    listeners = turn_listeners_open(streamed, also=lifecycle.turn_listeners(streamed) if lifecycle else ())
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
         workspace=fire.workspace, role="main", messages=messages, tools=specs, call_id=call_id,
         stream=listeners.feed if listeners else None,

@@ -59,7 +59,7 @@ class Fire(WorkspaceScoped, Claimable):
     disabled_tools = models.JSONField(default=list, blank=True)
     plan = models.JSONField(default=list, blank=True, help_text="[{step, text, status}]: the active plan")
     plan_events = models.JSONField(default=list, blank=True,
-                                   help_text="drifts from the plan and its revisions (harness.tools.plan)")
+                                   help_text="drifts from the plan and its revisions (harness.fires.tools.plan)")
     response = models.JSONField(default=dict, blank=True, help_text="the respond tool's arguments")
     review = models.JSONField(default=dict, blank=True, help_text="the review pass's outcome")
     writes = models.JSONField(default=dict, blank=True, help_text="ids of the per-fire writes")

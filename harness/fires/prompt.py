@@ -8,10 +8,10 @@ import re
 from fathom.llm import Message, ToolCall
 from harness.fires.journal import JournalTurn
 from harness.fires.models import Fire
+from harness.fires.tools.base import MAIN, REGISTRY, tools_for
+from harness.fires.tools.plan import render as render_plan
 from harness.runtime.profiles import profile_copy
 from harness.runtime.selectors import agent_profile_default_get
-from harness.tools.base import MAIN, REGISTRY, tools_for
-from harness.tools.plan import render as render_plan
 from lake.selectors import orient_current
 from proposals.helper_jobs import helper_hosts
 

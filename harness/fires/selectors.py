@@ -5,6 +5,7 @@ from django.db import models
 
 from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
+from harness.fires import hooks
 from harness.fires.models import Fire
 from harness.runtime.models import Session
 from lake.models import Delta
@@ -24,10 +25,9 @@ def fires_list(*, workspace, session: Session | None = None):
 
 
 def fire_with_journal(*, fire: Fire) -> Fire:
-    """The fire with its turns, their tool calls, its children and its quality record with its
-    attempts, read in five queries."""
-    return Fire.objects.select_related("quality").prefetch_related("turns__calls", "children",
-                                                                    "quality__attempts").get(pk=fire.pk)
+    """The fire with its turns, their tool calls, its children and what its lifecycle hooks show of it
+    (the quality harness's record with its attempts), read in four queries and the hooks' lookups."""
+    return Fire.objects.prefetch_related("turns__calls", "children", *hooks.output_prefetch()).get(pk=fire.pk)
 
 
 def fire_trace(*, fire: Fire) -> list[dict]:

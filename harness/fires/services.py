@@ -2,6 +2,7 @@
 cancel; and the turn work that makes a session turn a fire."""
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
@@ -10,12 +11,18 @@ from django.utils import timezone
 from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
 from fathom.transient import TRANSIENT_ERRORS
+from harness.fires.hooks import Park
 from harness.fires.loop import run_threaded_fire
 from harness.fires.models import Fire
-from harness.quality import flow as quality
 from harness.runtime import claims
 from harness.runtime.models import HarnessSettings, Trigger, Turn
-from harness.runtime.services import TurnParked, TurnSnapshot, harness_settings_get, session_tick
+from harness.runtime.services import (
+    TurnParked,
+    TurnSnapshot,
+    harness_settings_get,
+    message_mark_addressed,
+    session_tick,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,26 +56,34 @@ def fire_create(*, workspace, mode: str, question: str = "", messages: list[dict
 
 
 def fire_run(*, fire_id=None, fire: Fire | None = None, limits: HarnessSettings | None = None) -> Fire:
-    """Run or resume the fire if nobody else does; returns it as it stands afterwards. A transient
-    error (fathom.transient) is raised, the fire left to resume, once its claim is given back.
-    `fire` (loaded with its session and workspace) and `limits` spare reading them again."""
+    """Run or resume the fire if nobody else does; returns it as it stands afterwards (unfinished
+    when it waits for a lifecycle hook's work). A transient error (fathom.transient) is raised, the
+    fire left to resume, once its claim is given back. `fire` (loaded with its session and workspace)
+    and `limits` spare reading them again."""
     if fire is None:
         fire = Fire.objects.select_related("session", "workspace").get(pk=fire_id)
+    fire_advance(fire=fire, limits=limits)
+    return fire
+
+
+def fire_advance(*, fire: Fire, limits: HarnessSettings | None = None, claimed: bool = False) -> Park | None:
+    """Run or resume the fire as far as it goes now, if nobody else does (`claimed`: the caller took
+    its claim already): the Park of the hook it waits for, else None (it ended, or another runner has
+    it). Failures are recorded on the fire, transient errors raised, as fire_run says."""
     if fire.is_terminal:
-        return fire
+        return None
     limits = limits or harness_settings_get(workspace_id=fire.workspace_id)
-    claimed = fire.__dict__.pop("_claimed", False)  # by the read that loaded it (quality.fire_parked_get)
     if not claimed and not claims.claim(Fire, fire.pk, stale_after=limits.stale_after_seconds):
-        return fire
+        return None
     try:
-        run_threaded_fire(fire, limits=limits)
+        return run_threaded_fire(fire, limits=limits)
     except (claims.ClaimLost, *TRANSIENT_ERRORS):
         raise  # the fire is not over: another runner has it, or the retried task resumes it
     except Exception:  # noqa: BLE001 - recorded on the fire (failed, with its error); callers read that
         logger.exception("fire %s failed", fire.pk)
+        return None
     finally:
         claims.release(Fire, fire.pk)
-    return fire
 
 
 def fire_enqueue(*, fire: Fire) -> None:
@@ -111,7 +126,8 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
     on the tick's worker. Triggers other than messages (a task done, a heartbeat, a cron) are in its
     work set as notes of what happened, before the messages."""
     turn = snapshot.turn
-    fire = snapshot.resumed or Fire.objects.select_related("session", "workspace").filter(turn=turn).first()
+    resumed = snapshot.resumed
+    fire = resumed.fire if resumed else Fire.objects.select_related("session", "workspace").filter(turn=turn).first()
     if fire is None:
         others = [t for t in snapshot.triggers if not t.is_user_message and t.kind != Trigger.Kind.REFRESH_PROFILE]
         # What happened (a task's result, a heartbeat) first, the messages to answer last.
@@ -120,26 +136,49 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
         mode = Fire.Mode.SELF_DIRECTING if any(m.get("source") == "sit" for m in messages) else Fire.Mode.REACTIVE
         fire = fire_create(workspace=snapshot.session.workspace, mode=mode, messages=messages,
                            session=snapshot.session, turn=turn)
-    fire = fire_run(fire=fire, limits=snapshot.limits)
-    if not fire.is_terminal and quality.is_parked(fire):
-        raise TurnParked(f"fire {fire.pk} waits for the quality worker")
+    park = fire_advance(fire=fire, limits=snapshot.limits, claimed=bool(resumed and resumed.claimed))
+    if park is not None:
+        raise TurnParked(f"fire {fire.pk} waits for its {park.waiting_for}")
+    if fire.status == Fire.Status.CANCELLED:  # what was asked stays cancelled: it does not fire again
+        for message in fire.work_set.get("messages", []):
+            if message.get("id"):
+                message_mark_addressed(session_id=fire.session_id, trigger_id=message["id"],
+                                       note=f"cancelled with fire {fire.pk}")
     if fire.status == Fire.Status.FAILED:
         raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
 
 
+@dataclass(frozen=True)
+class ParkedFire:
+    """A parked fire on its way back: loaded with its session, workspace and turn; `claimed` when the
+    read that found it took its claim too (its run need not claim it again)."""
+
+    fire: Fire
+    claimed: bool
+
+
 def fire_parked_resume(*, session_id, workspace_id, fire_id) -> str:
-    """The way back into a fire parked for the quality worker once what it waited for has answered (the
+    """The way back into a fire parked for a lifecycle hook once what it waited for has answered (the
     verifier's, the swarm's or the parallel subtasks' callback sends it): its session's tick, which
-    loads the fire with its session, turn, QualityRun and current attempt in one query, rather than
-    finding the turn, its triggers, its fire and its run one by one. Anything else than a parked fire
-    of the running turn takes the tick's usual way."""
+    goes straight to the fire rather than finding the turn, its triggers and its fire one by one.
+    Anything else than an unfinished fire of the running turn takes the tick's usual way."""
     def parked(limits: HarnessSettings) -> TurnSnapshot | None:
-        fire = quality.fire_parked_get(fire_id=fire_id, stale_after=limits.stale_after_seconds)
-        if fire is None or fire.is_terminal or fire.turn is None or fire.turn.status != Turn.Status.RUNNING:
+        found = fire_parked_get(fire_id=fire_id, stale_after=limits.stale_after_seconds)
+        if found is None:
             return None
-        return TurnSnapshot(session=fire.session, turn=fire.turn, triggers=[], resumed=fire)
+        return TurnSnapshot(session=found.fire.session, turn=found.fire.turn, triggers=[], resumed=found)
 
     return session_tick(session_id=session_id, workspace_id=workspace_id, work=fire_turn_work, resume=parked)
+
+
+def fire_parked_get(*, fire_id, stale_after: int) -> ParkedFire | None:
+    """The fire `fire_id` if it is an unfinished fire of a running turn, claimed for this runner when
+    nobody else holds it; None otherwise."""
+    fire = (Fire.objects.select_related("session", "workspace", "turn")
+            .filter(pk=fire_id, turn__status=Turn.Status.RUNNING).exclude(status__in=Fire.TERMINAL).first())
+    if fire is None:
+        return None
+    return ParkedFire(fire=fire, claimed=claims.claim(Fire, fire.pk, stale_after=stale_after))
 
 
 def _message(trigger: Trigger) -> dict:

@@ -7,9 +7,9 @@ from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError
 from fathom.transient import retries
 from harness.fires import judge, schedules
 from harness.fires import services as fires
+from harness.fires.tools import orient_shift
 from harness.runtime import background
 from harness.runtime import services as runtime
-from harness.tools import orient_shift
 
 
 @shared_task(name="fires.session_tick", bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from fathom.celery import send_task_on_commit
 from harness.fires.models import Fire
+from harness.fires.tools.respond import MOOD_SHIFT
 from harness.runtime.events import event_emit
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import message_mark_addressed, message_send
-from harness.tools.respond import MOOD_SHIFT
 from lake.models import QA_MARKER_TAG, Delta
 from lake.services import deltas_create, provenance_create
 

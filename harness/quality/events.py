@@ -3,18 +3,18 @@ shows them) and sent on the fire's session stream as `event: <name>`; and how wh
 hands it back: a tick of its session.
 
 The events of one step (a pre-flight, an answer judged, a verdict decided) are written together with
-the rows the step made and changed: inside `emitting(run)`, emit only collects the events, `created`
-the new rows and `changed` the rows' fields, and the block's end writes them all in one statement (the
-run's events and fields, the other rows, the session's numbers and rows) with one notice to the
-stream; what must follow the write (a group sent to the quality worker) waits for it (`after_step`)."""
+the rows the step made and changed: inside `emitting(fire, run) as step`, `step.emit` collects the
+events, `step.create` the new rows and `step.changed` the rows' fields, and the block's end writes them
+all in one statement (fathom.sql: the run's events and fields, the other rows, the session's numbers
+and rows) with one notice to the stream; what must follow the write (a group sent to the quality
+worker) waits for it (`step.after`). One statement rather than the ORM's save of each row: written
+row by row, a fire's steps cost 63 statements (tests/harness/quality/test_overhead.py pins the count
+and tells its history), more than the 15 ms a fire the harness may add (tests/bench/bench_quality.py)."""
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
 
-from django.db import connection
 from django.utils import timezone
 
 from fathom.celery import send_task_on_commit
@@ -26,93 +26,67 @@ from harness.runtime.events import EVENTS_WRITTEN, events_emit
 from harness.runtime.models import Session
 
 
-@dataclass
-class _Step:
-    fire: Fire
-    run: QualityRun
-    events: list = field(default_factory=list)
-    rows: dict = field(default_factory=dict)  # changed: (model, pk) -> (row, its fields)
-    created: list = field(default_factory=list)
-    then: list = field(default_factory=list)  # called once the step is written
-    parking: bool = False
+class Step:
+    """The writes of one step of the harness (a pre-flight, an answer judged, a verdict decided), made
+    inside `emitting`: the events it emits, the rows it creates and the fields it changes, written
+    together at the block's end; what must follow the write (a group sent to the quality worker) is
+    called after it."""
 
+    def __init__(self, fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False):
+        self.fire, self.run, self.runner, self.parking = fire, run, runner, parking
+        self.events: list[tuple[str, dict]] = []
+        self.rows: dict = {}  # changed: (model, pk) -> (row, its fields)
+        self.created: list = []
+        self.then: list[Callable[[], None]] = []
 
-_STEP: ContextVar[_Step | None] = ContextVar("quality_step", default=None)
+    def emit(self, name: str, data: dict) -> None:
+        """A harness event: kept on the run (GET /v1/fires/{id} shows them) and sent on the fire's
+        session stream as `event: <name>`."""
+        self.events.append((name, {"fire_id": str(self.fire.pk), **data}))
 
+    def changed(self, row, *fields: str) -> None:
+        """Save the row's `fields` with the step."""
+        _, known = self.rows.setdefault((type(row), row.pk), (row, set()))
+        known.update(fields)
 
-def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = True) -> None:
-    """A harness event: kept on the run (GET /v1/fires/{id} shows them) and sent on the fire's session
-    stream as `event: <name>`. `runner`: the caller holds the fire's session (its heartbeat too)."""
-    item = (name, {"fire_id": str(fire.pk), **data})
-    step = _STEP.get()
-    if step is not None and step.run.pk == run.pk and step.fire is fire:
-        step.events.append(item)
-        return
-    _write(_Step(fire, run, [item]), runner=runner)
+    def create(self, row) -> None:
+        """Insert the new row (its primary key set: fathom.sql.ids_next_sql) with the step."""
+        self.created.append(row)
 
-
-def changed(row, *fields: str) -> None:
-    """Save the row's `fields` with the current step's events (inside `emitting`), else now."""
-    if not fields:
-        return
-    step = _STEP.get()
-    if step is None:
-        row.save(update_fields=fields)
-        return
-    _changed_in(step, row, *fields)
-
-
-def _changed_in(step: _Step, row, *fields: str) -> None:
-    _, known = step.rows.setdefault((type(row), row.pk), (row, set()))
-    known.update(fields)
-
-
-def created(row) -> None:
-    """Insert the new row (its primary key set: fathom.sql.ids_next_sql) with the current step's events
-    (inside `emitting`), else now."""
-    step = _STEP.get()
-    if step is None:
-        row.save(force_insert=True)
-        return
-    step.created.append(row)
-
-
-def after_step(then: Callable[[], None]) -> None:
-    """Call `then` once the current step is written (inside `emitting`), else now."""
-    step = _STEP.get()
-    if step is None:
-        then()
-        return
-    step.then.append(then)
+    def after(self, then: Callable[[], None]) -> None:
+        """Call `then` once the step is written."""
+        self.then.append(then)
 
 
 @contextmanager
-def emitting(fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False):
-    """Collect the events emit makes, the rows `created` and the fields `changed` marks inside the block;
-    write them at its end, in one statement (in the caller's transaction, if any: a block that raises
-    writes nothing), then call what waits for it (`after_step`). `parking`: the fire's run ends after
-    this step (it parks for the quality worker), and its claims on the fire and its session go back
-    with the step's statement: what it waits for may tick it again at once."""
-    step = _Step(fire, run, parking=parking)
-    token = _STEP.set(step)
-    try:
-        yield
-    finally:
-        _STEP.reset(token)
+def emitting(fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False) -> Iterator[Step]:
+    """A Step whose writes are made at the block's end, in one statement (in the caller's transaction,
+    if any: a block that raises writes nothing), then what waits for them. `runner`: the caller holds
+    the fire's session (its heartbeat too). `parking`: the fire's run ends after this step (it parks
+    for the quality worker), and its claims on the fire and its session go back with the step's
+    statement: what it waits for may tick it again at once."""
+    step = Step(fire, run, runner=runner, parking=parking)
+    yield step
     if step.events or step.rows or step.created:
-        _write(step, runner=runner)
+        _write(step)
     for then in step.then:
         then()
 
 
-def _write(step: _Step, *, runner: bool) -> None:
+def emit(fire: Fire, run: QualityRun, name: str, data: dict, *, runner: bool = True) -> None:
+    """One harness event, written at once (a step of its own)."""
+    with emitting(fire, run, runner=runner) as step:
+        step.emit(name, data)
+
+
+def _write(step: Step) -> None:
     fire, run = step.fire, step.run
     with_events = bool(fire.session_id and step.events)  # then every write is made only with them
     where = EVENTS_WRITTEN if with_events else ""
-    parking = step.parking and with_events and runner
+    parking = step.parking and with_events and step.runner
     if parking:
         fire.runner, fire.runner_heartbeat_at = "", None
-        _changed_in(step, fire, "runner", "runner_heartbeat_at")
+        step.changed(fire, "runner", "runner_heartbeat_at")
     at = timezone.now().isoformat()
     kept = [{"event": name, "at": at, "data": data} for name, data in step.events]
     run_created = any(row is run for row in step.created)
@@ -127,15 +101,13 @@ def _write(step: _Step, *, runner: bool) -> None:
                if row is not run and row not in step.created]
     if with_events:
         events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
-                    turn_id=fire.turn_id, runner=claims.runner_id() if runner else "", alongside=writes,
+                    turn_id=fire.turn_id, runner=claims.runner_id() if step.runner else "", alongside=writes,
                     release=parking)
     elif writes:
         statements_run(writes)
     if parking:
         claims.handed_over(Fire, fire.pk)
         claims.handed_over(Session, fire.session_id)
-    for row in step.created:
-        row._state.adding, row._state.db = False, connection.alias
 
 
 def fire_resume(*, session_id, workspace_id, fire_id) -> None:

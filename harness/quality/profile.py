@@ -20,6 +20,10 @@ from dataclasses import asdict, dataclass, field
 from django.core.cache import cache
 from redis.exceptions import RedisError
 
+from harness.quality.events import Step
+from harness.quality.models import QualityAttempt, QualityRun
+from harness.quality.selectors import runs_stats
+
 NEW, DEVELOPING, MATURE = "new", "developing", "mature"
 DEVELOPING_RUNS, MATURE_RUNS = 10, 50
 MATURE_VERIFIER_SCORE = 0.75  # the average a mature workspace must beat for the higher bar
@@ -27,6 +31,7 @@ MULTIPLIERS = {NEW: 0.85, DEVELOPING: 1.00, MATURE: 1.15}
 PROFILE_CACHE_SECONDS = 10 * 60
 COMMON_ISSUES_SHOWN = 5
 CACHE_KEY = "harness:quality:profile:v1:{workspace_id}"
+PROFILE_WINDOW = 500  # the most recent runs whose scores and issues the profile reads
 
 
 @dataclass(frozen=True)
@@ -141,3 +146,44 @@ def profile_invalidate(*, workspace_id) -> None:
 
 
 _CITED_ID = re.compile(r"\[[0-9a-fA-F]{8,32}\]")
+
+
+# --- a workspace's profile, from its quality runs ------------------------------------------------------
+
+def workspace_profile(*, workspace_id):
+    """The workspace's profile (seed 001's WorkspaceProfile) from its finished quality runs and their
+    feedback, cached 10 minutes."""
+    return profile_cached(workspace_id=workspace_id, build=lambda: _profile_build(workspace_id))
+
+
+def _profile_build(workspace_id, finishing: tuple[QualityRun, QualityAttempt] | None = None):
+    """The profile; `finishing`: a run being accepted (its final attempt), counted as the newest done run
+    before its row says so."""
+    window = PROFILE_WINDOW - (finishing is not None)
+    stats = runs_stats(workspace_id=workspace_id, window=window,
+                       excluding_run_id=finishing[0].pk if finishing is not None else None)
+    total, counted, combined_sum, combined_count = stats.runs, stats.counted, stats.combined_sum, stats.combined_count
+    score_sum, issues = stats.score_sum, stats.issues
+    if finishing is not None:
+        final = finishing[1]
+        total, counted, score_sum = total + 1, counted + 1, score_sum + final.verifier.get("score", 0.0)
+        if final.combined is not None:
+            combined_sum, combined_count = combined_sum + final.combined, combined_count + 1
+        issues = [*final.contract.get("issues", []), *final.verifier.get("issues", []), *issues]
+    return profile_build(workspace_id=workspace_id, total_runs=total,
+                         avg_quality=combined_sum / combined_count if combined_count else None,
+                         avg_verifier_score=score_sum / counted if counted else None,
+                         feedback_count=stats.feedback_fires, issues=issues)
+
+
+def profile_after_run(step: Step, final: QualityAttempt) -> None:
+    """harness_workspace_profile after each run (counted in, as its final attempt says), and
+    milestone_unlocked when this run crossed 9 -> 10 or 49 -> 50 runs: in the run's last step."""
+    fire, run = step.fire, step.run
+    profile = profile_cached(workspace_id=fire.workspace_id, fresh=True, build=lambda: _profile_build(
+        fire.workspace_id, finishing=(run, final)))
+    run.profile = profile.as_event()
+    step.emit("harness_workspace_profile", run.profile)
+    milestone = milestone_crossed(profile.total_runs - 1, profile.total_runs)
+    if milestone is not None:
+        step.emit("milestone_unlocked", milestone.as_event(profile))

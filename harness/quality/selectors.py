@@ -92,33 +92,20 @@ def runs_stats(*, workspace_id, window: int, excluding_run_id=None) -> RunsStats
     """The final attempts of the workspace's `window` most recent done runs (but one), summed in one
     query, which reads of each only the figures and issues (never a whole contract); the done runs
     counted apart only when there are more than the window holds."""
-    sql, params = runs_stats_sql(window=window)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT st.* FROM (SELECT %s::bigint AS workspace_id, %s::bigint AS id) AS r, "
-                       f"LATERAL ({sql}) AS st", [workspace_id, excluding_run_id, *params])
-        return runs_stats_of(cursor.fetchone(), workspace_id=workspace_id, window=window,
-                             excluding_run_id=excluding_run_id)
-
-
-def runs_stats_sql(*, window: int) -> tuple[str, list]:
-    """runs_stats's query (a row of six columns), as (sql, params), for the workspace `r.workspace_id` but
-    the run `r.id` (columns of the query it is read in, as a LATERAL subquery)."""
     attempts, runs, feedback = (QualityAttempt._meta.db_table, QualityRun._meta.db_table, Feedback._meta.db_table)
-    return (f"WITH finals AS (SELECT fa.combined, fa.contract -> 'issues' AS contract_issues, "
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH finals AS (SELECT fa.combined, fa.contract -> 'issues' AS contract_issues, "
             f"fa.verifier -> 'issues' AS verifier_issues, coalesce((fa.verifier ->> 'score')::float8, 0) AS score "
             f"FROM {attempts} fa JOIN {runs} fr ON fr.id = fa.run_id AND fa.number = fr.final_attempt "
-            f"WHERE fr.workspace_id = r.workspace_id AND fr.state = %s AND fr.id IS DISTINCT FROM r.id "
+            f"WHERE fr.workspace_id = %s AND fr.state = %s AND fr.id IS DISTINCT FROM %s "
             f"ORDER BY fa.created_at DESC LIMIT %s) "
             f"SELECT count(*), coalesce(sum(combined), 0), count(combined), coalesce(sum(score), 0), "
             f"(SELECT coalesce(array_agg(issue), '{{}}') FROM finals, jsonb_array_elements_text("
             f"{_array('contract_issues')} || {_array('verifier_issues')}) AS issue), "
-            f"(SELECT count(DISTINCT fire_id) FROM {feedback} WHERE workspace_id = r.workspace_id) FROM finals",
-            [QualityRun.State.DONE, window])
-
-
-def runs_stats_of(row, *, workspace_id, window: int, excluding_run_id=None) -> RunsStats:
-    """The RunsStats of a row of runs_stats_sql's query."""
-    counted, combined_sum, combined_count, score_sum, issues, feedback_fires = row
+            f"(SELECT count(DISTINCT fire_id) FROM {feedback} WHERE workspace_id = %s) FROM finals",
+            [workspace_id, QualityRun.State.DONE, excluding_run_id, window, workspace_id])
+        counted, combined_sum, combined_count, score_sum, issues, feedback_fires = cursor.fetchone()
     total = counted
     if counted >= window:
         total = QualityRun.objects.filter(workspace_id=workspace_id, state=QualityRun.State.DONE).exclude(

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from fathom.errors import ApplicationError
 from harness.fires.models import Fire
-from harness.quality.flow import quality_settings_get
+from harness.quality.configuration import quality_settings_get
 from harness.quality.models import Feedback, QualityRun, QualitySettings
 from harness.quality.profile import profile_invalidate
 

@@ -6,10 +6,10 @@ from django.db import transaction
 
 from harness.fires.models import Fire
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tools.introspect import CHILD_DISABLED
 from harness.quality.events import emit, fire_resume
 from harness.quality.models import QualityRun
 from harness.quality.subtasks import next_layer, spawn_key
-from harness.tools.introspect import CHILD_DISABLED
 
 
 def subtask_fire_run(*, run_id, step: int) -> dict:

@@ -20,7 +20,7 @@ from fathom.errors import ApplicationError
 from fathom.llm import LLMError
 from harness.fires.models import Fire
 from harness.quality import agents
-from harness.quality.events import after_step, changed, emit, fire_resume
+from harness.quality.events import Step, emit, fire_resume
 from harness.quality.models import QualityRun, QualitySettings
 from lake.models import Delta
 from lake.search import deltas_search
@@ -51,16 +51,17 @@ def sources_find(fire: Fire, settings: QualitySettings) -> list[dict]:
     return [{"id": row.id, "content": row.content} for row in result.hits]
 
 
-def dispatch(fire: Fire, run: QualityRun, specialists: list[str], sources: list[dict]) -> None:
-    """Start the swarm and park the fire (with the caller's step, if any; the chord goes once it is
-    written, after commit)."""
+def dispatch(step: Step, specialists: list[str], sources: list[dict]) -> None:
+    """Start the swarm and park the fire, with the step (the chord goes once it is written, after
+    commit)."""
+    run = step.run
     token = uuid.uuid4().hex
     run.swarm = {"specialists": specialists, "results": {}, "started_at": time.time()}
     run.waiting_for, run.waiting_token, run.waiting_since = "swarm", token, timezone.now()
-    changed(run, "swarm", "waiting_for", "waiting_token", "waiting_since")
-    emit(fire, run, "harness_swarm_activated", {"source_count": len(sources), "specialist_count": len(specialists),
-                                                "specialists": specialists})
-    after_step(lambda: send(run_id=run.pk, specialists=specialists, token=token))
+    step.changed(run, "swarm", "waiting_for", "waiting_token", "waiting_since")
+    step.emit("harness_swarm_activated", {"source_count": len(sources), "specialist_count": len(specialists),
+                                          "specialists": specialists})
+    step.after(lambda: send(run_id=run.pk, specialists=specialists, token=token))
 
 
 def send(*, run_id, specialists: list[str], token: str) -> None:

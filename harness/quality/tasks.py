@@ -6,7 +6,7 @@ runs again."""
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.quality import flow, schedules, services, subtask_fires, swarm
+from harness.quality import schedules, services, subtask_fires, swarm, verification
 
 
 @shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries(),
@@ -15,7 +15,7 @@ def verify(run_id: int, attempt: int, token: str, brief: dict) -> bool:
     """The lone standard verifier of an attempt: its verdict recorded and the fire's session ticked
     again (never raises on a model failure: the verdict is then the fallback). Its result is not kept:
     the verdict is the attempt's, and nobody waits for the task (its sender would subscribe to it)."""
-    return flow.verification_alone(run_id=run_id, attempt=attempt, token=token, brief=brief)
+    return verification.verification_alone(run_id=run_id, attempt=attempt, token=token, brief=brief)
 
 
 @shared_task(name="quality.verify_perspective", acks_late=True, reject_on_worker_lost=True, **retries(),
@@ -23,14 +23,14 @@ def verify(run_id: int, attempt: int, token: str, brief: dict) -> bool:
 def verify_perspective(run_id: int, attempt: int, perspective: str, token: str, brief: dict) -> dict:
     """One verifier of the group (standard, or a contrastive perspective); never raises on a model
     failure (the verdict is then the fallback)."""
-    return flow.verification_run(run_id=run_id, attempt=attempt, perspective=perspective, brief=brief)
+    return verification.verification_run(run_id=run_id, attempt=attempt, perspective=perspective, brief=brief)
 
 
 @shared_task(name="quality.verification_join", acks_late=True, reject_on_worker_lost=True, **retries(),
              soft_time_limit=60, time_limit=90)
 def verification_join(_verdicts, run_id: int, attempt: int, token: str) -> bool:
     """The verifier chord's callback: the attempt's verdict, and the fire's session ticked again."""
-    return flow.verification_join(run_id=run_id, attempt=attempt, token=token)
+    return verification.verification_join(run_id=run_id, attempt=attempt, token=token)
 
 
 @shared_task(name="quality.swarm_specialist", acks_late=True, reject_on_worker_lost=True, **retries(),
@@ -74,4 +74,4 @@ RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent agai
              soft_time_limit=60, time_limit=90, expires=60)
 def quality_resend_sweep() -> int:
     """Run by beat: send again the verifier groups and swarms a dead quality worker left unanswered."""
-    return len(flow.runs_waiting_resend(older_than_seconds=RESEND_AFTER_SECONDS))
+    return len(verification.runs_waiting_resend(older_than_seconds=RESEND_AFTER_SECONDS))

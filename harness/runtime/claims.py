@@ -45,16 +45,6 @@ def claim(model, pk, *, stale_after: int) -> bool:
     return False
 
 
-def claim_sql(model, pk, *, stale_after: int, where: str = "", params=()) -> tuple[str, list]:
-    """The UPDATE (RETURNING 1) by which claim() first tries to take the row, as (sql, params), not run:
-    for a caller that claims it within a statement of its own (a WITH clause), when `where` (with its
-    `params`) holds too. The claim()'s takeover of a row whose holder died here is left to claim()."""
-    now = timezone.now()
-    _given_back().discard((model._meta.label, model._meta.pk.to_python(pk)))  # as claim(): to release again
-    return (_lease_sql(model, where=f"{_FREE} AND {where}" if where else _FREE),
-            [runner_id(), now, pk, now - timedelta(seconds=stale_after), *params])
-
-
 def is_live(runner: str, heartbeat_at, *, stale_after: int) -> bool:
     """Whether a row's holder still counts as working on it (the claim's rule, for sweeps)."""
     if not runner or heartbeat_at is None or heartbeat_at < timezone.now() - timedelta(seconds=stale_after):

@@ -30,8 +30,8 @@ from fathom.tracing.spans import Buffer
 from harness.fires import loop
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.runtime.services import harness_settings_get, message_send, session_create
-from harness.tools.base import REGISTRY, Tool, register
 from tests.conftest import percentile, start_worker, stop_worker, wait_for_worker
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,7 +44,7 @@ FIRES = 24
 @pytest.fixture
 def noop_tool():
     register(Tool(name="noop", description="does nothing", run=lambda ctx, args: "ok",
-                  parameters={"type": "object", "properties": {}}))
+                  parameters={"type": "object", "properties": {"step": {"type": "integer"}}}))
     yield
     REGISTRY.pop("noop", None)
 
@@ -58,16 +58,16 @@ def test_harness_overhead_per_turn(workspace, scripted_llm, noop_tool):
     for _ in range(50):
         scripted_llm.reply("x")
     calls = []
-    for _ in range(50):
+    for n in range(50):  # a question each: the loop detector answers a conversation repeating itself
         started = time.perf_counter()
-        complete(workspace=workspace, role="main", messages=[Message.user("q")])
+        complete(workspace=workspace, role="main", messages=[Message.user(f"q {n}")])
         calls.append((time.perf_counter() - started) * 1000)
 
     turns, fires = [], []
-    for _ in range(OVERHEAD_FIRES):
-        fire = fire_create(workspace=workspace, mode="introspective", question="bench")
-        for _ in range(TURNS):
-            scripted_llm.call_tool("noop")
+    for n in range(OVERHEAD_FIRES):  # a question each: the loop detector cuts a conversation answering alike
+        fire = fire_create(workspace=workspace, mode="introspective", question=f"bench {n}")
+        for step in range(TURNS):  # a step each: the loop detector cuts a tool called alike three times
+            scripted_llm.call_tool("noop", {"step": step})
         scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "done"}}]).call_tool("skip")
         started = time.perf_counter()
         fire = fire_run(fire_id=fire.pk)
@@ -123,8 +123,8 @@ def _where_the_time_goes(workspace, scripted_llm):
         return wrapper
 
     fire = fire_create(workspace=workspace, mode="introspective", question="bench")
-    for _ in range(TURNS):
-        scripted_llm.call_tool("noop")
+    for step in range(TURNS):
+        scripted_llm.call_tool("noop", {"step": step})
     scripted_llm.reply(tool_calls=[{"name": "respond", "arguments": {"body": "done"}}]).call_tool("skip")
     originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PARTS if hasattr(owner, name)]
     try:

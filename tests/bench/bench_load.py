@@ -11,7 +11,7 @@ on DATABASE_URL / REDIS_URL when they are set), seeds a workspace, then runs loc
 list, delta writes and session messages (each message is a fire for the worker, with the offline
 model). Meanwhile it samples pg_stat_activity every 0.1 s. Printed: requests/s, p50/p95/p99, errors
 by endpoint, and the peak number of client connections against the stack's bound (the per-process
-pool maximum summed over the processes `fathom up` starts; see README, "Database connections")."""
+pool maximum summed over the processes `fathom up` starts; see docs/operations.md, "Database connections")."""
 
 import csv
 import os

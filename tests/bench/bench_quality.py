@@ -27,11 +27,11 @@ from django.test.utils import CaptureQueriesContext
 from fathom import processes
 from fathom.models import Workspace
 from harness.fires.services import fire_create, fire_parked_resume
-from harness.quality import flow, swarm
+from harness.quality import configuration, postflight, swarm, verification
 from harness.quality.models import QualityAttempt, QualityRun
 from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
 from tests.harness.quality.conftest import Roles, verdict
-from tests.harness.quality.test_flow import simple_chat_asked, verify_all
+from tests.harness.quality.test_hooks import simple_chat_asked, verify_all
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,9 +79,9 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
                                       contract={"passed": True, "issues": []})
         started = time.perf_counter()
         with transaction.atomic():
-            token = flow._verifier_awaited(run)
-            flow.verification_send(run_id=run.pk, attempt=1, token=token, perspectives=flow.perspectives_for(run),
-                                   brief=flow.verifier_brief(run.fire, {"body": "an answer"}))
+            token = postflight._verifier_awaited(run)
+            verification.verification_send(run_id=run.pk, attempt=1, token=token, perspectives=verification.perspectives_for(run),
+                                   brief=verification.verifier_brief(run.fire, {"body": "an answer"}))
         wait_for(lambda: QualityRun.objects.filter(pk=run.pk, waiting_for="").exists(), timeout=60, every=0.01)
         contrastive_wall = time.perf_counter() - started
         assert run.attempts.get(number=1).verifier["contrastive"]
@@ -99,8 +99,9 @@ class Sent:
 
     def __init__(self, monkeypatch):
         self.verifiers, self.resumed = [], []
-        for name, into in (("verification_send", self.verifiers), ("fire_resume", self.resumed)):
-            monkeypatch.setattr(flow, name, self._recording(getattr(flow, name), into))
+        for module, name, into in ((postflight, "verification_send", self.verifiers),
+                                   (verification, "fire_resume", self.resumed)):
+            monkeypatch.setattr(module, name, self._recording(getattr(module, name), into))
 
     @staticmethod
     def _recording(send, into):
@@ -125,7 +126,7 @@ def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> f
     else:
         assert session_tick(session_id=session.pk) == "parked"
         message = sent.verifiers.pop()
-        assert flow.verification_alone(run_id=message["run_id"], attempt=message["attempt"], token=message["token"],
+        assert verification.verification_alone(run_id=message["run_id"], attempt=message["attempt"], token=message["token"],
                                        brief=message["brief"])
         assert fire_parked_resume(**sent.resumed.pop()) == "ended"
     return time.perf_counter() - started
@@ -140,7 +141,7 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
     workspaces, roles = {}, {}
     for drive in drives:
         workspaces[drive] = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
-        settings = flow.quality_settings_get(workspace_id=workspaces[drive].pk)
+        settings = configuration.quality_settings_get(workspace_id=workspaces[drive].pk)
         settings.enabled = drive != "without"
         settings.save()
         roles[drive] = Roles(workspaces[drive])

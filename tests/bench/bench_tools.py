@@ -11,8 +11,8 @@ import pytest
 from django.db import connection
 
 from harness.fires.services import fire_create
-from harness.tools import REGISTRY, ToolContext
-from harness.tools.base import tools_for
+from harness.fires.tools import REGISTRY, ToolContext
+from harness.fires.tools.base import tools_for
 from lake.selectors import orient_current
 
 DELTAS = 100_000

@@ -1,5 +1,5 @@
 """The dashboard's browser tests save a screenshot of each flow: under the test run's temporary
-directory, or under $FATHOM_SCREENSHOTS when it is set (how README's docs/screenshots are made). The
+directory, or under $FATHOM_SCREENSHOTS when it is set (how docs/screenshots (docs/dashboard.md) are made). The
 Festinger panels' tests borrow the proxy's fixtures (the proxy in front of a fake Ollama)."""
 
 import os

@@ -2,7 +2,6 @@
 encounter counts from several processes reach PostgreSQL without losing one."""
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -11,8 +10,10 @@ import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from fathom import channels
+from fathom.redis_client import get_redis
 from festinger import cache
-from festinger.cache import flush, keys, model, registry
+from festinger.cache import flush, keys, model
 from festinger.models import Concept, Edge
 from festinger.services import edge_remove, insert_fact, world_ensure
 from tests.conftest import REPO_ROOT, wait_for, worker_env
@@ -224,8 +225,7 @@ def test_a_dropped_subscription_reloads_every_world_at_the_next_read(world):
 
     assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block.startswith(
         "<recollection>\n? gnommoweb: no recollection")
-    subscription = registry.changes_subscription()
-    subscription.pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # the subscription drops
+    get_redis().client_kill_filter(_type="pubsub")  # Redis closes every subscription: this process's drops
     # A write this process did not hear of: committed while it was not listening.
     Edge.objects.create(workspace=world, concept=Concept.objects.get(workspace=world, token="gnommoweb"),
                         parent=Concept.objects.get_or_create(workspace=world, token="repo")[0],
@@ -234,6 +234,23 @@ def test_a_dropped_subscription_reloads_every_world_at_the_next_read(world):
 
     assert recollection_for(workspace_id=world.pk, text="gnommoweb", learn=False).block == (
         "<recollection>\ngnommoweb: [type] repo\n</recollection>")
+
+
+def test_a_world_checked_current_answers_from_memory_though_a_write_is_heard_meanwhile(
+        world, django_assert_num_queries):
+    # The proxy's event loop: the world said it is current (`world_held`), so within from_memory() it is
+    # answered as held; a write another thread hears meanwhile sends nothing to the database until after.
+    insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    loaded = cache.world(world.pk)
+    assert cache.world_held(world.pk)
+    with channels.from_memory():
+        cache.note_write(world.pk)
+        with django_assert_num_queries(0):
+            assert cache.world(world.pk) is loaded and loaded.stale
+
+    assert not cache.world_held(world.pk)  # the next use reads the write
+    assert cache.world(world.pk) is loaded and not loaded.stale
 
 
 @pytest.mark.worker

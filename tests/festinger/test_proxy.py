@@ -5,11 +5,13 @@ import base64
 import hashlib
 import json
 import threading
+import time
 
 import httpx
 import ollama
 import pytest
 
+from fathom.llm.scripted import Script
 from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.proxy.upstreams import proxy_route_save
@@ -159,6 +161,24 @@ def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(proxy, fak
     assert fake_ollama.closed.wait(30)
 
 
+def test_a_client_that_leaves_mid_stream_stops_the_registry_models_call(offline_proxy, workspace):
+    script = Script.install(workspace, roles=("proxy",))
+    script.reply("word " * 5, chunk_chars=5, chunk_delay=2)  # five chunks, two seconds apart
+    left = time.monotonic()
+    try:
+        with httpx.stream("POST", f"{offline_proxy}/api/chat", json={
+                "model": f"scripted-{script.name}", "messages": [{"role": "user", "content": "Talk on"}]}) as answer:
+            assert json.loads(next(answer.iter_lines()))["message"]["content"] == "word "
+            left = time.monotonic()
+        # the model call is abandoned at its next chunk, its span marked cancelled: not read to the end, and
+        # not only once the proxy failed to write the next chunk to the client (two seconds later again)
+        wait_for(lambda: TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed",
+                                                   payload__cancelled=True).exists())
+        assert time.monotonic() - left < 3.5
+    finally:
+        script.reset()
+
+
 # --- the offline model (no Ollama, no key) ---------------------------------------------------------------
 
 def test_the_offline_model_answers_chat_and_generate_streamed_and_not(offline_proxy):
@@ -227,6 +247,21 @@ def test_the_middleware_runs_on_the_event_loop_unless_a_cache_needs_the_database
     first, second = ThreadNoted.threads
     assert first.startswith("festinger-proxy") and not second.startswith("festinger-proxy")
     assert all("gnommoweb: [type] repo" in body["messages"][0]["content"] for body in fake_ollama.chat_bodies())
+
+
+def test_a_fact_written_between_two_calls_is_in_the_second_prompt(proxy, fake_ollama, workspace):
+    recalls_gnommoweb(workspace)
+    client = ollama.Client(host=proxy)
+    fake_ollama.reply_chat("Sure.")
+    client.chat(model="llama3.2", messages=[{"role": "user", "content": "Please update gnommoweb"}])
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="platform", dimension="team", is_isa=False,
+                confidence=0.9, source="gutask")  # committed: the proxy reads the world again from the database
+    fake_ollama.reply_chat("Sure.")
+    client.chat(model="llama3.2", messages=[{"role": "user", "content": "Please update gnommoweb"}])
+
+    first, second = (body["messages"][0]["content"] for body in fake_ollama.chat_bodies())
+    assert "gnommoweb: [type] repo" in first and "platform" not in first
+    assert "gnommoweb: [team] platform [type] repo" in second
 
 
 def test_the_trace_of_a_proxied_call_keeps_the_recollection_its_prompt_received(proxy, fake_ollama, workspace,

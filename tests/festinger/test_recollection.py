@@ -14,7 +14,7 @@ from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.cache import changes, model, registry
-from festinger.conversation import Claim
+from festinger.learning import SeenMarks
 from festinger.loops.guard import fingerprint
 from festinger.models import Concept, Conflict, Edge
 from festinger.recollection import RECOLLECTION_EVENT, held, inject, recollection_for
@@ -174,7 +174,7 @@ def test_every_model_call_is_enriched_and_counts_only_what_it_adds(world, script
     assert cache.world(world.pk).encounters("gnommoweb") == 11
 
 
-def test_a_held_claim_renders_its_messages_as_counted_and_counts_them_once_it_is_read(world):
+def test_held_seen_marks_render_their_messages_as_counted_and_count_them_once_read(world):
     recollection_for(workspace_id=world.pk, text="gnommoweb is slow")  # the first encounter
 
     def call():
@@ -187,14 +187,14 @@ def test_a_held_claim_renders_its_messages_as_counted_and_counts_them_once_it_is
 
     request, answered = call()
     assert "gnommoweb" in request.messages[0].content  # the second encounter, salient in this prompt
-    assert cache.world(world.pk).encounters("gnommoweb") == 1  # not counted before the claim is read
+    assert cache.world(world.pk).encounters("gnommoweb") == 1  # not counted before the marks' answer is read
     assert request.metadata["festinger"]["counted"] == 0
 
     answered[0]()
     assert cache.world(world.pk).encounters("gnommoweb") == 2
     assert request.metadata["festinger"]["counted"] == 1
 
-    resent, answered = call()  # the same message again: known here, nothing claimed nor counted twice
+    resent, answered = call()  # the same message again: known here, nothing marked nor counted twice
     assert answered == [] and resent.metadata["festinger"]["counted"] == 0
     assert cache.world(world.pk).encounters("gnommoweb") == 2
 
@@ -208,7 +208,7 @@ def held_call(world, messages, conversation):
     return request, answered
 
 
-def test_a_held_claim_renders_only_the_new_turn_as_counted(world):
+def test_held_seen_marks_render_only_the_new_turn_as_counted(world):
     # A conversation this process never saw (a restart): its history was sent, and counted, before.
     request, answered = held_call(world, [Message.user("zorbix is down"), Message.assistant("checking"),
                                           Message.user("and zorbix again?")], "restarted")
@@ -218,13 +218,13 @@ def test_a_held_claim_renders_only_the_new_turn_as_counted(world):
     assert cache.world(world.pk).encounters("zorbix") == 2
 
 
-def test_a_held_claim_that_fails_when_read_learns_nothing_from_the_call(world, monkeypatch):
+def test_held_seen_marks_that_fail_when_read_learn_nothing_from_the_call(world, monkeypatch):
     request, answered = held_call(world, [Message.user("zorbix is down")], "failing")
 
-    def unreachable(claim):
+    def unreachable(marks):
         raise RedisError("Redis went away")
 
-    monkeypatch.setattr(Claim, "fresh", unreachable)
+    monkeypatch.setattr(SeenMarks, "unseen", unreachable)
     answered[0]()
     assert cache.world(world.pk).encounters("zorbix") == 0
     assert request.metadata["festinger"]["conversation"] is None  # nor is the reply counted after

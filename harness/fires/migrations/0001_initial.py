@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
                     ('work_set', models.JSONField(blank=True, default=dict, help_text='{messages: [{id, content, ...}], pending: [ids]}: what the fire works on')),
                     ('disabled_tools', models.JSONField(blank=True, default=list)),
                     ('plan', models.JSONField(blank=True, default=list, help_text='[{step, text, status}]: the active plan')),
-                    ('plan_events', models.JSONField(blank=True, default=list, help_text='drifts from the plan and its revisions (harness.tools.plan)')),
+                    ('plan_events', models.JSONField(blank=True, default=list, help_text='drifts from the plan and its revisions (harness.fires.tools.plan)')),
                     ('response', models.JSONField(blank=True, default=dict, help_text="the respond tool's arguments")),
                     ('review', models.JSONField(blank=True, default=dict, help_text="the review pass's outcome")),
                     ('writes', models.JSONField(blank=True, default=dict, help_text='ids of the per-fire writes')),

@@ -11,9 +11,9 @@ import pytest
 from harness.conductor.selectors import run_graph
 from harness.conductor.services import run_create
 from harness.fires.models import FireToolCall
-from harness.tools import ToolError
-from harness.tools.web_search import SearxngBackend
-from harness.tools.web_search import run as web_search
+from harness.fires.tools import ToolError
+from harness.fires.tools.web_search import SearxngBackend
+from harness.fires.tools.web_search import run as web_search
 
 pytestmark = pytest.mark.django_db
 

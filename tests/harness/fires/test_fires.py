@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
+from harness.fires.tools.base import REGISTRY, Tool, ToolError, register
 from harness.runtime import claims
 from harness.runtime.models import AgentProfile, Session, SessionEvent, Trigger
-from harness.runtime.services import harness_settings_get, message_send
-from harness.tools.base import REGISTRY, Tool, ToolError, register
+from harness.runtime.services import harness_settings_get, message_send, sessions_sweep
 from tests.harness.support import session_tick
 
 
@@ -142,6 +142,26 @@ def test_malformed_arguments_unknown_tools_and_raising_tools_come_back_as_result
     assert not FireToolCall.objects.get(fire=fire, call_id="boom").ok
 
 
+@pytest.mark.parametrize("field, value", [("mood_shift", "up"), ("cited_ids", "abc123")])
+def test_a_respond_of_the_wrong_shape_is_a_tool_error_and_the_message_fires_once(scripted_llm, session, field,
+                                                                                 value):
+    # given a message, and a model whose first answer gives a field of respond the wrong type
+    message = message_send(session=session, content="how are you?")
+    scripted_llm.reply(tool_calls=[{"id": "r1", **respond("fine", **{field: value})}])
+    scripted_llm.reply(tool_calls=[respond("fine, thanks")])
+    scripted_llm.call_tool("skip", {"reason": "-"})
+    # when the session ticks, and ticks again as a sweep would
+    assert session_tick(session_id=session.pk) == "ended"
+    assert session_tick(session_id=session.pk) != "ended"
+    # then the model read a tool error naming the field, and the second answer was delivered, once
+    assert tool_results(scripted_llm.sent[1])["r1"].startswith(f"error: malformed arguments for respond at {field}")
+    fire = Fire.objects.get(session=session)
+    assert (fire.status, fire.response["body"]) == ("finished", "fine, thanks")
+    assert SessionEvent.objects.filter(session=session, kind="AssistantOutput").count() == 1
+    message.refresh_from_db()
+    assert message.addressed and len(scripted_llm.sent) == 3
+
+
 def test_a_raising_tool_leaves_no_half_writes(scripted_llm, session, scratch_tool):
     def half_then_raise(ctx, args):
         message_send(session=session, content="written by the tool")
@@ -161,6 +181,25 @@ def test_a_fire_cancelled_during_a_turn_stops_before_the_next_model_call(scripte
     fire = fire_run(fire_id=fire.pk)
     assert (fire.status, fire.stop_reason, fire.model_calls) == ("cancelled", "cancelled", 1)
     assert scripted_llm.pending == 1
+
+
+def test_a_message_whose_fire_is_cancelled_never_fires_again(scripted_llm, api, session, scratch_tool):
+    # given a message whose fire is cancelled over REST while it works
+    scratch_tool("cancel_me", lambda ctx, args: api.post(f"/v1/fires/{ctx.fire.pk}/cancel").status_code == 202
+                 and "ok")
+    message = message_send(session=session, content="a long question")
+    scripted_llm.call_tool("cancel_me").reply(tool_calls=[respond()])
+    # when the session ticks, and the sweep ticks it twice more
+    session_tick(session_id=session.pk)
+    for _ in range(2):
+        assert session.pk not in sessions_sweep(stale_after=0)
+        session_tick(session_id=session.pk)
+    # then the fire stopped cancelled, its message is addressed as such, and nothing fired again
+    fire = Fire.objects.get(session=session)
+    assert (fire.status, fire.model_calls, scripted_llm.pending) == ("cancelled", 1, 1)
+    message.refresh_from_db()
+    assert message.addressed and message.addressed_note == f"cancelled with fire {fire.pk}"
+    assert Fire.objects.filter(session=session).count() == 1
 
 
 def test_a_fire_not_started_is_cancelled_at_once(workspace):

@@ -3,9 +3,9 @@ session."""
 
 from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire
+from harness.fires.tools.plan import drift_reason
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import message_send
-from harness.tools.plan import drift_reason
 from tests.harness.support import session_tick
 
 PLAN = [{"step": 1, "text": "semantic search for the rover", "status": "done"},

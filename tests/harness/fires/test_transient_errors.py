@@ -19,10 +19,10 @@ from fathom.llm.services import model_assign
 from fathom.transient import connections_reset
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.runtime import services as runtime_services
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import harness_settings_get, message_send
-from harness.tools.base import REGISTRY, Tool, register
 from lake.models import Delta
 from lake.services import delta_create
 from tests.conftest import wait_for

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from fathom.llm.scripted import Script
-from harness.quality.flow import quality_settings_get
+from harness.quality.configuration import quality_settings_get
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ import json
 import pytest
 
 from harness.fires.models import Fire
+from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.quality import agents, swarm
-from harness.quality.flow import perspectives_for
 from harness.quality.models import QualityRun
+from harness.quality.verification import perspectives_for
 from harness.runtime.services import message_send
-from harness.tools.base import REGISTRY, Tool, register
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_flow import harness_events, verify_all
+from tests.harness.quality.test_hooks import harness_events, verify_all
 from tests.harness.support import session_tick
 
 QUESTION = "Compare the themes across all of the zephyrine expedition notes"

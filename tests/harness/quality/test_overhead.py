@@ -9,25 +9,25 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from harness.fires.services import fire_parked_resume
-from harness.quality import flow
+from harness.quality import configuration, verification
 from harness.quality.models import QualityRun
 from tests.harness.quality.conftest import Roles
-from tests.harness.quality.test_flow import simple_chat_asked
+from tests.harness.quality.test_hooks import simple_chat_asked
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
 
 # The harness's statements per SIMPLE chat fire: in its first run, the classifier's call traced (the ids
 # of its run and first attempt are read with its quality settings; the run, the attempt and
-# harness_complexity are written with the fire's start, the answer's contract and the verifier's wait
-# with the answer, the fire's claims given back with it: statements the fire makes anyway); on its way
-# back (fire_parked_resume), the session's settings and claim, the fire in one read that claims it too
-# (with its run, attempt, retry policy, its trace's earlier runs and the profile's figures; a statement
-# prepared once per connection, here in the warm-up) and the decision's one statement. 63 (and 14 on the
-# quality worker) before the events of a step were written at once and settings, the run and its attempt
-# read once; 35 (and 11) before a step's rows went with its events and a parked fire came back by its own
-# way; 9 before the way back's read claimed the fire and read its trace and the profile's figures.
-HARNESS_STATEMENTS = 5
+# harness_complexity are written in one statement, the answer's contract and the verifier's wait in
+# another, the fire's claims given back with it), the answer saved apart (the fire saves it, the
+# harness's hook then records its checks); on its way back (fire_parked_resume), the session's settings
+# and claim, the fire read and claimed, its trace's earlier runs, its QualityRun with the current attempt,
+# the retry policy, the tool results' sizes and the profile's figures (each a plain read of its own), and
+# the decision's one statement. 63 (and 14 on the quality worker) before the events of a step were
+# written at once and settings, the run and its attempt read once; 5 when the way back was one
+# hand-joined read of six tables (the fire's lifecycle hooks read what they need themselves).
+HARNESS_STATEMENTS = 14
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
 
@@ -40,9 +40,9 @@ def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], lis
     if quality:
         assert outcome == "parked"
         run = QualityRun.objects.get(fire__session=session)
-        brief = flow.verifier_brief(run.fire, run.attempts.get(number=1).response)  # what the task's message carries
+        brief = verification.verifier_brief(run.fire, run.attempts.get(number=1).response)  # what the task's message carries
         with CaptureQueriesContext(connection) as verifier:
-            assert flow.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token, brief=brief)
+            assert verification.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token, brief=brief)
         verifier_statements = [q["sql"] for q in verifier.captured_queries]
         with CaptureQueriesContext(connection) as ticks:  # what the verifier's task sends back
             outcome = fire_parked_resume(session_id=session.pk, workspace_id=workspace.pk, fire_id=run.fire_id)
@@ -55,7 +55,7 @@ def test_the_harness_adds_a_fixed_few_statements_to_a_simple_chat_fire(workspace
     settings.FATHOM_MODEL_MIDDLEWARE = []
     counted = {}
     for quality, place in ((True, workspace), (False, other_workspace)):
-        switch = flow.quality_settings_get(workspace_id=place.pk)
+        switch = configuration.quality_settings_get(workspace_id=place.pk)
         switch.enabled = quality
         switch.save(update_fields=["enabled"])
         roles = Roles(place)
@@ -66,5 +66,5 @@ def test_the_harness_adds_a_fixed_few_statements_to_a_simple_chat_fire(workspace
             roles.reset()
     (with_harness, verifier), (without, _) = counted[True], counted[False]
     extra = Counter(s[:60] for s in with_harness) - Counter(s[:60] for s in without)
-    assert len(with_harness) - len(without) == HARNESS_STATEMENTS, sorted(extra.elements())
+    assert len(with_harness) - len(without) == HARNESS_STATEMENTS, "\n".join(sorted(extra.elements()))
     assert len(verifier) == VERIFIER_STATEMENTS, verifier

@@ -4,14 +4,15 @@ event with no key."""
 
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
-from harness.quality import flow, services, swarm
+from harness.quality import profile as quality_profile
+from harness.quality import services, swarm
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from harness.quality.profile import profile_invalidate
 from harness.quality.tasks import quality_calibration
 from harness.runtime.services import message_send
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_flow import ANSWER, harness_events, respond, verify_all
+from tests.harness.quality.test_hooks import ANSWER, harness_events, respond, verify_all
 from tests.harness.support import session_tick
 
 
@@ -61,15 +62,15 @@ def test_the_profile_sums_the_most_recent_runs_and_counts_every_done_one(workspa
     finished_runs(workspace, 1, score=0.2)
     QualityAttempt.objects.update(contract={"passed": False, "issues": ["Output too short: 3 chars (minimum 50)"]})
     finished_runs(workspace, 2, score=0.8)
-    monkeypatch.setattr(flow, "PROFILE_WINDOW", 2)
+    monkeypatch.setattr(quality_profile, "PROFILE_WINDOW", 2)
     # when the profile is built, then its figures are the two most recent runs', its count every done run's
     profile_invalidate(workspace_id=workspace.pk)
-    profile = flow.workspace_profile(workspace_id=workspace.pk)
+    profile = quality_profile.workspace_profile(workspace_id=workspace.pk)
     assert (profile.total_runs, profile.avg_quality, profile.avg_verifier_score, profile.common_issues) == (
         3, 0.8, 0.8, [])
-    monkeypatch.setattr(flow, "PROFILE_WINDOW", 3)
+    monkeypatch.setattr(quality_profile, "PROFILE_WINDOW", 3)
     profile_invalidate(workspace_id=workspace.pk)
-    profile = flow.workspace_profile(workspace_id=workspace.pk)
+    profile = quality_profile.workspace_profile(workspace_id=workspace.pk)
     assert (profile.total_runs, profile.avg_quality, profile.common_issues) == (3, 0.6, ["Output too short"])
 
 

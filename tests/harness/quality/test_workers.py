@@ -12,7 +12,7 @@ import pytest
 
 from fathom import processes
 from harness.fires.models import Fire
-from harness.quality import flow
+from harness.quality import configuration, verification
 from harness.quality.models import QualityRetryPolicy, QualityRun
 from harness.runtime.models import SessionEvent
 from harness.runtime.services import message_send
@@ -101,7 +101,7 @@ def test_a_quality_worker_killed_under_the_verifier_group_does_not_lose_the_fire
     assert fire.status == "running" and QualityRun.objects.get(fire=fire).waiting_for == "verifier"
     # and another quality worker starts, and the sweep sends the unanswered group again
     stack("quality")
-    assert flow.runs_waiting_resend(older_than_seconds=0)
+    assert verification.runs_waiting_resend(older_than_seconds=0)
     # then the fire completes, verified once the group ran again
     wait_for(lambda: Fire.objects.filter(pk=fire.pk, status="finished").exists(), timeout=60)
     run = QualityRun.objects.get(fire=fire)
@@ -117,7 +117,7 @@ def test_a_complex_synthesis_runs_its_swarm_and_contrastive_verifiers_on_the_qua
     quality_on.save()
     for n in range(5):
         delta_create(workspace=workspace, content=f"Zephyrine expedition note {n}: the team saw theme {n}.")
-    flow.retry_policy_get(workspace_id=workspace.pk)
+    configuration.retry_policy_get(workspace_id=workspace.pk)
     QualityRetryPolicy.objects.filter(workspace=workspace, workflow_type="synthesis").update(max_attempts=1)
     stack("fires")
     stack("quality")

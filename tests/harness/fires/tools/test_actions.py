@@ -10,9 +10,9 @@ from django.db import OperationalError
 from fathom.llm.scripted import Script
 from harness.fires.models import Fire, FireToolCall
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tools import REGISTRY, ToolContext
+from harness.fires.tools.orient_shift import orient_regenerate
 from harness.runtime.services import message_send
-from harness.tools import REGISTRY, ToolContext
-from harness.tools.orient_shift import orient_regenerate
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import HelperHost, HelperJob, Proposal, Routine

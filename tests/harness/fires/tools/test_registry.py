@@ -5,7 +5,7 @@ come back to the model as the tool result."""
 import jsonschema
 
 from harness.fires.models import FireToolCall
-from harness.tools.base import MAIN, REVIEW, tools_for
+from harness.fires.tools.base import MAIN, REVIEW, tools_for
 from tests.harness.tool_fire import run_tools
 
 SEED_ORDER = ["plan", "semantic", "expand", "ascend", "deliberate", "state", "pattern", "time", "relate",
@@ -67,7 +67,7 @@ def test_errors_of_the_new_tools_come_back_to_the_model(scripted_llm, workspace,
     def broken(*args, **kwargs):
         raise ZeroDivisionError("the clock divided by zero")
 
-    monkeypatch.setattr("harness.tools.lens_time.deltas", broken)  # the lake read under time(between) fails
+    monkeypatch.setattr("harness.fires.tools.lens_time.deltas", broken)  # the lake read under time(between) fails
     fire, results = run_tools(scripted_llm, workspace, [
         ("malformed", "engage_feed", {"kind": "sideways"}),
         ("notobject", "see_image", {"_unparsed": '{"media_hash": sha256-x'}),

@@ -1,0 +1,114 @@
+"""One HTTP exchange of the proxy, on plain ASGI: the request (path, headers, body) and the response
+written to it (`respond` whole, or `start` / `write` / `end` streamed; `error` in the client's dialect),
+and the one way to notice a client that leaves: `cancelled_when_client_leaves`, under which the client
+leaving cancels the task (the upstream request or model call it awaits goes with it) and raises
+ClientGone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from festinger.proxy import wire
+from festinger.proxy.wire import OpenAIError, WireError
+
+JSON = b"application/json; charset=utf-8"
+
+
+class ClientGone(Exception):
+    """The client closed the connection."""
+
+
+class Request:
+    __slots__ = ("scope", "receive", "send", "path", "method", "workspace_id", "started", "_disconnected")
+
+    def __init__(self, scope, receive, send, path):
+        self.scope, self.receive, self.send, self.path = scope, receive, send, path
+        self.method = scope["method"]
+        self.workspace_id = None
+        self.started = False  # the response's status line is out: an error now ends the body instead
+        self._disconnected: asyncio.Future | None = None
+
+    def header(self, name: bytes) -> str | None:
+        for key, value in self.scope["headers"]:
+            if key == name:
+                return value.decode("latin-1")
+        return None
+
+    async def body(self) -> bytes:
+        chunks = []
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def start(self, status: int, content_type: bytes) -> None:
+        self.started = True
+        await self.send({"type": "http.response.start", "status": status,
+                         "headers": [(b"content-type", content_type)]})
+
+    async def write(self, data: bytes) -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": True})
+
+    async def end(self, data: bytes = b"") -> None:
+        await self.send({"type": "http.response.body", "body": data, "more_body": False})
+
+    async def respond(self, status: int, data: bytes, *, content_type: bytes = JSON) -> None:
+        await self.send({"type": "http.response.start", "status": status,
+                         "headers": [(b"content-type", content_type), (b"content-length", str(len(data)).encode())]})
+        self.started = True
+        await self.end(data if self.method != "HEAD" else b"")
+
+    async def json(self, status: int, obj) -> None:
+        await self.respond(status, json.dumps(obj).encode())
+
+    async def error(self, exc: WireError) -> None:
+        if self.started:
+            return
+        if isinstance(exc, OpenAIError) or self.path.startswith("/v1/"):
+            await self.json(exc.status, wire.openai_error(exc.status, exc.message, param=exc.param, code=exc.code))
+        elif exc.status in (404, 405) and exc.message.startswith(str(exc.status)):
+            await self.respond(exc.status, exc.message.encode(), content_type=b"text/plain")
+        else:
+            await self.json(exc.status, {"error": exc.message})
+
+    @asynccontextmanager
+    async def cancelled_when_client_leaves(self) -> AsyncIterator[None]:
+        """Meanwhile, the client leaving cancels the current task: what it awaits (an Ollama upstream's
+        response, a registry model's next chunk) is cancelled with it, and the block raises ClientGone.
+        A cancellation from anywhere else goes on as it came (`Task.uncancel` tells them apart)."""
+        task, inside, left = asyncio.current_task(), True, False
+
+        def leave(_gone) -> None:
+            nonlocal left
+            if inside:  # (a callback already scheduled when the block ended cancels nothing)
+                left = True
+                task.cancel()
+
+        gone = self._disconnected_future()
+        gone.add_done_callback(leave)
+        try:
+            yield
+        except asyncio.CancelledError:
+            if left and task.uncancel() == 0:
+                raise ClientGone() from None
+            raise
+        finally:
+            inside = False
+            gone.remove_done_callback(leave)
+
+    def _disconnected_future(self) -> asyncio.Future:
+        """Resolves when the client goes away (the request body has been read already)."""
+        if self._disconnected is None:
+            async def watch():
+                while True:
+                    message = await self.receive()
+                    if message["type"] == "http.disconnect":
+                        return
+            self._disconnected = asyncio.ensure_future(watch())
+        return self._disconnected

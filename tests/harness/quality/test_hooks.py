@@ -1,0 +1,394 @@
+"""The quality harness around a session's fire, in-process: the fire parks while its verifier group
+would run on the quality worker (here the group's services are called by the test), and the next tick
+carries it on. The parallel runs on a real worker are in test_workers.py."""
+
+import pytest
+
+from fathom.llm import Message, complete
+from fathom.tracing.selectors import trace_get
+from festinger import cache as festinger_cache
+from festinger.models import Concept
+from festinger.services import insert_fact
+from harness.fires.models import Fire, FireTurn
+from harness.fires.services import fire_parked_resume
+from harness.quality import agents, postflight, verification
+from harness.quality.models import QualityRun
+from harness.runtime.models import Session, SessionEvent, Turn
+from harness.runtime.services import harness_settings_get, message_send, session_create
+from lake.models import Delta
+from lake.services import delta_create
+from tests.harness.quality.conftest import classification, verdict
+from tests.harness.support import fire_write_kinds, session_tick
+
+ANSWER = "Paris is the capital of France, and has been for most of the last thousand years."
+
+
+def respond(body=ANSWER, **extra):
+    return {"name": "respond", "arguments": {"body": body, **extra}}
+
+
+def verify_all(run: QualityRun) -> None:
+    """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
+    or each verifier of the contrastive group, then the chord's join."""
+    run.refresh_from_db()
+    perspectives = verification.perspectives_for(run)
+    brief = verification.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
+    if perspectives == ("standard",):
+        assert verification.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
+        return
+    for perspective in perspectives:
+        verification.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
+    assert verification.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+
+
+def simple_chat_asked(workspace, roles, *, quality: bool):
+    """A new session asked a SIMPLE chat question, its answers queued: the classifier's and the
+    verifier's when the harness is on, then the main model's respond and skip. Returns the session."""
+    session = session_create(workspace=workspace)
+    message_send(session=session, content="What is the capital of France?")
+    if quality:
+        roles.classifier.reply(classification("SIMPLE", "chat"))
+        roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[respond()])
+    roles.main.call_tool("skip", {"reason": "-"})
+    return session
+
+
+def harness_events(session) -> list[str]:
+    return [kind for kind in SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True)
+            if kind.startswith("harness_") or kind in ("context_metrics", "milestone_unlocked")]
+
+
+def test_a_simple_chat_question_is_classified_answered_verified_and_written_once(roles, session):
+    # given a chat question, a classifier, a main model that answers at once, a verifier that passes it
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "nothing to name"})
+    # when the session ticks, the fire answers and parks, waiting for its verifier
+    assert session_tick(session_id=session.pk) == "parked"
+    fire = Fire.objects.get(session=session)
+    run = QualityRun.objects.get(fire=fire)
+    assert (fire.status, fire.phase) == ("running", "verify")
+    assert (run.waiting_for, run.state) == ("verifier", "verifying")
+    assert Turn.objects.get(session=session).status == "running"
+    assert not fire.writes_done_at  # nothing is written before the answer is accepted
+    # and when the verifier group has answered, the next tick carries the fire on to its end
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    fire.refresh_from_db()
+    run.refresh_from_db()
+    assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
+    assert (run.state, run.final_attempt, run.verifier_score, run.degraded) == ("done", 1, 0.9, {})
+    # then: one classifier call, one main turn and the review, one verifier call; nothing else
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1}
+    assert fire.model_calls == 2  # the fire's own journal counts its main and review turns
+    # the verifier saw a fresh context: the query, the answer, the artifacts, no tools, no workspace data
+    sent = roles.verifier.sent[0]
+    assert not sent.tools and len(sent.messages) == 2
+    assert "What is the capital of France?" in sent.last_user_text and ANSWER in sent.last_user_text
+    assert "Artifacts created: no artifacts" in sent.last_user_text
+    # the quality preamble reached the main loop's system message
+    assert "Quality requirements" in roles.main.sent[0].messages[0].content
+    # the events, on the session stream and on the run, in order
+    assert harness_events(session) == ["harness_complexity", "harness_contract", "harness_verifier",
+                                       "harness_workspace_profile", "context_metrics"]
+    assert [e["event"] for e in run.events] == harness_events(session)
+    assert run.profile == {"maturity": "new", "total_runs": 1, "avg_quality": 0.95, "feedback_rate": 0.0,
+                           "common_issues": [], "quality_multiplier": 0.85}
+    assert run.context_metrics["total_tool_calls"] == 0 and run.scores == {}  # chat has no RQS / RecQS / DocQS
+    contract = next(e for e in run.events if e["event"] == "harness_contract")["data"]
+    assert contract["passed"] is True and contract["issues"] == []
+    # the per-fire writes happened once
+    assert fire_write_kinds(fire)["kind:card"] == 1
+
+
+def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
+    # given a chat question answered after a search and parked, and its verifier's task run as the quality
+    # worker runs it
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.call_tool("semantic", {"query": "capital of France"})
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    fire = Fire.objects.get(session=session)
+    verify_all(QualityRun.objects.get(fire=fire))
+    # when the tick the verifier's task sends comes back (fires.fire_parked_resume)
+    back = {"session_id": session.pk, "workspace_id": session.workspace_id, "fire_id": fire.pk}
+    assert fire_parked_resume(**back) == "ended"
+    # then the fire is accepted, written once, its turn ended, as by a plain tick
+    fire.refresh_from_db()
+    assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
+    assert fire_write_kinds(fire)["kind:card"] == 1 and Turn.objects.get(session=session).status == "ended"
+    assert harness_events(session)[-3:] == ["harness_verifier", "harness_workspace_profile", "context_metrics"]
+    assert QualityRun.objects.get(fire=fire).context_metrics["calls_per_tool"] == {"semantic": 1}
+    # and its trace is one: the second run under a fire.resume span of the first run's root, which ended
+    trace = trace_get(workspace=fire.workspace, trace_id=fire.trace_id)
+    (root,) = trace["spans"]
+    resume = [child for child in root["children"] if child["name"] == "fire.resume"]
+    assert root["status"] == "ok" and [span["attributes"]["attempt"] for span in resume] == [2]
+    # and once more, with nothing parked, it is the usual tick, with nothing to do
+    assert fire_parked_resume(**back) == "idle"
+    assert {role: n for role, n in roles.calls().items() if role != "planner"} == {  # the search's planner aside
+        "classifier": 1, "main": 3, "verifier": 1}
+
+
+def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles, session, monkeypatch):
+    # given a chat question, and the verifier's send watched: what the database says of the claims then
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    runners = []
+    monkeypatch.setattr(postflight, "verification_send", lambda **kwargs: runners.append((
+        Session.objects.values_list("runner", flat=True).get(pk=session.pk),
+        Fire.objects.values_list("runner", flat=True).get(session=session))))
+    # when the session ticks and the fire parks
+    assert session_tick(session_id=session.pk) == "parked"
+    # then its session and fire were free when its verifier went out (a quick one may tick it at once),
+    # and they are still
+    assert runners == [("", "")]
+    assert Session.objects.get(pk=session.pk).runner == "" and Fire.objects.get(session=session).runner == ""
+
+
+def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.fail("server_error")  # the classifier's fallback classifies by keywords: chat
+    roles.main.reply(tool_calls=[respond()])
+    roles.verifier.fail("authentication")  # not retried: the verdict is the fallback
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    assert run.complexity["is_fallback"] and run.complexity["workflow_type"] == "chat"
+    verify_all(run)
+    attempt = run.attempts.get(number=1)
+    assert attempt.verifier["score"] == 0.0 and attempt.verifier["feedback"].startswith("[is_fallback]")
+    assert not attempt.verifier["passed"]
+
+
+def test_a_fire_of_a_workspace_without_the_harness_runs_as_before(scripted_llm, session):
+    message_send(session=session, content="hi")
+    scripted_llm.reply(tool_calls=[respond()])
+    scripted_llm.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "ended"
+    assert not QualityRun.objects.exists()
+    assert list(FireTurn.objects.values_list("phase", flat=True)) == ["main", "review"]
+
+
+def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_written_once(roles, session, workspace):
+    # given two moments in the lake, and a synthesis question about them
+    rover = delta_create(workspace=workspace, content="The zephyrine rover crossed the dunes in March.")
+    lake = delta_create(workspace=workspace, content="The zephyrine lake froze over in April.")
+    message_send(session=session, content="Synthesise what we know about the zephyrine rover and lake")
+    roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    # attempt 1: searches, then answers thinly, citing a quote that is not in the delta
+    roles.main.call_tool("semantic", {"query": "zephyrine"})
+    roles.main.reply(tool_calls=[respond("Both happened.", cards=[
+        {"kind": "insight", "body": "The rover flew.", "citations": [{"id": rover.pk, "quote": "the rover flew"}]}])])
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Claims lack attribution"], feedback="Quote the sources."))
+    # attempt 2: one insight per source, each quoting it
+    good = [{"kind": "insight", "body": "The rover crossed the dunes in March.",
+             "citations": [{"id": rover.pk, "quote": "crossed the dunes in March"}]},
+            {"kind": "insight", "body": "The lake froze in April, a month after the crossing.",
+             "citations": [{"id": lake.pk, "quote": "froze over in April"}]}]
+    body = (f"## Findings\n- The rover crossed the dunes in March [{rover.pk}].\n"
+            f"- The lake froze over in April [{lake.pk}].")
+    roles.main.reply(tool_calls=[respond(body, cards=good)])
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks: attempt 1 parks, its verdict asks for a retry, attempt 2 parks, then it ends
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    first = run.attempts.get(number=1)
+    assert not first.contract["passed"]
+    assert f'Unfounded citation [{rover.pk}]: quote not found in the delta ("the rover flew")' in first.contract[
+        "issues"]
+    assert "Insufficient insights: 1 created (minimum 2)" in first.contract["issues"]
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    run.refresh_from_db()
+    assert run.attempt == 2 and run.attempts.get(number=1).decision == {
+        "retry": True, "reason": "Contract failed — retrying with healing prompt"}
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    fire = Fire.objects.get(session=session)
+    run.refresh_from_db()
+    # then the second attempt read the healing prompt after its first attempt's turns
+    healing = roles.main.sent[2].messages[-1].content
+    assert healing.startswith("Synthesise what we know about the zephyrine rover and lake\n"
+                              "[SELF-CORRECTION: Attempt 2 of 3]\n")
+    assert "MISSING REQUIREMENT: Insufficient insights: 1 created (minimum 2)" in healing
+    assert "QUALITY ISSUE: Claims lack attribution\nReviewer feedback: Quote the sources." in healing
+    assert any(m.role == "tool" and rover.pk in m.content for m in roles.main.sent[2].messages)
+    # the answer is the second attempt's, its artifacts written once, with what they cite
+    assert fire.response["body"] == body and run.final_attempt == 2 and not run.degraded
+    kinds = fire_write_kinds(fire)
+    assert (kinds["kind:card"], kinds["kind:insight"]) == (1, 2)
+    assert set(Delta.objects.filter(tags__contains=["kind:insight"]).values_list("content", flat=True)) == {
+        card["body"] for card in good}
+    assert Delta.objects.filter(tags__contains=["kind:insight", f"cites:{lake.pk}"]).count() == 1
+    # the calls: 1 classifier, 4 main (search, two answers, the review), 2 verifiers; the planner call is
+    # the lake search's own (its compositional plan), not the harness's: a MEDIUM question is not planned
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 2, "planner": 1}
+    assert roles.planner.sent[0].response_format["json_schema"]["name"] != "plans"
+    assert harness_events(session) == [
+        "harness_complexity", "harness_contract", "harness_verifier",
+        "harness_retry", "harness_contract", "harness_verifier", "harness_rqs", "harness_workspace_profile",
+        "context_metrics"]
+    assert run.scores["harness_rqs"]["grade"] in ("A", "B")
+    assert run.context_metrics["calls_per_tool"] == {"semantic": 1}
+
+
+def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, session):
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond("Hi.")])  # too short: chat asks 50 characters (x 0.85 for a new workspace, floored at 50)
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
+    roles.main.reply(tool_calls=[respond("Hi again.")])
+    roles.verifier.reply(verdict(0.35, passed=False, issues=["Still terse"]))
+    roles.main.call_tool("skip", {"reason": "-"})
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    run.refresh_from_db()
+    fire = run.fire
+    fire.refresh_from_db()
+    assert fire.response["body"] == "Hi again." and run.final_attempt == 2
+    assert run.degraded == {"attempts_made": 2, "best_score": 0.175, "workflow_type": "chat",
+                            "issues": ["Output too short: 3 chars (minimum 50)",
+                                       "Output too short: 9 chars (minimum 50)", "Still terse", "Terse"]}
+    assert run.attempts.get(number=2).decision == {"retry": False, "reason": "Max attempts reached"}
+    events = harness_events(session)
+    assert events.index("harness_retry") < events.index("harness_degraded") < events.index("context_metrics")
+    assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 2}
+    assert fire_write_kinds(fire)["kind:card"] == 1
+
+
+def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspace):
+    # given a fire capped at two turns whose model never responds, and a verifier that fails the answer
+    limits = harness_settings_get(workspace_id=workspace.pk)
+    limits.max_turns_per_fire = 2
+    limits.save()
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    for step in range(2):
+        roles.main.call_tool("view_full", {"delta_id": f"feed{step}"})
+    roles.main.reply("Hi.")  # the forced turn's text is the answer
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks, and ticks again once the verifier answered
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the capped answer is kept, degraded, with its stop reason, and the main loop ran once
+    run.refresh_from_db()
+    fire = run.fire
+    fire.refresh_from_db()
+    assert (fire.status, fire.stop_reason, fire.response["body"]) == ("finished", "max_turns", "Hi.")
+    assert run.attempts.count() == 1
+    assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
+    assert run.degraded["attempts_made"] == 1
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 1}
+
+
+def test_the_verifier_gets_no_recollection_of_the_workspace_where_the_main_model_does(roles, workspace):
+    # given a world model that would inject what it knows about "gnommoweb" into every call
+    insert_fact(workspace=workspace, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    Concept.objects.update_or_create(workspace=workspace, token="gnommoweb", defaults={"encounter_count": 50})
+    festinger_cache.world_reload(workspace.pk)
+    try:
+        roles.main.reply("fine")
+        roles.verifier.reply(verdict(0.9))
+        complete(workspace=workspace, role="main", messages=[Message.user("What is gnommoweb?")])
+        # when the verifier judges an answer about it
+        agents.verify(workspace=workspace, perspective="standard", query="What is gnommoweb?",
+                      output="gnommoweb is a repo", artifact_summary="no artifacts")
+    finally:
+        festinger_cache.forget(workspace.pk)
+    # then only the main model's prompt carried the recollection: the verifier's context is fresh
+    assert "<recollection>" in roles.main.sent[0].messages[0].content
+    assert all("<recollection>" not in m.content for m in roles.verifier.sent[0].messages)
+
+
+def test_deep_synthesis_iteration_makes_every_pass_and_keeps_the_best(roles, session, api):
+    # given a message asking for three iterations, each pass good enough on its own
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "What is the capital of France?",
+                                                                 "iterations": 3}, format="json")
+    assert response.status_code == 202, response.content
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    for n, score in enumerate((0.8, 0.95, 0.7), 1):
+        roles.main.reply(tool_calls=[respond(f"{ANSWER} (pass {n})")])
+        roles.verifier.reply(verdict(score))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the session ticks through its three passes
+    for _ in range(3):
+        assert session_tick(session_id=session.pk) == "parked"
+        verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the second pass, the best, is the answer, and one event sums the iterations up
+    run = QualityRun.objects.get(fire__session=session)
+    assert run.iterations == 3 and run.final_attempt == 2 and not run.degraded
+    assert run.fire.response["body"].endswith("(pass 2)")
+    summary = next(e for e in run.events if e["event"] == "harness_iteration_complete")["data"]
+    assert (summary["iterations"], summary["best_score"], summary["best_iteration"], summary["accepted_count"]) == (
+        3, 0.975, 2, 3)
+    assert harness_events(session).count("harness_retry") == 2
+    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 3}
+
+
+@pytest.mark.parametrize("iterations", [0, 6, "x", 2.5, None])
+def test_iterations_outside_one_to_five_are_a_400(api, session, iterations):
+    response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "q", "iterations": iterations},
+                        format="json")
+    assert response.status_code == 400 and "iterations" in response.json()["error"]["details"]
+
+
+def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_attempt(roles, session):
+    message_send(session=session, content="Synthesise the themes of my notes")
+    roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    refusal = "Unfortunately I cannot see your notes. " + "Plain prose without any structure at all. " * 60
+    roles.main.reply(tool_calls=[respond(refusal)])
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    alerts = run.attempts.get(number=1).stream_alerts
+    assert [(a["checkpoint"], a["severity"]) for a in alerts] == [(500, "critical"), (2000, "warning")]
+    assert harness_events(session).count("harness_stream_alert") == 2
+
+
+REFUSAL = "I can't find anything in the notes about the northern shore, so I cannot compare them. " * 12
+
+
+def test_a_stream_alert_reaches_the_session_while_the_answer_is_written(roles, session):
+    # given a main model that streams a refusal (600 characters and more), word by word, as plain text
+    message_send(session=session, content="What do the notes say about the northern shore?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(REFUSAL)
+    roles.verifier.reply(verdict(0.9))
+    roles.main.call_tool("skip", {"reason": "-"})
+    # when the fire runs to its end
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the 500-character check alerted once, while the answer was being written: after the first
+    # streamed delta, before the answer's turn was committed, its contract and the fire's end
+    events = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", "data"))
+    kinds = [kind for kind, _ in events]
+    assert kinds.count("harness_stream_alert") == 1
+    alert_at = kinds.index("harness_stream_alert")
+    alert = events[alert_at][1]
+    assert (alert["severity"], alert["checkpoint"], alert["attempt"]) == ("critical", 500, 1)
+    first_delta = next(n for n, (kind, data) in enumerate(events) if kind == "AgentStream" and "delta" in data)
+    answer_committed = next(n for n, (kind, data) in enumerate(events) if kind == "AgentStream" and data.get("text"))
+    assert first_delta < alert_at < answer_committed < kinds.index("harness_contract") < kinds.index("TurnEnded")
+    # and the attempt keeps it, the post-flight's own check of the final answer adding none
+    run = QualityRun.objects.get(fire__session=session)
+    assert [a["checkpoint"] for a in run.attempts.get(number=1).stream_alerts] == [500]
