@@ -119,7 +119,13 @@ INSTALLED_APPS = [
     "lake",
     "festinger",
     "proposals",
-    "harness",
+    "harness",  # its historical migrations only: the tables it created belong to the apps below
+    "harness.runtime",
+    "harness.fires",
+    "harness.quality",
+    "harness.conductor",
+    "harness.autonomy",
+    "dashboard",
 ]
 
 MIDDLEWARE = [
@@ -332,8 +338,8 @@ FATHOM_TRACE_RETENTION_DAYS = env_int("FATHOM_TRACE_RETENTION_DAYS", 30, minimum
 FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 # The longest a helper job may run (a host's timeout may not exceed it); the task's time limit follows.
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
-# "module.function(*, routine, run)" that starts a routine run's fire (see proposals.routines).
-FATHOM_ROUTINE_FIRE_STARTER = "harness.routines.routine_fire_start"
+# "module.function(*, routine, run)" that starts a routine run's fire (see proposals.scheduled_routines).
+FATHOM_ROUTINE_FIRE_STARTER = "harness.runtime.routine_triggers.routine_fire_start"
 # The terminal client's defaults (`fathom client --url / --key`); the server does not use them.
 FATHOM_URL = env_url("FATHOM_URL", ("http", "https")) or f"http://127.0.0.1:{HTTP_PORT}"
 FATHOM_API_KEY = env_str("FATHOM_API_KEY")

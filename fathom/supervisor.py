@@ -208,9 +208,10 @@ class DataDirLock:
                 lines.append(json.dumps({"pid": child.pid, "started": psutil.Process(child.pid).create_time()}))
             except psutil.NoSuchProcess:
                 continue
-        self._write(lines)
+        self.write(lines)
 
-    def _write(self, lines: list[str]) -> None:
+    def write(self, lines: list[str]) -> None:
+        """The lock file holds these lines (the owner's pid first), and nothing else."""
         self.handle.truncate(0)
         self.handle.write("".join(f"{line}\n" for line in lines))
         self.handle.flush()
@@ -229,7 +230,7 @@ def data_dir_held(data_dir: Path) -> Iterator[DataDirLock]:
                 f"with Ctrl-C (or kill it), or point FATHOM_DATA_DIR at another folder")
         previous = _lock_owner(path) or None
         lock = DataDirLock(handle, previous_owner=previous, orphans_stopped=_stop_orphans(_lock_children(handle)))
-        lock._write([str(os.getpid())])
+        lock.write([str(os.getpid())])
         try:
             yield lock
         finally:

@@ -18,14 +18,18 @@ v1 = [
     path("", include("lake.urls")),
     path("", include("festinger.urls")),
     path("", include("proposals.urls")),
-    path("", include("harness.urls")),
+    path("", include("harness.runtime.urls")),
+    path("", include("harness.fires.urls")),
+    path("", include("harness.quality.urls")),
+    path("", include("harness.conductor.urls")),
+    path("", include("harness.autonomy.urls")),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(v1)),
-    # The operator's dashboard (harness.dashboard) at the root.
-    path("", include("harness.dashboard.urls")),
+    # The operator's dashboard (the dashboard app) at the root.
+    path("", include("dashboard.urls")),
 ]
 
 handler400 = "fathom.api.errors.bad_request"

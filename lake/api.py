@@ -291,7 +291,8 @@ class MediaUploadView(APIView):
     @extend_schema(request={"application/octet-stream": bytes}, responses={201: MediaOut, 200: MediaOut},
                    summary="Store an image; deltas name it by the returned hash")
     def post(self, request):
-        data = request._request.read(settings.FATHOM_MEDIA_MAX_BYTES + 1)  # not .body: its limit is for forms
+        stream = request.stream  # the raw body (None when empty), not .body: its limit is for forms
+        data = stream.read(settings.FATHOM_MEDIA_MAX_BYTES + 1) if stream else b""
         media, created = media_store(workspace=request.workspace, data=data)
         return Response(MediaOut(media).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 

@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from fathom.auth import may_operate, request_actor
 from fathom.errors import ApplicationError
-from proposals import dispatch, routines, selectors, services
+from proposals import helper_jobs, scheduled_routines, selectors, services
 from proposals.handlers import get_handler
 from proposals.models import (
     Decision,
@@ -272,11 +272,11 @@ class RoutineAdmin(WorkspaceScopedAdmin):
         return False  # routines are minted by approving a `routines` proposal
 
     def delete_model(self, request, obj):
-        routines.routine_delete(routine=obj)
+        scheduled_routines.routine_delete(routine=obj)
 
     def delete_queryset(self, request, queryset):
         for routine in queryset:
-            routines.routine_delete(routine=routine)
+            scheduled_routines.routine_delete(routine=routine)
 
     @admin.display(boolean=True)
     def enabled(self, routine):
@@ -304,13 +304,13 @@ class HelperHostAdmin(WorkspaceScopedAdmin):
         class HostForm(form):
             def clean(self):
                 cleaned = super().clean()
-                host = dispatch.HostConfig(
+                host = helper_jobs.HostConfig(
                     name=cleaned.get("name") or "", executor=cleaned.get("executor") or "",
                     command=cleaned.get("command") if isinstance(cleaned.get("command"), list) else [],
                     timeout_seconds=cleaned.get("timeout_seconds") or 0,
                     pass_env=cleaned.get("pass_env") or [], config=cleaned.get("config") or {})
                 try:
-                    dispatch.helper_host_validate(host)
+                    helper_jobs.helper_host_validate(host)
                 except ApplicationError as exc:
                     raise ValidationError(exc.message) from None
                 return cleaned

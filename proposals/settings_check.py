@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from fathom.errors import ApplicationError
-from proposals.dispatch import helper_host_validate, host_from_setting
+from proposals.helper_jobs import helper_host_validate, host_from_setting
 
 
 def helper_hosts_setting_check() -> None:

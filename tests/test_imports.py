@@ -1,13 +1,30 @@
-"""Imports go at the top of a module. A function-local import that dodges an import cycle means a
-function lives in the wrong module (STYLE.md); the only ones allowed are listed here, each with its
-reason."""
+"""Which module may import which. Dependencies point one way, down the layers below (an upward import
+fails, wherever it sits: at module level, in a function, under TYPE_CHECKING); no two parts of one app
+import each other; and imports go at the top of a module. A function-local import that dodges an import
+cycle means a function lives in the wrong module (STYLE.md); the only ones allowed are listed here, each
+with its reason."""
 
 import ast
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
-APPS = ("fathom", "lake", "festinger", "proposals", "harness")
+APPS = ("fathom", "lake", "festinger", "proposals", "harness", "dashboard")
+
+# The layers, lowest first (docs/architecture.md): an app imports its own modules and the layers below it.
+# Apps that share a layer are peers and import neither each other nor anything above.
+LAYERS = (
+    ("fathom",),
+    ("lake",),
+    ("festinger",),
+    ("proposals",),
+    ("harness",),  # the package itself: its historical migrations' app, importing nothing
+    ("harness.runtime",),
+    ("harness.fires",),
+    ("harness.quality", "harness.conductor", "harness.autonomy"),
+    ("dashboard",),
+)
+LAYER = {app: rank for rank, apps in enumerate(LAYERS) for app in apps}
 
 # module -> why its function-local imports are there
 ALLOWED = {
@@ -45,6 +62,68 @@ def test_no_function_imports_outside_the_allowed_modules():
 
 def test_every_allowed_module_still_exists():
     assert [module for module in ALLOWED if not Path(REPO_ROOT, module).is_file()] == []
+
+
+def test_no_app_imports_upward():
+    assert upward_imports(import_edges()) == []
+
+
+def test_no_two_parts_of_an_app_import_each_other():
+    assert two_way_parts(import_edges()) == []
+
+
+def test_the_checks_catch_an_upward_import_a_peer_import_and_a_two_way_pair():
+    assert upward_imports([
+        ("harness.fires.loop", "harness.quality.flow"),  # fires importing the quality app
+        ("lake.search", "proposals.models"),
+        ("harness.runtime.services", "dashboard.views"),
+        ("harness.conductor.services", "harness.autonomy.selectors"),  # peers
+        ("dashboard.views", "harness.quality.selectors"),  # downward: fine
+        ("harness.quality.flow", "harness.quality.events"),  # inside one app: fine
+    ]) == ["harness.fires.loop -> harness.quality.flow", "lake.search -> proposals.models",
+                       "harness.runtime.services -> dashboard.views",
+                       "harness.conductor.services -> harness.autonomy.selectors"]
+    assert two_way_parts([("harness.quality.flow", "harness.quality.events"),
+                          ("harness.quality.events", "harness.quality.flow.parts"),
+                          ("harness.autonomy.services", "harness.autonomy.producers.services")]) == [
+        "harness.quality.events <-> harness.quality.flow"]
+
+
+def import_edges() -> list[tuple[str, str]]:
+    """(importer, imported) for every import of one of the project's modules, wherever it sits: at
+    module level, in a function, under TYPE_CHECKING."""
+    modules = dict(_modules())
+    return [(name, target) for name, (_, tree) in modules.items() for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom) for target in _imported(node, name, modules)]
+
+
+def upward_imports(edges) -> list[str]:
+    """The imports of an app above the importer's, or of a peer in its layer."""
+    found = []
+    for importer, imported in edges:
+        source, target = app_of(importer), app_of(imported)
+        if source != target and LAYER[target] >= LAYER[source]:
+            found.append(f"{importer} -> {imported}")
+    return found
+
+
+def two_way_parts(edges) -> list[str]:
+    """The pairs of parts of one app (its sub-packages and top-level modules) that import each other."""
+    pairs = set()
+    for importer, imported in edges:
+        app = app_of(importer)
+        if app == app_of(imported) and (a := _part(importer, app)) != (b := _part(imported, app)):
+            pairs.add((a, b))
+    return sorted(f"{a} <-> {b}" for a, b in pairs if a < b and (b, a) in pairs)
+
+
+def app_of(module: str) -> str:
+    """The app in LAYERS a module belongs to (the longest name it starts with)."""
+    return max((app for app in LAYER if module == app or module.startswith(app + ".")), key=len)
+
+
+def _part(module: str, app: str) -> str:
+    return ".".join(module.split(".")[:len(app.split(".")) + 1])
 
 
 def test_no_import_cycle_among_the_projects_modules():

@@ -143,28 +143,28 @@ class Script:
 
     @property
     def sent(self) -> list[SentRequest]:
-        raw = get_redis().lrange(self._key("sent"), 0, -1)
+        raw = get_redis().lrange(self.redis_key("sent"), 0, -1)
         return [_sent_from_json(json.loads(item)) for item in raw]
 
     @property
     def first_chunks(self) -> list[float]:
         """When the first chunk of each streamed answer was handed over (time.time()), in order."""
-        return [float(t) for t in get_redis().lrange(self._key("first_chunk"), 0, -1)]
+        return [float(t) for t in get_redis().lrange(self.redis_key("first_chunk"), 0, -1)]
 
     @property
     def pending(self) -> int:
-        return get_redis().llen(self._key("queue"))
+        return get_redis().llen(self.redis_key("queue"))
 
     def reset(self) -> None:
-        get_redis().delete(self._key("queue"), self._key("sent"), self._key("first_chunk"))
+        get_redis().delete(self.redis_key("queue"), self.redis_key("sent"), self.redis_key("first_chunk"))
 
     def _push(self, item: dict) -> None:
         pipe = get_redis().pipeline()
-        pipe.rpush(self._key("queue"), json.dumps(item))
-        pipe.expire(self._key("queue"), EXPIRE_SECONDS)
+        pipe.rpush(self.redis_key("queue"), json.dumps(item))
+        pipe.expire(self.redis_key("queue"), EXPIRE_SECONDS)
         pipe.execute()
 
-    def _key(self, part: str) -> str:
+    def redis_key(self, part: str) -> str:
         return KEY.format(name=self.name, part=part)
 
 
@@ -207,7 +207,7 @@ class ScriptedProvider:
         yield StreamChunk(completion=completion)
 
     def _first_chunk(self, request) -> None:
-        key = Script(request.model.model)._key("first_chunk")
+        key = Script(request.model.model).redis_key("first_chunk")
         pipe = get_redis().pipeline()
         pipe.rpush(key, repr(time.time()))
         pipe.expire(key, EXPIRE_SECONDS)
@@ -222,9 +222,9 @@ class ScriptedProvider:
             "options": {k: v for k, v in request.options.items() if _jsonable(v)}, "stream": request.stream,
         })
         pipe = get_redis().pipeline()
-        pipe.rpush(script._key("sent"), record)
-        pipe.expire(script._key("sent"), EXPIRE_SECONDS)
-        pipe.lpop(script._key("queue"))
+        pipe.rpush(script.redis_key("sent"), record)
+        pipe.expire(script.redis_key("sent"), EXPIRE_SECONDS)
+        pipe.lpop(script.redis_key("queue"))
         raw = pipe.execute()[-1]
         if raw is None:
             raise errors.ScriptExhausted(

@@ -8,6 +8,7 @@ from fathom.admin_scoping import ReadOnlyAdmin, WorkspaceScopedAdmin
 from fathom.errors import ApplicationError
 from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark, PressureSample
 from harness.autonomy.pressure import SIGNALS
+from harness.autonomy.producers import admin as producers_admin  # noqa: F401 - registers the producers' admin
 from harness.autonomy.schedules import scheduled_sit_ensure
 from harness.autonomy.services import SETTINGS_FIELDS, autonomy_settings_validate
 

@@ -1,4 +1,5 @@
-"""`fathom autonomy show|set|sweep|decisions --workspace W`: read and flip the switch, run a sweep now."""
+"""`fathom autonomy show|set|sweep|decisions --workspace W`: read and flip the switch, run a sweep now (and
+the producers' `fathom produce`)."""
 
 import json
 from datetime import datetime
@@ -11,9 +12,11 @@ from fathom.services import workspace_get
 from harness.autonomy import selectors, services
 from harness.autonomy.models import AutonomyMode
 from harness.autonomy.pressure import SIGNAL_NAMES, pressure_read
+from harness.autonomy.producers.cli import register as register_producers
 
 
 def register(subparsers):
+    register_producers(subparsers)
     autonomy = subparsers.add_parser("autonomy", help="autonomy: pressure, the switch, decisions")
     commands = autonomy.add_subparsers(dest="autonomy_command", required=True)
 

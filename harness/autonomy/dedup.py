@@ -10,7 +10,7 @@ from django.db import connection
 
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
-from harness.producers.services import proposal_mirror
+from harness.autonomy.producers.services import proposal_mirror
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, Delta
 from proposals.models import Proposal, ProposalStatus
 from proposals.services import proposal_draft

@@ -1,5 +1,5 @@
 """Autonomy's tables: the switch and its limits per workspace, the pressure series, every decision
-the sweep takes, and the operator's marks on inbox items."""
+the sweep takes, the operator's marks on inbox items, and the producers' runs."""
 
 from django.db import models
 from django.db.models import Q
@@ -47,6 +47,7 @@ class AutonomySettings(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_autonomysettings"
         verbose_name = "autonomy settings"
         verbose_name_plural = "autonomy settings"
         constraints = [
@@ -66,6 +67,7 @@ class PressureSample(WorkspaceScoped):
     breakdown = models.JSONField(default=dict)
 
     class Meta:
+        db_table = "harness_pressuresample"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="pressuresample_ws_created")]
 
@@ -106,6 +108,7 @@ class AutonomyDecision(WorkspaceScoped):
     trigger = models.ForeignKey(Trigger, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
+        db_table = "harness_autonomydecision"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="autonomydecision_ws_created"),
                    models.Index(fields=["start_queued_at"], condition=Q(sit_state="claimed"),
@@ -133,7 +136,49 @@ class InboxMark(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_inboxmark"
         constraints = [models.UniqueConstraint(fields=["workspace", "delta_id"], name="inboxmark_one_per_delta")]
 
     def __str__(self):
         return f"{self.delta_id}: {self.state}"
+
+
+class ProducerRun(WorkspaceScoped):
+    class Producer(models.TextChoices):
+        REFLECTIVE = "reflective"
+        TOPICAL = "topical"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    class Origin(models.TextChoices):
+        PRESSURE = "pressure"  # un-provenanced material accumulated (the autonomy sweep)
+        BEAT = "beat"
+        CLI = "cli"
+        API = "api"
+
+    producer = models.CharField(max_length=16, choices=Producer.choices)
+    mode = models.CharField(max_length=8, blank=True, help_text="topical: window (episodes) or l2 (topics)")
+    hours = models.PositiveIntegerField(default=24, help_text="the window it reads, back from its start")
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    window_start = models.DateTimeField(null=True, blank=True, help_text="pressure runs: one per window")
+    proposals = models.JSONField(default=list, blank=True, help_text="[{id, level, status, delta, decision}]")
+    model_calls = models.PositiveSmallIntegerField(default=0)
+    read = models.PositiveIntegerField(default=0, help_text="how many deltas it was shown")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "harness_producerrun"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="producerrun_ws_created")]
+        constraints = [models.UniqueConstraint(fields=["workspace", "producer", "window_start"],
+                                               condition=Q(origin="pressure"), name="producerrun_one_per_window")]
+
+    def __str__(self):
+        return f"{self.producer} run {self.pk} ({self.status})"

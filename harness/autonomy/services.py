@@ -37,8 +37,8 @@ from harness.autonomy.models import (
     PressureSample,
 )
 from harness.autonomy.pressure import SIGNAL_NAMES, Reading, pressure_read
+from harness.autonomy.producers.services import decisions_mirror, producers_pressure_start
 from harness.autonomy.selectors import inbox_item_get
-from harness.producers.services import decisions_mirror, producers_pressure_start
 from harness.runtime.models import Session, Trigger, Turn
 from harness.runtime.services import message_send, session_create
 

@@ -1,10 +1,12 @@
-"""Autonomy's Celery tasks: thin, by id, calling services (imported by harness.tasks, which Celery
-discovers)."""
+"""Autonomy's Celery tasks (the producers' among them): thin, by id, calling services."""
 
 from celery import shared_task
 
+from fathom.llm.errors import LLMConnectionError, LLMRateLimited, LLMServerError, LLMTimeout
 from fathom.transient import retries
 from harness.autonomy import dedup, services
+from harness.autonomy.models import AutonomyMode, AutonomySettings
+from harness.autonomy.producers import services as producers
 
 
 @shared_task(name="maintenance.autonomy_sweep", ignore_result=True, **retries(max_retries=2),
@@ -37,3 +39,18 @@ def qa_marker_dedup() -> int:
     """Run by beat (hourly): fold Q/A markers asking the same question into a level-1 provenance
     through the gate. Harmless twice: a folded marker is wrapped, a pending fold is skipped."""
     return dedup.markers_dedup_all()
+
+
+@shared_task(name="fires.producer_run", acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+             **retries(LLMTimeout, LLMConnectionError, LLMRateLimited, LLMServerError), soft_time_limit=300,
+             time_limit=360)
+def producer_run(run_id: int) -> str:
+    """Run a queued producer run (claimed queued -> running, so a redelivery runs it once)."""
+    return producers.producer_run(run_id=run_id).status
+
+
+@shared_task(name="maintenance.producers_beat", ignore_result=True, **retries(max_retries=2), expires=3600)
+def producers_beat() -> int:
+    """Run by beat: a reflective run and a topical L2 pass in every workspace whose autonomy is on."""
+    on = AutonomySettings.objects.filter(mode=AutonomyMode.ON).values_list("workspace_id", flat=True)
+    return len(producers.producers_beat(workspace_ids=list(on)))

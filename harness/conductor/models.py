@@ -30,6 +30,7 @@ class ConductorSettings(WorkspaceScoped):
         default=6, help_text="the most decision calls one run makes; past it the run is blocked")
 
     class Meta:
+        db_table = "harness_conductorsettings"
         verbose_name = "conductor settings"
         verbose_name_plural = "conductor settings"
         constraints = [models.UniqueConstraint(fields=["workspace"], name="conductorsettings_one_per_workspace")]
@@ -67,6 +68,7 @@ class Run(WorkspaceScoped, Claimable):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_run"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="run_ws_created"),
                    models.Index(fields=["status"], name="run_live",
@@ -106,6 +108,7 @@ class AgendaItem(WorkspaceScoped):
     merged = models.BooleanField(default=False, help_text="its result is in the run's canon")
 
     class Meta:
+        db_table = "harness_agendaitem"
         ordering = ["run", "number"]
         constraints = [models.UniqueConstraint(fields=["run", "number"], name="agendaitem_unique_number")]
 
@@ -133,7 +136,7 @@ class CapabilityCall(WorkspaceScoped, Claimable):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DISPATCHED)
     task_id = models.CharField(max_length=64, blank=True, help_text="the Celery task that carries it")
     attempts = models.PositiveSmallIntegerField(default=0, help_text="how many times a worker took it up")
-    fire = models.ForeignKey("harness.Fire", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    fire = models.ForeignKey("fires.Fire", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     journal = models.JSONField(default=list, blank=True, help_text="a terminal worker's steps, committed one by one")
     result = models.TextField(blank=True)
     error = models.TextField(blank=True)
@@ -142,6 +145,7 @@ class CapabilityCall(WorkspaceScoped, Claimable):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_capabilitycall"
         ordering = ["run", "created_at"]
 
     def __str__(self):
@@ -182,6 +186,7 @@ class Decision(WorkspaceScoped):
     llm_call_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
+        db_table = "harness_decision"
         ordering = ["run", "number"]
         constraints = [models.UniqueConstraint(fields=["run", "number"], name="decision_unique_number")]
 
@@ -207,6 +212,7 @@ class RunEvent(WorkspaceScoped):
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        db_table = "harness_runevent"
         ordering = ["run", "seq"]
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runevent_unique_seq")]
 

@@ -116,7 +116,7 @@ def _count_by(rows: list[dict], key: str) -> dict[str, int]:
     return dict(counts)
 
 
-# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+# --- The operator dashboard's reads (dashboard) -----------------------------------------------
 
 def runs_recent(*, workspace, limit: int) -> list[Run]:
     """The workspace's newest runs with their agenda items (two queries)."""

@@ -75,6 +75,7 @@ class Fire(WorkspaceScoped, Claimable):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_fire"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="fire_ws_created"),
                    models.Index(fields=["status"], name="fire_status",
@@ -115,6 +116,7 @@ class FireTurn(WorkspaceScoped):
     call_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
+        db_table = "harness_fireturn"
         ordering = ["fire", "number"]
         constraints = [models.UniqueConstraint(fields=["fire", "number"], name="fireturn_unique_number")]
 
@@ -138,6 +140,7 @@ class FireToolCall(WorkspaceScoped):
     latency_ms = models.FloatField(default=0)
 
     class Meta:
+        db_table = "harness_firetoolcall"
         ordering = ["turn", "position"]
         constraints = [models.UniqueConstraint(fields=["turn", "call_id"], name="firetoolcall_unique_call")]
 

@@ -13,7 +13,7 @@ from harness.fires.tools.plan import render as render_plan
 from harness.runtime.profiles import profile_copy
 from harness.runtime.selectors import agent_profile_default_get
 from lake.selectors import orient_current
-from proposals.dispatch import helper_hosts
+from proposals.helper_jobs import helper_hosts
 
 RECENT_TURNS_WHOLE = 6  # the last turns' tool results are always shown in full
 COMPACT_RESULT_CHARS = 600

@@ -38,7 +38,7 @@ def fire_trace(*, fire: Fire) -> list[dict]:
                 .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
 
 
-# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+# --- The operator dashboard's reads (dashboard) -----------------------------------------------
 
 def fires_feed_page(*, workspace, before=None, limit: int) -> list[Fire]:
     """A page of the workspace's top-level fires, newest first, created before `before` (a datetime;

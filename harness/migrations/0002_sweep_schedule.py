@@ -2,7 +2,7 @@ from django.db import migrations
 
 
 def create_sweep(apps, schema_editor):
-    from harness.schedules import sweep_schedule_ensure
+    from harness.fires.schedules import sweep_schedule_ensure
 
     sweep_schedule_ensure(
         periodic_task_model=apps.get_model("django_celery_beat", "PeriodicTask"),

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 def create_calibration_schedule(apps, schema_editor):
-    from harness.schedules import calibration_schedule_ensure
+    from harness.quality.schedules import calibration_schedule_ensure
 
     calibration_schedule_ensure(
         periodic_task_model=apps.get_model("django_celery_beat", "PeriodicTask"),

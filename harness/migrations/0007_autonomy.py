@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 def create_schedules(apps, schema_editor):
     from harness.autonomy.schedules import dedup_schedule_ensure, sweep_schedule_ensure
-    from harness.producers.schedules import producers_schedule_ensure
+    from harness.autonomy.producers.schedules import producers_schedule_ensure
 
     models = {"periodic_task_model": apps.get_model("django_celery_beat", "PeriodicTask"),
               "interval_model": apps.get_model("django_celery_beat", "IntervalSchedule")}

@@ -27,6 +27,7 @@ class QualitySettings(WorkspaceScoped):
     calibration_built_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_qualitysettings"
         verbose_name = "quality settings"
         verbose_name_plural = "quality settings"
         constraints = [models.UniqueConstraint(fields=["workspace"], name="qualitysettings_one_per_workspace")]
@@ -49,6 +50,7 @@ class QualityRetryPolicy(WorkspaceScoped):
     low_quality_threshold = models.FloatField()
 
     class Meta:
+        db_table = "harness_qualityretrypolicy"
         verbose_name = "quality retry policy"
         verbose_name_plural = "quality retry policies"
         ordering = ["workspace", "workflow_type"]
@@ -67,6 +69,7 @@ class QualityPrompt(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_qualityprompt"
         ordering = ["prompt_id"]
 
     def __str__(self):
@@ -81,7 +84,7 @@ class QualityRun(WorkspaceScoped):
         VERIFYING = "verifying"  # an attempt answered; its verifier group runs
         DONE = "done"
 
-    fire = models.OneToOneField("harness.Fire", on_delete=models.CASCADE, related_name="quality")
+    fire = models.OneToOneField("fires.Fire", on_delete=models.CASCADE, related_name="quality")
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
     complexity = models.JSONField(default=dict, blank=True,
                                   help_text="level, reason, subtask_count, workflow_type, expected, is_fallback")
@@ -104,6 +107,7 @@ class QualityRun(WorkspaceScoped):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_qualityrun"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="qualityrun_ws_created"),
                    models.Index(fields=["waiting_since"], name="qualityrun_waiting",
@@ -129,6 +133,7 @@ class QualityAttempt(WorkspaceScoped):
     decision = models.JSONField(default=dict, blank=True, help_text="should_retry's answer and reason")
 
     class Meta:
+        db_table = "harness_qualityattempt"
         ordering = ["run", "number"]
         constraints = [models.UniqueConstraint(fields=["run", "number"], name="qualityattempt_unique_number")]
 
@@ -143,13 +148,14 @@ class Feedback(WorkspaceScoped):
         UP = "up"
         DOWN = "down"
 
-    fire = models.ForeignKey("harness.Fire", on_delete=models.CASCADE, related_name="feedback")
+    fire = models.ForeignKey("fires.Fire", on_delete=models.CASCADE, related_name="feedback")
     rating = models.CharField(max_length=8, choices=Rating.choices)
     comment = models.TextField(blank=True)
     verifier_score = models.FloatField(null=True, blank=True, help_text="the fire's verifier score when given")
     author = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        db_table = "harness_feedback"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="feedback_ws_created")]
 

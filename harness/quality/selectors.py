@@ -118,7 +118,7 @@ def _array(column: str) -> str:
     return f"CASE WHEN jsonb_typeof({column}) = 'array' THEN {column} ELSE '[]'::jsonb END"
 
 
-# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+# --- The operator dashboard's reads (dashboard) -----------------------------------------------
 
 def quality_runs_of_fires(*, workspace, fire_ids) -> dict:
     """{fire id: its QualityRun with its attempts} for these fires (two queries; fires the harness did

@@ -6,7 +6,7 @@ runs again."""
 from celery import shared_task
 
 from fathom.transient import retries
-from harness.quality import services, subtask_fires, swarm, verification
+from harness.quality import schedules, services, subtask_fires, swarm, verification
 
 
 @shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries(),
@@ -65,3 +65,13 @@ def subtasks_join(_outcomes, run_id: int, token: str) -> bool:
 def quality_calibration() -> int:
     """Run by beat every 5 minutes: rebuild each workspace's verifier calibration from its feedback."""
     return services.calibrations_rebuild()
+
+
+RESEND_AFTER_SECONDS = 120  # a verifier group unanswered this long is sent again
+
+
+@shared_task(name=schedules.RESEND_SWEEP_TASK, acks_late=True, ignore_result=True, **retries(max_retries=2),
+             soft_time_limit=60, time_limit=90, expires=60)
+def quality_resend_sweep() -> int:
+    """Run by beat: send again the verifier groups and swarms a dead quality worker left unanswered."""
+    return len(verification.runs_waiting_resend(older_than_seconds=RESEND_AFTER_SECONDS))

@@ -1,4 +1,4 @@
-"""`fathom client`: the terminal client (harness.client), over REST and SSE only."""
+"""`fathom client`: the terminal client (harness.runtime.session_client), over REST and SSE only."""
 
 import sys
 
@@ -6,7 +6,14 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from rich.console import Console
 
-from harness.client import ClientError, EventFollower, FathomClient, Progress, Renderer, profile_fields
+from harness.runtime.session_client import (
+    ClientError,
+    EventFollower,
+    FathomClient,
+    Progress,
+    Renderer,
+    profile_fields,
+)
 
 QUIT, REFRESH = "/quit", "/refresh"
 

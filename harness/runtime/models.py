@@ -22,6 +22,7 @@ class AgentProfile(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_agentprofile"
         ordering = ["slug"]
         constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="agentprofile_unique_slug")]
 
@@ -41,6 +42,7 @@ class UserProfile(WorkspaceScoped):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_userprofile"
         ordering = ["slug"]
         constraints = [models.UniqueConstraint(fields=["workspace", "slug"], name="userprofile_unique_slug")]
 
@@ -83,6 +85,7 @@ class Session(WorkspaceScoped, Claimable):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "harness_session"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="session_ws_created")]
 
@@ -125,6 +128,7 @@ class Trigger(WorkspaceScoped):
                                        help_text="left unaddressed after the refire cap; reported, not retried")
 
     class Meta:
+        db_table = "harness_trigger"
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["session", "state", "created_at"], name="trigger_session_state"),
@@ -162,6 +166,7 @@ class Turn(WorkspaceScoped):
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_turn"
         ordering = ["session", "number"]
         constraints = [models.UniqueConstraint(fields=["session", "number"], name="turn_unique_number")]
 
@@ -190,6 +195,7 @@ class SessionEvent(WorkspaceScoped):
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        db_table = "harness_sessionevent"
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="sessionevent_unique_seq")]
 
@@ -232,6 +238,7 @@ class HarnessSettings(WorkspaceScoped):
                               "often (milliseconds; the first at once)")
 
     class Meta:
+        db_table = "harness_harnesssettings"
         verbose_name = "harness settings"
         verbose_name_plural = "harness settings"
         constraints = [models.UniqueConstraint(fields=["workspace"], name="harnesssettings_one_per_workspace")]
@@ -256,7 +263,7 @@ class Task(WorkspaceScoped, Claimable):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tasks")
-    fire = models.ForeignKey("harness.Fire", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
+    fire = models.ForeignKey("fires.Fire", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
     call_id = models.CharField(max_length=200, blank=True, help_text="the model's tool call this task runs")
     idempotency_key = models.CharField(max_length=300, unique=True,
                                        help_text="fire:turn:call: a replayed tool call finds its task")
@@ -274,6 +281,7 @@ class Task(WorkspaceScoped, Claimable):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_task"
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["session", "created_at"], name="task_session_created"),
@@ -298,6 +306,7 @@ class TaskSlots(models.Model):
     running = models.PositiveIntegerField(default=0)
 
     class Meta:
+        db_table = "harness_taskslots"
         verbose_name_plural = "task slots"
 
     def __str__(self):
@@ -317,6 +326,7 @@ class ProfileFieldVersion(WorkspaceScoped):
     replaced_by = models.CharField(max_length=200, blank=True, help_text="api, or task:<id>")
 
     class Meta:
+        db_table = "harness_profilefieldversion"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["agent_profile", "field", "-created_at"], name="pfv_agent"),
                    models.Index(fields=["user_profile", "field", "-created_at"], name="pfv_user")]
@@ -349,6 +359,7 @@ class SessionSchedule(WorkspaceScoped):
     last_fired_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "harness_sessionschedule"
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["session"], condition=models.Q(kind="heartbeat"),

@@ -18,7 +18,7 @@ from fathom.cron import Cron, cron_parse
 from fathom.errors import ApplicationError, ConflictError
 from harness.runtime.models import Session, SessionSchedule, Trigger
 from harness.runtime.services import trigger_enqueue
-from proposals.routines import timezone_check
+from proposals.scheduled_routines import timezone_check
 
 logger = logging.getLogger(__name__)
 

@@ -65,15 +65,18 @@ class SessionScheduleAdmin(WorkspaceScopedAdmin):
                                                         status=Session.Status.OPEN)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def save_model(self, request, obj, form, change):
+    def save_form(self, request, form, change):
+        """A new schedule is made by the service (with its beat entry); the admin logs and shows that row."""
         if change:
-            return  # a schedule is not edited here: its beat entry is (interval, crontab, enabled)
+            return super().save_form(request, form, change)
+        form.save(commit=False)  # readies the form's save_m2m, which the admin calls next (there is no m2m)
         data = form.cleaned_data
-        created = schedules.session_schedule_create(
+        return schedules.session_schedule_create(
             session=data["session"], kind=data["kind"], every_seconds=data.get("every_seconds"),
             cron=data.get("cron") or "", timezone_name=data.get("timezone") or "UTC", content=data.get("content") or "")
-        obj.pk, obj.workspace_id, obj.periodic_task_id = created.pk, created.workspace_id, created.periodic_task_id
-        obj._state.adding = False
+
+    def save_model(self, request, obj, form, change):
+        pass  # added in save_form; a schedule is not edited here: its beat entry is (interval, crontab, enabled)
 
     def has_change_permission(self, request, obj=None):
         return obj is None and super().has_change_permission(request, obj)

@@ -92,7 +92,7 @@ def session_schedules_list(*, session: Session):
     return SessionSchedule.objects.filter(session=session).select_related("periodic_task").order_by("created_at", "id")
 
 
-# --- The operator dashboard's reads (harness.dashboard) -----------------------------------------------
+# --- The operator dashboard's reads (dashboard) -----------------------------------------------
 
 def tasks_of_fires(*, workspace, fire_ids) -> list[Task]:
     """The background tasks these fires started, oldest first, in one query."""

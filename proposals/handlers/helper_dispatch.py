@@ -4,7 +4,7 @@ dispatch_helper). Approval queues a job on the `fires` queue; its output lands i
 from django.utils.html import format_html
 from rest_framework import serializers
 
-from proposals import dispatch
+from proposals import helper_jobs
 from proposals.handlers import ProposalHandler, register
 
 
@@ -18,10 +18,10 @@ class HelperDispatchHandler(ProposalHandler):
     payload_serializer = HelperDispatchPayload
 
     def check(self, *, workspace, payload):
-        dispatch.helper_host_get(workspace=workspace, name=payload["host"])
+        helper_jobs.helper_host_get(workspace=workspace, name=payload["host"])
 
     def execute(self, *, proposal, payload, decided_by):
-        job = dispatch.helper_job_create(workspace=proposal.workspace, host=payload["host"], task=payload["task"],
+        job = helper_jobs.helper_job_create(workspace=proposal.workspace, host=payload["host"], task=payload["task"],
                                          title=proposal.title, proposal=proposal)
         return f"helper-job:{job.pk}"
 

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
-from proposals import routines
+from proposals import scheduled_routines
 from proposals.handlers import ProposalHandler, register
 from proposals.models import Routine
 
@@ -26,7 +26,7 @@ class RoutinePayload(serializers.Serializer):
 
     def validate_timezone(self, value):
         try:
-            return routines.timezone_check(value)
+            return scheduled_routines.timezone_check(value)
         except ApplicationError as exc:
             raise serializers.ValidationError(exc.message) from None
 
@@ -41,7 +41,7 @@ class RoutinesHandler(ProposalHandler):
                                    code="routine_exists")
 
     def execute(self, *, proposal, payload, decided_by):
-        routine = routines.routine_create(workspace=proposal.workspace, proposal=proposal, **payload)
+        routine = scheduled_routines.routine_create(workspace=proposal.workspace, proposal=proposal, **payload)
         return f"routine:{routine.pk}"
 
     def render_html(self, *, proposal, payload):

@@ -4,7 +4,7 @@
 
 The time from the model's first token to the terminal client's first AgentStream event: a real
 worker runs each turn, the scripted model streams its answer in chunks (CHUNK_CHARS characters every
-CHUNK_DELAY seconds) and records when its first chunk left (wall clock); the client (harness.client,
+CHUNK_DELAY seconds) and records when its first chunk left (wall clock); the client (harness.runtime.session_client,
 the SSE code `fathom client` runs) follows the session's events from uvicorn and records when the
 first delta of each answer arrived. Both clocks are this machine's. RUNS messages, one at a time."""
 
@@ -16,11 +16,10 @@ import pytest
 
 from fathom.llm.scripted import Script
 from fathom.services import apikey_create
-from harness.client import FathomClient
 from harness.runtime.models import HarnessSettings
 from harness.runtime.services import harness_settings_get, session_create
+from harness.runtime.session_client import FathomClient
 from tests.conftest import percentile, wait_for
-from tests.harness.conftest import live_server_url  # noqa: F401 - the fixture, shared with the harness's tests
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +29,7 @@ CHUNK_CHARS = 6
 CHUNK_DELAY = 0.02
 
 
-def test_first_model_token_to_the_clients_first_agent_stream_event(celery_worker, live_server_url, workspace):  # noqa: F811
+def test_first_model_token_to_the_clients_first_agent_stream_event(celery_worker, live_server_url, workspace):
     script = Script.install(workspace, roles=("main",))
     harness_settings_get(workspace_id=workspace.pk)
     batch_ms = HarnessSettings.objects.get(workspace=workspace).stream_batch_ms

@@ -20,7 +20,7 @@ def member_client(client, workspace):
 
 @pytest.mark.parametrize(("url", "field"), [
     ("/admin/lake/delta/", "content"),
-    ("/admin/harness/session/", "title"),
+    ("/admin/runtime/session/", "title"),
 ])
 def test_a_member_sees_only_their_workspaces_rows(member_client, workspace, other_workspace, url, field):
     if "delta" in url:

@@ -15,7 +15,7 @@ def form_of(settings, **changes) -> dict:
 
 def test_the_operator_flips_the_switch_and_weights_in_admin(admin_client, workspace):
     settings = autonomy_settings_get(workspace=workspace)
-    url = f"/admin/harness/autonomysettings/{settings.pk}/change/"
+    url = f"/admin/autonomy/autonomysettings/{settings.pk}/change/"
     page = admin_client.get(url).content.decode()
     assert "Signal weights" in page and "unprovenanced" in page
     response = admin_client.post(url, form_of(settings, mode="on", weight_directives=0.5, cron="0 9 * * *"))
@@ -27,7 +27,7 @@ def test_the_operator_flips_the_switch_and_weights_in_admin(admin_client, worksp
 
 def test_admin_refuses_what_rest_refuses(admin_client, workspace):
     settings = autonomy_settings_get(workspace=workspace)
-    url = f"/admin/harness/autonomysettings/{settings.pk}/change/"
+    url = f"/admin/autonomy/autonomysettings/{settings.pk}/change/"
     for bad in ({"time_zone": "Mars/Olympus"}, {"quiet_start": "22:00"}, {"cron": "whenever"}):
         response = admin_client.post(url, form_of(settings, **bad))
         assert response.status_code == 200 and "errornote" in response.content.decode(), bad
@@ -36,8 +36,8 @@ def test_admin_refuses_what_rest_refuses(admin_client, workspace):
 
 def test_decisions_and_samples_are_listed_read_only(admin_client, workspace):
     autonomy_sweep()
-    decisions = admin_client.get("/admin/harness/autonomydecision/").content.decode()
+    decisions = admin_client.get("/admin/autonomy/autonomydecision/").content.decode()
     assert "below_threshold" in decisions or "would_sit" in decisions
-    assert admin_client.get("/admin/harness/pressuresample/").status_code == 200
-    assert admin_client.get("/admin/harness/autonomydecision/add/").status_code == 403
-    assert admin_client.get("/admin/harness/producerrun/").status_code == 200
+    assert admin_client.get("/admin/autonomy/pressuresample/").status_code == 200
+    assert admin_client.get("/admin/autonomy/autonomydecision/add/").status_code == 403
+    assert admin_client.get("/admin/autonomy/producerrun/").status_code == 200

@@ -7,7 +7,7 @@ from celery.signals import before_task_publish
 
 from fathom.celery import app
 from fathom.supervisor import stack_children
-from harness.tasks import conductor_step
+from harness.conductor.tasks import conductor_step
 
 pytestmark = pytest.mark.django_db
 

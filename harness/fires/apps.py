@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FiresConfig(AppConfig):
+    name = "harness.fires"
+    label = "fires"

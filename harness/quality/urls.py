@@ -1,0 +1,9 @@
+"""The quality app's REST endpoints, mounted under /v1/."""
+
+from django.urls import path
+
+from harness.quality import api
+
+urlpatterns = [
+    path("fires/<str:fire_id>/feedback", api.FireFeedbackView.as_view(), name="fire-feedback"),
+]
