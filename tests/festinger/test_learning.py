@@ -3,6 +3,7 @@ schema, a tool result or a harness note), each message counted once per conversa
 number of model calls, and writer calls capped per conversation and per workspace hour."""
 
 import json
+import uuid
 
 import pytest
 from redis.exceptions import RedisError
@@ -116,9 +117,18 @@ def test_marks_read_give_their_connection_back_to_the_pool(world):
     assert len(get_redis().client_list()) <= clients + 1
 
 
-def test_marks_answer_after_redis_closed_the_pools_connections(world):
+def test_marks_answer_after_redis_closed_the_pools_connections(world, monkeypatch):
+    # the pool's connections made anew carry a name, so that Redis closes them alone below (not the
+    # connections Celery's broker keeps in this process, nor another process's)
+    pool = get_redis().connection_pool
+    monkeypatch.setitem(pool.connection_kwargs, "client_name", f"fathom-test-{uuid.uuid4().hex[:8]}")
+    pool.reset()
     seen_marks_send(workspace_id=world.pk, conversation="kept", messages=[Message.user("before")]).unseen()
-    get_redis().client_kill_filter(_type="normal", skipme=False)  # every connection of the pool, closed
+    ours = [client["id"] for client in get_redis().client_list(_type="normal")
+            if client["name"] == pool.connection_kwargs["client_name"]]
+    for client_id in ours:  # every connection of the pool, closed
+        get_redis().client_kill_filter(_id=client_id, skipme=False)
+    assert ours
 
     after = seen_marks_send(workspace_id=world.pk, conversation="kept", messages=[Message.user("after")])
     assert [message.content for message in after.unseen()] == ["after"]
