@@ -80,7 +80,7 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
         return CommandResult(False, "", refused=f"a command must be text of at most {MAX_COMMAND_CHARS} characters")
     bwrap = bwrap_path()
     if bwrap is None:
-        return CommandResult(False, "", refused=_missing_bwrap())
+        return CommandResult(False, "", refused=f"{_missing_bwrap()}; nothing ran")
     # The shell's first line prints a fresh token: output that does not start with it is bwrap's own
     # complaint about a sandbox it could not set up, and the command never ran.
     started = secrets.token_hex(16)
@@ -135,7 +135,7 @@ def bwrap_path() -> str | None:
 
 def _missing_bwrap() -> str:
     return (f"the terminal runs commands only in a sandbox, and its tool is missing: {settings.FATHOM_TERMINAL_BWRAP!r} "
-            f"(FATHOM_TERMINAL_BWRAP) is not an executable on this machine; nothing ran. To enable it, {INSTALL_HINT}")
+            f"(FATHOM_TERMINAL_BWRAP) is not an executable on this machine. To enable it, {INSTALL_HINT}")
 
 
 def _sandbox_args(*, folder: Path, network: bool, tmp_mb: int) -> list[str]:

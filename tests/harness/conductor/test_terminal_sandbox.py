@@ -131,7 +131,7 @@ def test_without_bwrap_the_terminal_refuses_and_runs_nothing(api, driver, termin
     settings.FATHOM_TERMINAL_BWRAP = "/nonexistent/bwrap"
     result = terminal_run(api, driver, "touch ran-anyway")
     assert "refused: the terminal runs commands only in a sandbox" in result
-    assert "apt-get install bubblewrap" in result and "FATHOM_TERMINAL_BWRAP" in result
+    assert "apt-get install bubblewrap" in result and "FATHOM_TERMINAL_BWRAP" in result and "nothing ran" in result
     assert not (workspace_root(terminal_limits.workspace) / "ran-anyway").exists()
     assert "apt-get install bubblewrap" in sandbox_check()
     with pytest.raises(CommandError, match="terminal sandbox: unavailable"):
