@@ -81,8 +81,8 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
     bwrap = bwrap_path()
     if bwrap is None:
         return CommandResult(False, "", refused=f"{_missing_bwrap()}; nothing ran")
-    # The shell's first line prints a fresh token: output that does not start with it is bwrap's own
-    # complaint about a sandbox it could not set up, and the command never ran.
+    # The shell's first line prints a fresh token: output without it is bwrap's own complaint about a
+    # sandbox it could not set up, and the command never ran; what bwrap says before it is not the command's.
     started = secrets.token_hex(16)
     argv = [bwrap, *_sandbox_args(folder=workspace_root(workspace), network=limits.terminal_network,
                                   tmp_mb=limits.terminal_file_mb),
@@ -99,9 +99,9 @@ def command_run(*, workspace, limits, command: str) -> CommandResult:
         output, _ = process.communicate()
         timed_out = True
     text = output.decode("utf-8", errors="replace").replace("\x00", "")
-    first_line, _, text = text.partition("\n")
-    if first_line != started:
-        said = (first_line + "\n" + text).strip()[:500] or f"exit code {process.returncode}"
+    bwrap_said, inside, text = text.partition(f"{started}\n")
+    if not inside:
+        said = bwrap_said.strip()[:500] or f"exit code {process.returncode}"
         return CommandResult(False, "", refused=f"the terminal's sandbox could not be set up, so nothing ran "
                                                 f"(bwrap: {said}). {USERNS_HINT}")
     if len(text) > limits.terminal_output_chars:
