@@ -11,7 +11,9 @@ $(VENV)/.installed: pyproject.toml festinger/_words.c
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# The conductor's terminal (off by default) runs commands only in a bubblewrap sandbox: say whether it can.
 run: $(VENV)/.installed
+	@$(PY) manage.py fathom terminal check || echo "make run goes on: only the terminal needs it (apt-get install bubblewrap)"
 	$(PY) manage.py fathom up
 
 test: $(VENV)/.installed

@@ -356,7 +356,9 @@ FATHOM_TASK_CAPACITY_WORKSPACE = env_int("FATHOM_TASK_CAPACITY_WORKSPACE", 8, mi
 FATHOM_TASK_CAPACITY_SESSION = env_int("FATHOM_TASK_CAPACITY_SESSION", 4, minimum=1)
 
 # --- The conductor (harness/conductor) -------------------------------------------------------------
-# The terminal worker runs in the workspace's folder under FATHOM_FS_ROOT (above).
+# The terminal worker runs in the workspace's folder under FATHOM_FS_ROOT (above), inside a bubblewrap
+# sandbox: the bwrap binary (a path, or a name on PATH). Missing, the terminal refuses every command.
+FATHOM_TERMINAL_BWRAP = env_str("FATHOM_TERMINAL_BWRAP", "bwrap")
 # web_search's backend: "none" (the tool says no backend is configured), "searxng" (a SearXNG-style
 # JSON endpoint: GET <url>?q=...&format=json -> {"results": [{title, url, content}]}), or the dotted
 # path of a class with search(query, limit) -> [{title, url, snippet}]. Default: searxng when a URL is set.

@@ -10,7 +10,8 @@
     worker_port   a capability call -> its worker's execution (researcher: a fire with research tools;
                   terminal: the worker loop with a sandboxed shell tool); no orchestration
     worker_runtime  the worker harness: one while loop over typed actions, bounded by max_steps
-    terminal      the sandbox one shell command runs in
+    terminal      one shell command in its bubblewrap sandbox, or a refusal (never unconfined)
+    cli           `fathom terminal check`: whether this machine can set the sandbox up
     capabilities  what a run may use, and the routing guidance (researcher before terminal)
     events        the run's numbered event stream (served over SSE like a session's)
     selectors     reads: a run, its events, its graph (prompt -> conductor -> workers -> tools)

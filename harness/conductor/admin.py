@@ -84,4 +84,5 @@ class RunEventAdmin(WorkspaceScopedAdmin):
 
 @admin.register(ConductorSettings)
 class ConductorSettingsAdmin(WorkspaceScopedAdmin):
-    list_display = ["workspace", "terminal_enabled", "terminal_timeout_seconds", "max_steps", "max_decisions"]
+    list_display = ["workspace", "terminal_enabled", "terminal_network", "terminal_timeout_seconds", "max_steps",
+                    "max_decisions"]

@@ -23,6 +23,9 @@ class ConductorSettings(WorkspaceScoped):
     terminal_memory_mb = models.PositiveIntegerField(default=512, help_text="address-space limit of one command")
     terminal_file_mb = models.PositiveIntegerField(default=64, help_text="largest file one command may write")
     terminal_output_chars = models.PositiveIntegerField(default=8000, help_text="output kept of one command")
+    terminal_network = models.BooleanField(
+        default=False, help_text="let the terminal's commands use the network (off: a network namespace of their "
+                                 "own, with nothing but its own loopback)")
     max_steps = models.PositiveSmallIntegerField(
         default=8, help_text="the most model turns one terminal worker takes (a researcher is bounded by the "
                              "harness's max turns per fire)")

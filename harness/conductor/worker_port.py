@@ -6,7 +6,7 @@ tool call; it decides nothing for the run and spawns no other worker.
                  (semantic, expand, ascend, deliberate, the lenses), web_search, plan and respond.
                  Its loop is the fire's, bounded by the harness's max turns per fire.
     terminal     the worker loop (worker_runtime) with one tool, shell, each call run in the
-                 workspace's sandbox (terminal.command_run), bounded by the workspace's max_steps."""
+                 workspace's bubblewrap sandbox (terminal.command_run), bounded by the workspace's max_steps."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ RESEARCH_TOOLS = frozenset({"plan", "semantic", "expand", "ascend", "deliberate"
 TERMINAL_ROLE = "terminal"
 TERMINAL_SYSTEM = """\
 You are the terminal worker of a conductor run. Carry out the task with the shell tool: each command runs \
-with /bin/sh in the workspace's file root, with a timeout and resource limits, and no network is promised. \
-Run only what the task asks for. When done, call finish with what the commands showed."""
+with /bin/sh in a sandbox whose working directory is the workspace's folder, /workspace (writable, kept between \
+commands), with a read-only system (/usr), a fresh /tmp, a timeout and resource limits, and no network unless \
+the workspace allows it. Run only what the task asks for. When done, call finish with what the commands showed."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ def _research_question(call: CapabilityCall) -> str:
 
 # --- terminal ---------------------------------------------------------------------------------------------
 
-SHELL = ToolSpec("shell", "Run one shell command in the workspace's file root; returns its exit code and output.", {
+SHELL = ToolSpec("shell", "Run one shell command in the workspace's folder (/workspace, sandboxed); returns its exit "
+                          "code and output.", {
     "type": "object", "required": ["command"], "additionalProperties": False,
     "properties": {"command": {"type": "string", "minLength": 1, "maxLength": 4000}}})
 

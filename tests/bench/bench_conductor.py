@@ -13,6 +13,7 @@ is shared, so they are noisy).
    Timed from the first dispatch to the last CapabilityCallFinished, and from the run's creation to its
    end."""
 
+import shutil
 import statistics
 import time
 import uuid
@@ -71,6 +72,8 @@ def test_conductor_overhead_per_dispatch_step(workspace):
 
 
 def test_ten_ready_items_at_one_second_each_run_in_parallel(workspace):
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap (bwrap), the terminal's sandbox: apt-get install bubblewrap")
     limits = conductor_settings_get(workspace_id=workspace.pk)
     limits.terminal_enabled = True
     limits.save()

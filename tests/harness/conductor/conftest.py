@@ -2,11 +2,13 @@
 the order a test chooses, some of them twice, as a redelivery would), and scripts per role."""
 
 import random
+import shutil
 
 import pytest
 
 from fathom.llm.scripted import Script
 from harness.conductor import services
+from harness.conductor.services import conductor_settings_get
 
 
 class Driver:
@@ -61,3 +63,20 @@ def main_script(workspace):
     script = Script.install(workspace, roles=("main",))
     yield script
     script.reset()
+
+
+@pytest.fixture
+def bwrap_installed():
+    """Skips the test on a machine without bubblewrap (the terminal's sandbox); .ci/run installs it."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap (bwrap), the terminal's sandbox: apt-get install bubblewrap")
+
+
+@pytest.fixture
+def terminal_limits(workspace, tmp_path, settings, bwrap_installed):
+    """The workspace's conductor settings with the terminal on, its files under the test's tmp_path."""
+    settings.FATHOM_FS_ROOT = tmp_path / "files"
+    limits = conductor_settings_get(workspace_id=workspace.pk)
+    limits.terminal_enabled = True
+    limits.save()
+    return limits

@@ -78,7 +78,8 @@ def test_news_and_web_objectives_route_to_the_researcher_even_with_the_terminal_
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_a_local_shell_objective_routes_to_the_terminal_only_when_enabled(workspace, driver, enabled):
+def test_a_local_shell_objective_routes_to_the_terminal_only_when_enabled(workspace, driver, enabled,
+                                                                          bwrap_installed):
     limits = conductor_settings_get(workspace_id=workspace.pk)
     limits.terminal_enabled = enabled
     limits.save()
@@ -189,7 +190,7 @@ def test_a_run_whose_decisions_keep_failing_is_blocked_at_the_decision_cap(works
     assert len(conductor_script.sent) == 4
 
 
-def test_every_model_and_tool_call_appears_in_the_graph_with_run_scoped_ids(workspace, driver):
+def test_every_model_and_tool_call_appears_in_the_graph_with_run_scoped_ids(workspace, driver, bwrap_installed):
     delta_create(workspace=workspace, content="Tech news: a new chip doubles battery life", source="feed")
     limits = conductor_settings_get(workspace_id=workspace.pk)
     limits.terminal_enabled = True

@@ -62,7 +62,8 @@ def test_no_watcher_runs_on_a_started_worker(celery_worker):
     assert not [name for name in registered if "watch" in name.lower()]
 
 
-def test_kill_9_mid_run_completes_without_a_call_dispatched_or_asked_twice(celery_worker, workspace, api):
+def test_kill_9_mid_run_completes_without_a_call_dispatched_or_asked_twice(celery_worker, workspace, api,
+                                                                           bwrap_installed):
     limits = conductor_settings_get(workspace_id=workspace.pk)
     limits.terminal_enabled = True
     limits.save()
