@@ -1,7 +1,6 @@
 """One HTTP exchange of the proxy, on plain ASGI: the request (path, headers, a body bounded as the
-API's, FATHOM_API_MAX_BODY_BYTES) and the response
-written to it (`respond` whole, or `start` / `write` / `end` streamed; `error` in the client's dialect),
-and the one way to notice a client that leaves: `cancelled_when_client_leaves`, under which the client
+API's, FATHOM_API_MAX_BODY_BYTES) and the response written to it (`respond` whole, or `start` /
+`write` / `end` streamed; `error` in the client's dialect), and the one way to notice a client that leaves: `cancelled_when_client_leaves`, under which the client
 leaving cancels the task (the upstream request or model call it awaits goes with it) and raises
 ClientGone."""
 
