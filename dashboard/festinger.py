@@ -63,4 +63,6 @@ def _summary(kind: str, detail: dict) -> str:
         return f"open for {detail.get('cooldown_seconds', '?')} s"
     if kind == Kind.BREAKER_ANSWERED:
         return f"{detail.get('seconds_left', '?')} s of its cool-down left"
+    if kind == Kind.BREAKER_CLOSED and "answered" in detail:
+        return f"it answered {detail['answered']} calls while open"
     return ""

@@ -85,6 +85,9 @@ def _web(command, options):
 
 
 def _proxy(command, options):
+    if refusal := processes.proxy_bind_refusal(options["host"]):
+        raise CommandError(refusal)
+    os.environ["FATHOM_PROXY_HOST"] = options["host"]  # the proxy checks the Host header against its bind
     _become(processes.proxy_argv(host=options["host"], port=options["port"]))
 
 

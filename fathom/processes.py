@@ -6,6 +6,7 @@ Processes per command line, for sizing the database's connections: web and the p
 process each; a worker is one main process plus `concurrency` prefork pool processes, or one process with
 `concurrency` threads (pool "threads": the quality worker); beat is one process."""
 
+import ipaddress
 import sys
 
 from django.conf import settings
@@ -50,3 +51,22 @@ def beat_argv() -> list[str]:
 
 def unknown_queues(queues: list[str]) -> list[str]:
     return [queue for queue in queues if queue not in settings.FATHOM_QUEUES]
+
+
+def proxy_bind_refusal(host: str) -> str | None:
+    """Why Festinger's proxy must not start bound to `host`, or None: beyond loopback anyone who reaches
+    the port is answered, so it must ask for a shared token (FATHOM_PROXY_TOKEN)."""
+    if is_loopback(host) or settings.FATHOM_PROXY_TOKEN:
+        return None
+    return (f"the proxy would answer anyone who reaches {host}: set FATHOM_PROXY_TOKEN (a shared Bearer token "
+            f"every request must carry) to bind it beyond loopback, or bind it to 127.0.0.1")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 bracketed or not) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -305,6 +305,11 @@ FATHOM_PROXY_PORT = env_int("FATHOM_PROXY_PORT", 11435, minimum=0, maximum=65535
 FATHOM_PROXY_HOST = env_str("FATHOM_PROXY_HOST", "127.0.0.1")
 FATHOM_PROXY_WORKSPACE = env_str("FATHOM_PROXY_WORKSPACE", "default")
 FATHOM_PROXY_TOKEN = env_str("FATHOM_PROXY_TOKEN")
+# The Host names the own port answers to besides loopback's and its bind address (against DNS rebinding;
+# Django's ALLOWED_HOSTS patterns: ".example.com", "*"), and the web pages' origins allowed to call either
+# door from a browser (patterns as Ollama's OLLAMA_ORIGINS: "http://localhost:*"; none by default).
+FATHOM_PROXY_ALLOWED_HOSTS = env_list("FATHOM_PROXY_ALLOWED_HOSTS", [])
+FATHOM_PROXY_ALLOWED_ORIGINS = env_list("FATHOM_PROXY_ALLOWED_ORIGINS", [])
 # ASGI apps served by the web process beside Django, by path prefix (the proxy with API keys).
 FATHOM_ASGI_MOUNTS = {"/v1/festinger/proxy": "festinger.proxy.serve.main_port_app"}
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.

@@ -77,6 +77,8 @@ def stack_children(*, host: str, port: int) -> list[Child]:
 
 def run_stack(command, *, host: str, port: int) -> None:
     out = command.stdout
+    if settings.FATHOM_PROXY_PORT and (refusal := processes.proxy_bind_refusal(settings.FATHOM_PROXY_HOST)):
+        raise CommandError(refusal)  # before anything starts
     with data_dir_held(settings.DATA_DIR) as lock:
         if lock.previous_owner:
             out.write(f"[up] the last `fathom up` on this data dir (pid {lock.previous_owner}) ended without "

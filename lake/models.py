@@ -12,6 +12,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Left
 from django.utils import timezone
 from pgvector.django import HnswIndex, VectorField
 
@@ -20,6 +21,10 @@ from fathom.models import WorkspaceScoped
 ID_LENGTH = 16  # hex characters of a new delta id (64 random bits)
 MIN_PREFIX_LENGTH = 8  # the shortest prefix the API and the tools resolve
 TEXT_SEARCH_CONFIG = "english"
+# The full-text index reads at most this many characters of a delta's content: PostgreSQL's tsvector
+# holds at most 1 MB, and even a text of short distinct words (4 to 7 bytes of tsvector a character,
+# 4-byte characters included) stays under it. The rest is found by vector.
+TEXT_INDEX_PREFIX_CHARS = 100_000
 
 KIND_PREFIX = "kind:"
 FROM_PREFIX = "from:"
@@ -52,7 +57,7 @@ class Delta(WorkspaceScoped):
     # Which embedder computed `embedding` ("hashing:hashing-v2", "openai:text-embedding-3-small").
     embedding_model = models.CharField(max_length=200, blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("content", config=TEXT_SEARCH_CONFIG),
+        expression=SearchVector(Left("content", TEXT_INDEX_PREFIX_CHARS), config=TEXT_SEARCH_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )

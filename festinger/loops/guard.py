@@ -189,6 +189,7 @@ class Conversation:
     outputs: tuple = ()           # hashes of outputs once detected: their next repetition counts again
     cycles: tuple = ()            # tool-call signatures of cycles once detected
     repeated: dict | None = None  # what was repeated last, for the forbidding note
+    breaker_answered: int = 0     # calls the open breaker answered since it opened
 
     @classmethod
     def of(cls, workspace_id: int, session: str) -> Conversation | None:
@@ -200,7 +201,8 @@ class Conversation:
                    level=int(state.get("level") or 0), breaker_until=float(state.get("breaker_until") or 0),
                    outputs=tuple(json.loads(state.get("outputs") or "[]")),
                    cycles=tuple(json.loads(state.get("cycles") or "[]")),
-                   repeated=json.loads(state["repeated"]) if state.get("repeated") else None)
+                   repeated=json.loads(state["repeated"]) if state.get("repeated") else None,
+                   breaker_answered=int(state.get("breaker_answered") or 0))
 
     # before the call
 
@@ -210,10 +212,14 @@ class Conversation:
         settings, now = self.settings, time.time()
         if self.breaker_until:
             if now < self.breaker_until:
-                events.append({"kind": Kind.BREAKER_ANSWERED, "level": self.level,
-                               "detail": {"seconds_left": round(self.breaker_until - now, 1)}})
+                # Counted, not written row by row: a client hammering an open breaker writes one row.
+                self.breaker_answered = get_redis().hincrby(_key(self.workspace_id, self.session), "breaker_answered")
+                if self.breaker_answered == 1:
+                    events.append({"kind": Kind.BREAKER_ANSWERED, "level": self.level,
+                                   "detail": {"seconds_left": round(self.breaker_until - now, 1)}})
                 return self._breaker_answer(request, now)
-            events.append({"kind": Kind.BREAKER_CLOSED, "level": self.level, "detail": {}})
+            events.append({"kind": Kind.BREAKER_CLOSED, "level": self.level,
+                           "detail": {"answered": self.breaker_answered}})
             self.reset()
         if self.level == 0:
             return None

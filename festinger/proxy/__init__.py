@@ -2,7 +2,8 @@
 Ollama (OLLAMA_HOST) or any registry model, for one workspace per port.
 
 - `app`: the ASGI app (plain ASGI, no framework: this is the hot path) and its routes;
-- `request`: one HTTP exchange (the body, the response, a client that leaves);
+- `admission`: who may use a door (the Host header, a browser's Origin), checked first;
+- `request`: one HTTP exchange (the body, bounded as the API's, the response, a client that leaves);
 - `wire`: Ollama's and OpenAI's wire shapes (requests parsed and validated, NDJSON / SSE / JSON out, errors);
 - `ollama_writer`, `openai_writer`: an answer written as Ollama's NDJSON or OpenAI's server-sent events;
 - `relay`: an Ollama upstream's or a registry model's answer relayed as it comes, watched for a loop;

@@ -47,6 +47,7 @@ from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion
 from festinger.loops.guard import StreamRepetition, fingerprint
 from festinger.proxy import threads, wire
+from festinger.proxy.admission import Admission
 from festinger.proxy.calls import ProxiedCall
 from festinger.proxy.ollama_writer import ChatWriter, GenerateWriter
 from festinger.proxy.openai_writer import OpenAIWriter
@@ -81,12 +82,15 @@ _PASSED = aiohttp.ClientTimeout(total=120)
 
 
 class ProxyApp:
-    """The proxy for the workspace that `workspace_of(scope)` names (None: 401). `prefix` is stripped
-    from paths (the mount under the main port)."""
+    """The proxy for the workspace that `workspace_of(scope)` names (None: 401), to the requests
+    `admission` lets in. `prefix` is stripped from paths (the mount under the main port)."""
 
-    def __init__(self, *, workspace_of: Resolver, prefix: str = "", threads: int = 64):
+    def __init__(self, *, workspace_of: Resolver, admission: Admission, prefix: str = "", envelope: bool = False,
+                 threads: int = 64):
         self.workspace_of = workspace_of
+        self.admission = admission
         self.prefix = prefix
+        self.envelope = envelope  # errors in the API's envelope (the main port's mount)
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="festinger-proxy")
         self._client: aiohttp.ClientSession | None = None
         self._background: set[asyncio.Task] = set()
@@ -113,8 +117,13 @@ class ProxyApp:
         path = scope["path"]
         if self.prefix:
             path = path[len(self.prefix):] or "/"
-        request = Request(scope, receive, send, path)
+        request = Request(scope, receive, send, path, envelope=self.envelope)
         try:
+            if refusal := self.admission.refusal(request):
+                raise refusal
+            if self.admission.preflight(request):
+                await request.respond(204, b"")
+                return
             workspace_id = await self.workspace_of(scope)
             if workspace_id is None:
                 await request.error(WireError(401, "unauthorized"))
@@ -126,6 +135,11 @@ class ProxyApp:
         except LLMError as exc:
             await request.error(WireError(exc.http_status if exc.http_status in (400, 401, 404, 429) else 502,
                                           exc.message))
+        except ClientGone:
+            pass
+        except Exception:  # a fault of ours: said in the client's shape, its details only in the log
+            log.exception("festinger proxy: %s %s failed", request.method, request.path)
+            await request.error(WireError(500, "the proxy failed to answer this request (its log says why)"))
 
     async def _route(self, request: Request) -> None:
         method, path = request.method, request.path
@@ -233,6 +247,10 @@ class ProxyApp:
         embeddings (`fathom.llm.embed`) in Ollama's shape."""
         body = wire.json_body(await request.body())
         name = wire.model_name(body)
+        if request.path == "/api/embeddings":
+            texts, dimensions = wire.embedding_prompt(body), 0
+        else:
+            texts, dimensions = wire.embed_inputs(body), wire.embed_dimensions(body)
         upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
         if upstream is None:
             raise wire.model_not_found(name)
@@ -240,12 +258,10 @@ class ProxyApp:
             await self._pass_through(request, request.path, {**body, "model": upstream.target})
             return
         if request.path == "/api/embeddings":
-            vectors, _ = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream,
-                                              wire.embedding_prompt(body))
+            vectors, _ = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream, texts)
             await request.json(200, {"embedding": vectors[0] if vectors else []})
             return
         started = time.perf_counter()
-        texts, dimensions = wire.embed_inputs(body), wire.embed_dimensions(body)
         vectors, tokens = await self.in_thread(threads.registry_embeddings, request.workspace_id, upstream, texts)
         await request.json(200, wire.embed_answer(name, wire.shortened(vectors, dimensions), tokens, started))
 
@@ -303,10 +319,12 @@ class ProxyApp:
 
     async def chat(self, request):
         body = wire.json_body(await request.body())
+        wire.ollama_request_check(body)
         await self.converse(request, body, kind="chat")
 
     async def generate(self, request):
         body = wire.json_body(await request.body())
+        wire.ollama_request_check(body)
         await self.converse(request, body, kind="generate")
 
     async def converse(self, request, body: dict, *, kind: str, answer_as=None) -> None:
@@ -432,6 +450,7 @@ class ProxyApp:
         """OpenAI's chat completions (errors in OpenAI's shape: the path says so); `n` choices are `n`
         upstream calls at once, around one pass of the middleware (festinger.proxy.openai_writer)."""
         body = wire.json_body(await request.body())
+        wire.openai_request_check(body)
         ollama = wire.openai_to_ollama(body)
         if not isinstance(ollama.get("model"), str) or not ollama["model"]:
             raise OpenAIError(400, "model is required")

@@ -1,6 +1,6 @@
-"""One HTTP exchange of the proxy, on plain ASGI: the request (path, headers, body) and the response
-written to it (`respond` whole, or `start` / `write` / `end` streamed; `error` in the client's dialect),
-and the one way to notice a client that leaves: `cancelled_when_client_leaves`, under which the client
+"""One HTTP exchange of the proxy, on plain ASGI: the request (path, headers, a body bounded as the
+API's, FATHOM_API_MAX_BODY_BYTES) and the response written to it (`respond` whole, or `start` /
+`write` / `end` streamed; `error` in the client's dialect), and the one way to notice a client that leaves: `cancelled_when_client_leaves`, under which the client
 leaving cancels the task (the upstream request or model call it awaits goes with it) and raises
 ClientGone."""
 
@@ -11,6 +11,9 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from django.conf import settings
+
+from fathom.api.parsers import body_too_large_message
 from festinger.proxy import wire
 from festinger.proxy.wire import OpenAIError, WireError
 
@@ -22,13 +25,16 @@ class ClientGone(Exception):
 
 
 class Request:
-    __slots__ = ("scope", "receive", "send", "path", "method", "workspace_id", "started", "_disconnected")
+    __slots__ = ("scope", "receive", "send", "path", "method", "workspace_id", "started", "envelope", "headers",
+                 "_disconnected")
 
-    def __init__(self, scope, receive, send, path):
+    def __init__(self, scope, receive, send, path, *, envelope: bool = False):
         self.scope, self.receive, self.send, self.path = scope, receive, send, path
         self.method = scope["method"]
         self.workspace_id = None
         self.started = False  # the response's status line is out: an error now ends the body instead
+        self.envelope = envelope  # errors in the API's envelope (the main port's mount), else the client's API's
+        self.headers: list[tuple[bytes, bytes]] = []  # added to the response's (CORS, for an allowed Origin)
         self._disconnected: asyncio.Future | None = None
 
     def header(self, name: bytes) -> str | None:
@@ -38,19 +44,29 @@ class Request:
         return None
 
     async def body(self) -> bytes:
-        chunks = []
+        """The whole body, or a 413 as soon as it is known to be longer than the API's limit
+        (FATHOM_API_MAX_BODY_BYTES): from its Content-Length, else while it comes in."""
+        limit = settings.FATHOM_API_MAX_BODY_BYTES
+        declared = self.header(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise WireError(413, body_too_large_message())
+        chunks, size = [], 0
         while True:
             message = await self.receive()
             if message["type"] == "http.disconnect":
                 raise ClientGone()
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise WireError(413, body_too_large_message())
+            chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)
 
     async def start(self, status: int, content_type: bytes) -> None:
         self.started = True
         await self.send({"type": "http.response.start", "status": status,
-                         "headers": [(b"content-type", content_type)]})
+                         "headers": [(b"content-type", content_type), *self.headers]})
 
     async def write(self, data: bytes) -> None:
         await self.send({"type": "http.response.body", "body": data, "more_body": True})
@@ -60,7 +76,8 @@ class Request:
 
     async def respond(self, status: int, data: bytes, *, content_type: bytes = JSON) -> None:
         await self.send({"type": "http.response.start", "status": status,
-                         "headers": [(b"content-type", content_type), (b"content-length", str(len(data)).encode())]})
+                         "headers": [(b"content-type", content_type), (b"content-length", str(len(data)).encode()),
+                                     *self.headers]})
         self.started = True
         await self.end(data if self.method != "HEAD" else b"")
 
@@ -70,7 +87,10 @@ class Request:
     async def error(self, exc: WireError) -> None:
         if self.started:
             return
-        if isinstance(exc, OpenAIError) or self.path.startswith("/v1/"):
+        openai = isinstance(exc, OpenAIError) or self.path.startswith("/v1/")
+        if self.envelope:
+            await self.json(exc.status, wire.envelope_error(exc, openai=openai))
+        elif openai:
             await self.json(exc.status, wire.openai_error(exc.status, exc.message, param=exc.param, code=exc.code))
         elif exc.status in (404, 405) and exc.message.startswith(str(exc.status)):
             await self.respond(exc.status, exc.message.encode(), content_type=b"text/plain")

@@ -9,10 +9,13 @@ import hmac
 import logging
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
+from fathom.processes import proxy_bind_refusal
 from fathom.services import apikey_authenticate, workspace_default_ensure
 from fathom.tenancy import Workspace
+from festinger.proxy.admission import Admission, own_port_hosts
 from festinger.proxy.app import ProxyApp
 from festinger.proxy.wire import WireError
 
@@ -21,10 +24,15 @@ log = logging.getLogger(__name__)
 MOUNT_PREFIX = "/v1/festinger/proxy"
 
 
-def own_port_app(*, workspace_slug: str | None = None, token: str | None = None) -> ProxyApp:
-    """The proxy of one workspace (FATHOM_PROXY_WORKSPACE), guarded by FATHOM_PROXY_TOKEN when set."""
+def own_port_app(*, workspace_slug: str | None = None, token: str | None = None, bind: str | None = None) -> ProxyApp:
+    """The proxy of one workspace (FATHOM_PROXY_WORKSPACE), guarded by FATHOM_PROXY_TOKEN when set, for
+    the Host names of its bind (FATHOM_PROXY_HOST). Bound beyond loopback without a token, it refuses
+    to start (ImproperlyConfigured, naming FATHOM_PROXY_TOKEN)."""
     slug = workspace_slug or settings.FATHOM_PROXY_WORKSPACE
     token = settings.FATHOM_PROXY_TOKEN if token is None else token
+    bind = settings.FATHOM_PROXY_HOST if bind is None else bind
+    if not token and (refusal := proxy_bind_refusal(bind)):
+        raise ImproperlyConfigured(refusal)
     found: list[int] = []
 
     def lookup() -> int:
@@ -48,11 +56,13 @@ def own_port_app(*, workspace_slug: str | None = None, token: str | None = None)
                 raise WireError(503, str(exc)) from None
         return found[0]
 
-    return ProxyApp(workspace_of=workspace_of)
+    admission = Admission(hosts_setting="FATHOM_PROXY_ALLOWED_HOSTS", hosts=own_port_hosts(bind))
+    return ProxyApp(workspace_of=workspace_of, admission=admission)
 
 
 def main_port_app() -> ProxyApp:
-    """The proxy under the main port (settings.FATHOM_ASGI_MOUNTS): the Bearer API key names the workspace."""
+    """The proxy under the main port (settings.FATHOM_ASGI_MOUNTS): the Bearer API key names the workspace;
+    errors are in the API's envelope, Host is checked against ALLOWED_HOSTS as on the rest of the port."""
 
     def key_workspace(secret: str) -> int | None:
         try:
@@ -64,7 +74,8 @@ def main_port_app() -> ProxyApp:
     async def workspace_of(scope) -> int | None:
         return await asyncio.to_thread(key_workspace, _bearer(scope))
 
-    return ProxyApp(workspace_of=workspace_of, prefix=MOUNT_PREFIX, threads=16)
+    admission = Admission(hosts_setting="ALLOWED_HOSTS")
+    return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, threads=16)
 
 
 def _bearer(scope) -> str:

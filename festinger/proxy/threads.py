@@ -223,8 +223,11 @@ def _registry_call(call: ProxiedCall, body: dict, kind: str, index: int, abandon
                     return
                 put(StreamChunk(completion=completion))
                 trace.set(**{k: v for k, v in call.notes.items() if v is not None})
-        except Exception as exc:  # noqa: BLE001 - handed to the response, which answers it
-            put(exc if isinstance(exc, LLMError | WireError) else WireError(500, f"the model call failed: {exc}"))
+        except (LLMError, WireError) as exc:  # handed to the response, which answers it
+            put(exc)
+        except Exception:  # a fault of ours: its details (a database error's SQL) only in the log
+            log.exception("festinger proxy: the registry call %s failed", call.call_id)
+            put(WireError(500, "the model call failed (the proxy's log says why)"))
 
 
 def _registry_thinking(name: str, upstream: Upstream, body: dict) -> dict:

@@ -14,12 +14,32 @@ import struct
 import time
 from datetime import UTC, datetime
 
+from fathom.api.parsers import MAX_JSON_DEPTH, nested_too_deep
+from fathom.api.text import REASON, unstorable_in_json
 from fathom.llm.providers import THINKING_LEVELS
 from fathom.llm.types import Completion, Message, StopReason, ToolCall, ToolSpec
 
 # What /api/version answers when no Ollama stands behind the proxy: the Ollama API version it speaks.
 OLLAMA_API_VERSION = "0.12.6"
 LOOP_DONE_REASON = "loop"
+
+_NUMBER = (int, float)
+_JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array",
+               dict: "an object"}
+# The fields of Ollama's requests the proxy reads or forwards, by type (tools, format and think have
+# their own checks); other fields pass through to an Ollama upstream as they came.
+_OLLAMA_FIELDS = {"model": str, "stream": bool, "raw": bool, "prompt": str, "system": str, "suffix": str,
+                  "template": str, "keep_alive": (str, *_NUMBER), "messages": list, "images": list,
+                  "context": list, "options": dict, "truncate": bool, "shift": bool}
+_MESSAGE_FIELDS = {"role": str, "content": str, "thinking": str, "images": list, "tool_calls": list,
+                   "tool_name": str, "tool_call_id": str}
+_OPTION_FIELDS = {"temperature": _NUMBER, "top_p": _NUMBER, "min_p": _NUMBER, "typical_p": _NUMBER,
+                  "repeat_penalty": _NUMBER, "presence_penalty": _NUMBER, "frequency_penalty": _NUMBER,
+                  "top_k": int, "seed": int, "num_predict": int, "num_ctx": int, "num_keep": int,
+                  "repeat_last_n": int, "num_batch": int, "num_gpu": int, "num_thread": int, "stop": (str, list)}
+_ENVELOPE_CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
+                   405: "method_not_allowed", 413: "too_large", 429: "throttled", 500: "error", 502: "upstream_error",
+                   503: "unavailable"}
 
 _DONE_REASONS = {StopReason.MAX_TOKENS: "length"}
 _FINISH_REASONS = {StopReason.MAX_TOKENS: "length", StopReason.TOOL_CALLS: "tool_calls",
@@ -56,16 +76,56 @@ def ndjson(obj: dict) -> bytes:
 
 
 def json_body(raw: bytes) -> dict:
-    """The request's JSON object, or a 400 in Ollama's words."""
+    """The request's JSON object, or a 400 in Ollama's words: held to the API's rules (UTF-8, nested at
+    most MAX_JSON_DEPTH deep, no NaN, no text PostgreSQL cannot store: fathom.api.text)."""
     if not raw:
         raise WireError(400, "missing request body")
     try:
-        body = json.loads(raw)
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        raise WireError(400, f"invalid JSON: the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if nested_too_deep(text):
+        raise WireError(400, f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        body = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise WireError(400, f"invalid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise WireError(400, "json: cannot unmarshal request: the body must be a JSON object")
+    if (where := unstorable_in_json(text, body)) is not None:
+        raise WireError(400, f"invalid text at {where}: it {REASON}")
     return body
+
+
+def ollama_request_check(body: dict) -> None:
+    """An /api/chat or /api/generate body's fields of the types Ollama takes, or a 400 in its words
+    naming the first that is not (null is absent, as in Ollama)."""
+    _typed(body, _OLLAMA_FIELDS, "")
+    for index, message in enumerate(chat_messages(body)):
+        _typed(message, _MESSAGE_FIELDS, f"messages[{index}].")
+        _each(message.get("images"), str, f"messages[{index}].images")
+        for number, call in enumerate(message.get("tool_calls") or ()):
+            _function_call(call, f"messages[{index}].tool_calls[{number}]")
+    _each(body.get("images"), str, "images")
+    _each(body.get("context"), int, "context")
+    options = options_of(body)
+    _typed(options, _OPTION_FIELDS, "options.")
+    stop = options.get("stop")
+    if isinstance(stop, list):
+        _each(stop, str, "options.stop")
+    to_tool_specs(body.get("tools"))
+    to_response_format(body.get("format"))
+    think_level(body)
+
+
+def envelope_error(exc: WireError, *, openai: bool) -> dict:
+    """The API's error envelope (the main port's mount); on OpenAI's routes it carries OpenAI's `type`
+    and `param` too, so that OpenAI's clients read it as their own."""
+    error = {"code": exc.code or _ENVELOPE_CODES.get(exc.status, "error"), "message": exc.message,
+             "details": {"param": exc.param} if exc.param else {}}
+    if openai:
+        error.update(type=openai_error(exc.status, exc.message)["error"]["type"], param=exc.param)
+    return {"error": error}
 
 
 def model_name(body: dict) -> str:
@@ -131,6 +191,43 @@ def options_of(body: dict) -> dict:
     return options
 
 
+def _typed(obj: dict, fields: dict, where: str) -> None:
+    for name, expected in fields.items():
+        value = obj.get(name)
+        if value is not None and not _is(value, expected):
+            raise WireError(400, f"json: cannot unmarshal {where}{name}: it must be {_named(expected)}, not "
+                                 f"{_json_type(value)}", param=name, code="invalid_type")
+
+
+def _each(values, expected, where: str) -> None:
+    for index, value in enumerate(values or ()):
+        if not _is(value, expected):
+            raise WireError(400, f"json: cannot unmarshal {where}[{index}]: it must be {_named(expected)}, not "
+                                 f"{_json_type(value)}", code="invalid_type")
+
+
+def _function_call(call, where: str) -> None:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not _is(
+            function.get("arguments", {}), (dict, str)) or not _is(call.get("id") or "", str):
+        raise WireError(400, f"json: cannot unmarshal {where}: it must be an object with a function "
+                             f"(name, arguments)", code="invalid_type")
+
+
+def _is(value, expected) -> bool:
+    """isinstance, where a boolean is not a number (as in JSON)."""
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    return isinstance(value, expected) and (bool in expected or not isinstance(value, bool))
+
+
+def _named(expected) -> str:
+    return " or ".join(_JSON_TYPES[kind] for kind in (expected if isinstance(expected, tuple) else (expected,)))
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
 # --- Ollama messages <-> the project's ---------------------------------------------------------------------
 
 def to_messages(raw_messages: list[dict], *, store_image=None) -> list[Message]:
@@ -176,6 +273,8 @@ def to_tool_specs(tools) -> list[ToolSpec] | None:
         function = (tool or {}).get("function") if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str):
             raise WireError(400, "json: cannot unmarshal tool: each needs function.name")
+        if not _is(function.get("parameters") or {}, dict) or not _is(function.get("description") or "", str):
+            raise WireError(400, "json: cannot unmarshal tool: its parameters must be an object, its description a string")
         specs.append(ToolSpec(function["name"], function.get("description") or "",
                               function.get("parameters") or {"type": "object", "properties": {}}))
     return specs
@@ -296,6 +395,71 @@ MAX_CHOICES = 8
 # ends are clamped to its nearest).
 _THINK = {"none": False, "minimal": "low", "low": "low", "medium": "medium", "high": "high", "max": "max",
           "xhigh": "max", "ultra": "max"}
+
+
+# The fields of OpenAI's chat completion request the proxy reads, by type (`n` and the reasoning effort
+# have their own checks).
+_OPENAI_FIELDS = {"model": str, "messages": list, "stream": bool, "temperature": _NUMBER, "top_p": _NUMBER,
+                  "seed": int, "max_tokens": int, "max_completion_tokens": int, "frequency_penalty": _NUMBER,
+                  "presence_penalty": _NUMBER, "stop": (str, list), "tools": list, "response_format": dict,
+                  "stream_options": dict, "reasoning": dict, "user": str, "tool_choice": (str, dict),
+                  "parallel_tool_calls": bool}
+_OPENAI_MESSAGE_FIELDS = {"role": str, "content": (str, list), "tool_calls": list, "tool_call_id": str, "name": str,
+                          "reasoning": str, "reasoning_content": str}
+_RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+
+
+def openai_request_check(body: dict) -> None:
+    """A chat completion request's fields of the types OpenAI takes, or a 400 in OpenAI's words naming
+    the first that is not."""
+    _openai_typed(body, _OPENAI_FIELDS, "")
+    if body.get("messages") is None:
+        raise OpenAIError(400, "Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter")
+    for index, message in enumerate(body["messages"]):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise _invalid_type(where, dict, message)
+        _openai_typed(message, _OPENAI_MESSAGE_FIELDS, f"{where}.")
+        for number, part in enumerate(message.get("content") if isinstance(message.get("content"), list) else ()):
+            image = part.get("image_url") if isinstance(part, dict) else None
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str) or not _is(part.get("text", ""), str) \
+                    or not (image is None or isinstance(image, dict) and isinstance(image.get("url"), str)):
+                raise _invalid_type(f"{where}.content[{number}]", dict, part)
+        for number, call in enumerate(message.get("tool_calls") or ()):
+            try:
+                _function_call(call, f"{where}.tool_calls[{number}]")
+            except WireError as exc:
+                raise OpenAIError(400, exc.message, param=f"{where}.tool_calls[{number}]", code="invalid_type") from None
+    stop = body.get("stop")
+    if isinstance(stop, list) and not all(isinstance(item, str) for item in stop):
+        raise OpenAIError(400, "Invalid type for 'stop': expected a string or an array of strings.", param="stop",
+                          code="invalid_type")
+    response_format = body.get("response_format") or {}
+    if response_format and response_format.get("type") not in _RESPONSE_FORMATS:
+        raise OpenAIError(400, f"Invalid value for 'response_format.type': expected one of {', '.join(_RESPONSE_FORMATS)}.",
+                          param="response_format.type", code="invalid_value")
+    if response_format.get("type") == "json_schema":
+        schema = response_format.get("json_schema")
+        if not isinstance(schema, dict) or not _is(schema.get("schema", {}), dict):
+            raise OpenAIError(400, "Invalid type for 'response_format.json_schema': expected an object with a "
+                                   "'schema' object.", param="response_format.json_schema", code="invalid_type")
+    _openai_typed(body.get("stream_options") or {}, {"include_usage": bool}, "stream_options.")
+    try:
+        to_tool_specs(body.get("tools"))
+    except WireError as exc:
+        raise OpenAIError(400, exc.message, param="tools", code="invalid_type") from None
+
+
+def _openai_typed(obj: dict, fields: dict, where: str) -> None:
+    for name, expected in fields.items():
+        value = obj.get(name)
+        if value is not None and not _is(value, expected):
+            raise _invalid_type(f"{where}{name}", expected, value)
+
+
+def _invalid_type(name: str, expected, value) -> OpenAIError:
+    return OpenAIError(400, f"Invalid type for '{name}': expected {_named(expected)}, but got {_json_type(value)} "
+                            f"instead.", param=name, code="invalid_type")
 
 
 def openai_to_ollama(body: dict) -> dict:
@@ -433,8 +597,8 @@ def _think(body: dict):
 
 
 def _json_type(value) -> str:
-    return {bool: "a boolean", str: "a string", float: "a decimal", list: "an array", dict: "an object"}.get(
-        type(value), "null")
+    return {bool: "a boolean", str: "a string", int: "an integer", float: "a decimal", list: "an array",
+            dict: "an object"}.get(type(value), "null")
 
 
 def _arguments(arguments):

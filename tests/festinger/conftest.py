@@ -3,6 +3,7 @@ fake Ollama upstream and the proxy's own port in front of it."""
 
 import pytest
 
+from fathom.asgi import application as main_application
 from festinger import cache
 from festinger.proxy.serve import own_port_app
 from festinger.services import insert_fact, world_ensure
@@ -51,3 +52,17 @@ def offline_proxy(transactional_db, workspace, settings):
     with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
         yield url
     cache.forget(workspace.pk)
+
+
+@pytest.fixture
+def main_port(transactional_db, settings, fake_ollama):
+    """The main port's ASGI app (Django and the proxy's mount) in front of the fake Ollama; its base URL."""
+    settings.OLLAMA_HOST = fake_ollama.url
+    with serving(main_application) as url:
+        yield url
+
+
+@pytest.fixture
+def keys(workspace, other_workspace, api_client_for) -> tuple[str, str]:
+    """The Authorization headers of an API key of `workspace` and of one of `other_workspace`."""
+    return tuple(api_client_for(ws)._credentials["HTTP_AUTHORIZATION"] for ws in (workspace, other_workspace))

@@ -74,6 +74,8 @@ def test_repeated_outputs_escalate_through_every_mitigation_to_the_breaker_and_i
     assert "loop detector stopped this conversation" in stopped.message.content
     again = agent.turn()
     assert again.done_reason == "loop" and len(fake_ollama.chat_bodies()) == calls  # the upstream was spared
+    for _ in range(3):  # the open breaker's answers are counted, not written row by row
+        assert agent.turn().done_reason == "loop"
 
     assert kinds(workspace, "stuck-1") == [
         Kind.REPEATED_OUTPUT,
@@ -89,6 +91,8 @@ def test_repeated_outputs_escalate_through_every_mitigation_to_the_breaker_and_i
     assert answer.message.content == "Found it in /srv/reports." and answer.done_reason == "stop"
     assert "temperature" not in fake_ollama.chat_bodies()[-1].get("options", {})
     assert kinds(workspace, "stuck-1")[-1] == Kind.BREAKER_CLOSED
+    closed = LoopEvent.objects.filter(workspace=workspace, session="stuck-1", kind=Kind.BREAKER_CLOSED).get()
+    assert closed.detail == {"answered": 4}
     events = TraceEvent.objects.filter(workspace=workspace, kind__startswith="festinger.loop.")
     assert {"festinger.loop.repeated_output", "festinger.loop.breaker_opened"} <= set(
         events.values_list("kind", flat=True))

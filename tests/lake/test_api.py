@@ -1,6 +1,7 @@
 from datetime import UTC, datetime
 
 from lake.models import Delta, IdempotentWrite
+from lake.services import deltas_embed
 
 
 def _batch(n, prefix="moment"):
@@ -159,3 +160,28 @@ def test_search_never_shows_another_workspaces_deltas(api, workspace, other_work
     assert len([r for r in own["rows"] if r["role"] == "hit"]) == 2
     assert theirs["rows"] == [] and "workspace a" not in theirs["rendered"]
     assert intruder.get("/v1/lake/stats").json()["deltas"] == 0
+
+
+def test_a_delta_too_long_for_the_text_index_is_stored_and_found_by_its_vector_and_its_beginning(api, settings):
+    """A megabyte of distinct words (a tsvector holds at most 1 MB) is written, found by vector, and
+    by text through the prefix the text index reads."""
+    words = [f"w{index:x}q{index * 7919 % 100_003:x}" for index in range(90_000)]
+    content = "zanzibarite " + " ".join(words)
+    assert len(content.encode()) > 1_000_000
+
+    response = api.post("/v1/deltas", {"content": content, "tags": ["kind:note"]}, format="json")
+
+    assert response.status_code == 201, response.content[:500]
+    delta_id = response.json()["id"]
+    assert Delta.objects.get(pk=delta_id).content == content
+    assert deltas_embed(delta_ids=[delta_id]) == 1
+    # a short query is far from a megabyte of words in the hashing embedder's space: any nearness counts here
+    settings.SEARCH_VECTOR_MAX_DISTANCE = 1.0
+
+    def found(query, mode):  # a hit, kept in the rendered recall or left out for its length
+        result = api.post("/v1/search", {"query": query, "mode": mode}, format="json").json()
+        return [row["id"] for row in result["rows"]] + result["budget"]["left_out_hits"]
+
+    assert delta_id in found("zanzibarite", "text")
+    assert delta_id in found(content[:3000], "vector")
+    assert delta_id not in found(words[-1], "text")  # past the prefix: the vector's to find
