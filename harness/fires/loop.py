@@ -459,7 +459,8 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=OFFLINE_REVIEW if phase == REVIEW else SearchThenRespond(
             "semantic", respond_tool="respond", text_argument="body", citations_argument="cited_ids",
-            extra_arguments={"depth": "shallow"}, path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
+            cards_argument="cards", question=fire.question, extra_arguments={"depth": "shallow"},
+            path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
     listeners.close(completion)
     usage = completion.usage

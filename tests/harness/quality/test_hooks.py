@@ -207,7 +207,9 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     assert not first.contract["passed"]
     assert f'Unfounded citation [{rover.pk}]: quote not found in the delta ("the rover flew")' in first.contract[
         "issues"]
-    assert "Insufficient insights: 1 created (minimum 2)" in first.contract["issues"]
+    # its one citation is unfounded, so it used no source at all
+    assert "Citations required but none found — insights must include direct quotes from sources" in first.contract[
+        "issues"]
     verify_all(run)
     assert session_tick(session_id=session.pk) == "parked"
     run.refresh_from_db()
@@ -221,7 +223,7 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     healing = roles.main.sent[2].messages[-1].content
     assert healing.startswith("Synthesise what we know about the zephyrine rover and lake\n"
                               "[SELF-CORRECTION: Attempt 2 of 3]\n")
-    assert "MISSING REQUIREMENT: Insufficient insights: 1 created (minimum 2)" in healing
+    assert "MISSING REQUIREMENT: Citations required but none found" in healing
     assert "QUALITY ISSUE: Claims lack attribution\nReviewer feedback: Quote the sources." in healing
     assert any(m.role == "tool" and rover.pk in m.content for m in roles.main.sent[2].messages)
     # the answer is the second attempt's, its artifacts written once, with what they cite
