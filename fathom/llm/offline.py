@@ -228,10 +228,10 @@ def cited_items(results: list[str], limit: int = 10) -> list[tuple[str, str]]:
             for item in _objects_with_ids(data):
                 snippet = item.get("content") or item.get("text") or item.get("summary") or ""
                 found.setdefault(str(item["id"]), " ".join(str(snippet).split())[:120])
-        else:  # rendered text: the rest of an id's line is its snippet
+        else:  # rendered text: the rest of an id's line is its snippet, after its " · "-separated heading
             for line in str(text).splitlines():
                 for match in _ID_PATTERN.finditer(line):
-                    rest = line[match.end():].lstrip("]) ·:-")
+                    rest = line[match.end():].lstrip("]) ·:-").rpartition(" · ")[2]
                     found.setdefault(match.group(), " ".join(rest.split())[:120])
     return list(found.items())[:limit]
 
