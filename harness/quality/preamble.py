@@ -8,7 +8,7 @@ from harness.fires.models import Fire
 from harness.fires.prompt import render_messages
 from harness.quality import subtasks
 from harness.quality.checks import contract_for
-from harness.quality.contracts import MAX_SOURCE_INSIGHTS, WorkflowType
+from harness.quality.contracts import MAX_SOURCE_INSIGHTS, ExpectedOutput, WorkflowType
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.run_state import FireQuality
 from harness.runtime.models import HarnessSettings
@@ -56,7 +56,8 @@ def get_quality_preamble(fire: Fire, run: QualityRun) -> str:
     lines = ["# Quality requirements (your answer is checked against them before it reaches the user)"]
     if contract.min_output_chars:
         lines.append(f"- An answer of at least {contract.min_output_chars} characters.")
-    per_source = contract.workflow_type in SOURCE_COUNTED and "min_insights" not in (run.complexity.get("expected") or {})
+    per_source = (contract.workflow_type in SOURCE_COUNTED
+                  and ExpectedOutput.from_dict(run.complexity.get("expected")).min_insights is None)
     if per_source:  # the minimum follows the sources the answer cites (checks.contract_evaluate)
         lines.append(f"- One insight card per source you cite (at least {contract.min_insights}, at most "
                      f"{MAX_SOURCE_INSIGHTS}): respond(cards=[{{\"kind\": \"insight\", \"title\": ..., \"body\": ..., "
