@@ -36,6 +36,7 @@ from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, i
 from harness.conductor.selectors import run_get
 from harness.conductor.services import run_cancel
 from harness.fires.selectors import (
+    fire_calls_by_role,
     fire_citations,
     fire_get,
     fire_trace,
@@ -140,7 +141,7 @@ def loop_view(request, fire_id):
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
     return render(request, "dashboard/loop.html", {
         "current": request.dashboard, "fire": fire, "thinking": {**thinking_of(fire), "open": True},
-        "trace": fire_trace(fire=fire),
+        "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
         "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
         "writes": pretty(fire.writes), "children": list(fire.children.all()),
         "sections": [section for section in fire_cards(workspace, [fire])[0].sections if section.name != "thinking"],

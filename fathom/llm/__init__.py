@@ -11,7 +11,8 @@
     embeddings = embed(workspace=ws, model="offline", texts=["..."])   # .vectors, .usage (a registry model's)
 
 Roles (`ROLES`; any lowercase word works, these are the ones the admin offers) map to registry
-models per workspace (`fathom.llm.models`); with none configured the offline model answers
+models per workspace (`fathom.llm.models`; a role with no row of its own takes its parent's, see
+`fathom.llm.registry.PARENT_ROLES`); with none configured the offline model answers
 (`fathom.llm.offline`). Tests script answers with `fathom.llm.scripted.Script`. Failures raise
 `fathom.llm.errors.LLMError` subclasses. See `fathom.llm.client` for the options."""
 
@@ -30,7 +31,8 @@ from fathom.llm.types import (
     Usage,
 )
 
-ROLES = ("main", "verifier", "classifier", "planner", "writer", "resolver", "focus", "embedder", "conductor", "terminal")
+ROLES = ("main", "review", "verifier", "classifier", "judge", "planner", "writer", "resolver", "focus", "embedder",
+         "conductor", "terminal")
 
 __all__ = [
     "ROLES", "Completion", "Embeddings", "ImageRef", "LLMError", "LLMRequest", "Message", "ModelMiddleware",

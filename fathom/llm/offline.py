@@ -7,8 +7,9 @@ product usable with no key and says plainly that it is offline.
   value, defaults where given, "" / 0 / false / [] otherwise).
 - A tool-calling request follows the caller's policy, passed as the `offline_policy` option: an
   object with `next_step(request) -> ToolCall | str` (a tool to call next, or the final text). For
-  fires, `SearchThenRespond("search")`: search the lake with the user's words, then answer with
-  what was found, citing the ids. A policy with `without_tools = True` answers requests without
+  fires, `SearchThenRespond("search", question=...)`: search the lake with the question (never a
+  note the caller added to the conversation), then answer with what was found, citing the ids, with
+  the cards the system prompt asks for. A policy with `without_tools = True` answers requests without
   tools too (the quality harness's roles: harness.quality.agents.OfflineQuality).
 """
 
@@ -28,6 +29,9 @@ from fathom.llm.types import Completion, Embeddings, StopReason, StreamChunk, To
 OFFLINE_NOTICE = "[offline]"
 _ID_PATTERN = re.compile(r"\b[0-9a-f]{6,32}\b")
 # "read fs://notes/todo.md": a verb, then a path with a scheme (trailing punctuation is not the path's).
+# A card the system prompt asks for: `"kind": "insight"` (the fire's quality requirements write them so).
+_CARD_REQUEST = re.compile(r'"kind": "([a-z]+)"')
+QUOTE_WORDS = 12  # an insight card quotes the first words of its source
 _PATH_REQUEST = re.compile(r"\b([A-Za-z]+)\s+([a-z][a-z0-9+.-]*://[^\s,;\"'<>()]*[^\s,;\"'<>().!?:])", re.IGNORECASE)
 
 
@@ -81,9 +85,12 @@ class OfflineProvider:
 
 
 class SearchThenRespond:
-    """The fire policy: call `search_tool` once with the last user message as `query_argument`, then
-    answer from the results, citing every id found in them. With `respond_tool` set, the answer is a
-    call to that tool with `{text_argument: ..., citations_argument: [...]}` instead of plain text.
+    """The fire policy: call `search_tool` once with the question (`question`, or else the last user
+    message) as `query_argument`, then answer from the results, citing every id found in them. With
+    `respond_tool` set, the answer is a call to that tool with `{text_argument: ..., citations_argument:
+    [...]}` instead of plain text; with `cards_argument` set too, it carries the cards the system prompt
+    asks for by kind (`"kind": "<kind>"`): an insight per item found, quoting its first words, and one
+    card of any other kind, built from what was found.
 
     Two more habits, when the caller asks for them:
     - `path_tools` ({verb: tool}, e.g. {"list": "fs_list", "read": "fs_read"}): a message that says
@@ -96,8 +103,11 @@ class SearchThenRespond:
     def __init__(self, search_tool: str = "search", *, query_argument: str = "query",
                  respond_tool: str | None = None, text_argument: str = "text",
                  citations_argument: str = "citations", extra_arguments: dict | None = None,
-                 path_tools: dict[str, str] | None = None, relay_prefixes: tuple[str, ...] = ()):
+                 path_tools: dict[str, str] | None = None, relay_prefixes: tuple[str, ...] = (),
+                 question: str = "", cards_argument: str | None = None):
         self.search_tool = search_tool
+        self.question = question
+        self.cards_argument = cards_argument
         self.query_argument = query_argument
         self.respond_tool = respond_tool
         self.text_argument = text_argument
@@ -108,8 +118,9 @@ class SearchThenRespond:
 
     def next_step(self, request):
         tool_names = {tool.name for tool in request.tools or ()}
-        query = request.last_user_text.strip()
-        if self.relay_prefixes and query.startswith(self.relay_prefixes):
+        last = request.last_user_text.strip()
+        query = " ".join(self.question.split()) or last
+        if self.relay_prefixes and last.startswith(self.relay_prefixes):
             return self._answer(request, "\n\n".join([f"{OFFLINE_NOTICE} Answering without a language model: "
                                                        "this came back.", *self._relayed(request)]), [], tool_names)
         asked = [(self.path_tools[verb.lower()], path) for verb, path in _PATH_REQUEST.findall(query)
@@ -152,8 +163,14 @@ class SearchThenRespond:
         found = cited_items(results)
         text = offline_summary(query, found)
         if self.respond_tool and self.respond_tool in tool_names:
-            return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.respond_tool,
-                            arguments={self.text_argument: text, self.citations_argument: [i for i, _ in found]})
+            arguments = {self.text_argument: text, self.citations_argument: [i for i, _ in found]}
+            if self.cards_argument:
+                asked = [kind for message in request.messages if message.role == "system"
+                         for kind in _CARD_REQUEST.findall(message.content)]
+                cards = offline_cards(query, found, kinds=list(dict.fromkeys(asked)))
+                if cards:
+                    arguments[self.cards_argument] = cards
+            return ToolCall(id=f"offline-{request_digest(request)[:12]}", name=self.respond_tool, arguments=arguments)
         return text
 
 
@@ -169,12 +186,34 @@ def plain_answer(request) -> str:
 
 
 def offline_summary(query: str, found: list[tuple[str, str]]) -> str:
+    configure = "Configure a model in the admin (LLM models) to get answers that weigh what was found."
     if not found:
-        return f"{OFFLINE_NOTICE} I searched for \"{query}\" without a language model and found nothing."
+        return (f"{OFFLINE_NOTICE} I searched for \"{query}\" without a language model and found nothing. "
+                f"{configure}")
     lines = [f"{OFFLINE_NOTICE} Answering without a language model: I searched for \"{query}\" and "
              f"found {len(found)} item(s):"]
     lines += [f"- [{item_id}] {snippet}" if snippet else f"- [{item_id}]" for item_id, snippet in found]
-    return "\n".join(lines)
+    return "\n".join([*lines, configure])
+
+
+def offline_cards(query: str, found: list[tuple[str, str]], *, kinds: list[str]) -> list[dict]:
+    """The cards asked for by kind: an insight per item found (quoting its first words), one card of
+    any other kind listing what was found; none when nothing was found (nothing to cite)."""
+    cards = []
+    for kind in kinds if found else []:
+        if kind == "insight":
+            for item_id, snippet in found:
+                quote = " ".join(snippet.split()[:QUOTE_WORDS])
+                cards.append({"kind": kind, "title": f"{OFFLINE_NOTICE} from [{item_id}]",
+                              "body": f"[{item_id}] holds: \"{quote}\"" if quote else f"[{item_id}]",
+                              "citations": [{"id": item_id, **({"quote": quote} if quote else {})}]})
+            continue
+        lines = [f"{OFFLINE_NOTICE} A {kind} for \"{query}\", put together without a language model from what "
+                 "the lake holds; read the items before acting on it:"]
+        lines += [f"- [{item_id}] {snippet}" for item_id, snippet in found]
+        cards.append({"kind": kind, "title": f"{OFFLINE_NOTICE} {kind}: {query[:80]}", "body": "\n".join(lines),
+                      "citations": [{"id": item_id} for item_id, _ in found]})
+    return cards
 
 
 def cited_items(results: list[str], limit: int = 10) -> list[tuple[str, str]]:
@@ -189,10 +228,10 @@ def cited_items(results: list[str], limit: int = 10) -> list[tuple[str, str]]:
             for item in _objects_with_ids(data):
                 snippet = item.get("content") or item.get("text") or item.get("summary") or ""
                 found.setdefault(str(item["id"]), " ".join(str(snippet).split())[:120])
-        else:  # rendered text: the rest of an id's line is its snippet
+        else:  # rendered text: the rest of an id's line is its snippet, after its " · "-separated heading
             for line in str(text).splitlines():
                 for match in _ID_PATTERN.finditer(line):
-                    rest = line[match.end():].lstrip("]) ·:-")
+                    rest = line[match.end():].lstrip("]) ·:-").rpartition(" · ")[2]
                     found.setdefault(match.group(), " ".join(rest.split())[:120])
     return list(found.items())[:limit]
 

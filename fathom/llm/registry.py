@@ -1,8 +1,9 @@
 """Which model answers a role in a workspace.
 
-Lookup order, first match wins: the workspace's row for the role, the workspace's "*" row, the
-deployment default's row for the role, the deployment's "*" row, FATHOM_DEFAULT_MODEL
-("provider:model" from the environment), and finally the offline model.
+Lookup order, first match wins: the workspace's row for the role, for its parent role (PARENT_ROLES:
+a fire's review pass is answered by the main model, the judge by the classifier, unless given their
+own), the workspace's "*" row, then the same three rows of the deployment default, then
+FATHOM_DEFAULT_MODEL ("provider:model" from the environment), and finally the offline model.
 
 Resolutions are cached in-process and kept coherent across processes by a version number in Redis
 that every registry change bumps (`registry_changed`, fathom.channels), so the hot path costs no round
@@ -27,6 +28,8 @@ from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Pr
 VERSION_KEY = "fathom:llm:registry:version"
 # The offline model, used when nothing else is configured. Not a row: it always exists.
 OFFLINE_NAME = "offline"
+# Roles named apart in traces and counts whose model is their parent's unless assigned their own.
+PARENT_ROLES = {"review": "main", "judge": "classifier"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +158,13 @@ def _current_version() -> str:
 
 
 def _resolve_uncached(workspace_id, role: str) -> ResolvedModel:
+    wanted = [role, *([PARENT_ROLES[role]] if role in PARENT_ROLES else []), ANY_ROLE]
     rows = list(
         ModelAssignment.objects.select_related("model")
-        .filter(Q(workspace_id=workspace_id) | Q(workspace=None), role__in=[role, ANY_ROLE])
+        .filter(Q(workspace_id=workspace_id) | Q(workspace=None), role__in=wanted)
     )
-    # Most specific first: own workspace before the deployment, the named role before "*".
-    rows.sort(key=lambda a: (a.workspace_id is None, a.role == ANY_ROLE))
+    # Most specific first: own workspace before the deployment, the named role before its parent before "*".
+    rows.sort(key=lambda a: (a.workspace_id is None, wanted.index(a.role)))
     if rows:
         return from_row(rows[0].model)
     if settings.FATHOM_DEFAULT_MODEL:

@@ -6,8 +6,10 @@ completed / failed). Output the policy cannot use is returned as a typed PolicyE
     bootstrap(...) -> PolicyResult(output=Agenda)    once per run: the initial agenda
     decide(...)    -> PolicyResult(output=<action>)  SpawnWorker | AwaitWorker | MergeCanon | Complete | Block
 
-With no model configured the offline model answers both deterministically (OfflineBootstrap,
-OfflineDecide below), so a run works with no key."""
+Both calls read a brief the conductor composed, so they run with a fresh context: no model middleware,
+so Festinger recalls nothing into them and learns nothing from them. With no model configured the
+offline model answers both deterministically (OfflineBootstrap, OfflineDecide below), so a run works
+with no key."""
 
 from __future__ import annotations
 
@@ -169,7 +171,8 @@ def bootstrap(*, workspace, objective: str, capabilities, actor_id: str = "") ->
                 Message.user(f"Objective: {objective}")]
     try:
         completion = complete(workspace=workspace, role=ROLE, messages=messages, tools=[_agenda_tool(capabilities)],
-                              actor_id=actor_id or None, offline_policy=OfflineBootstrap(objective, capabilities))
+                              actor_id=actor_id or None, offline_policy=OfflineBootstrap(objective, capabilities),
+                              fresh_context=True)
     except LLMError as exc:
         return PolicyResult(None, PolicyError(exc.code, exc.message))
     try:
@@ -188,7 +191,7 @@ def decide(*, workspace, state: RuntimeState, actor_id: str = "") -> PolicyResul
     try:
         completion = complete(workspace=workspace, role=ROLE, messages=messages,
                               tools=_action_tools(state.capabilities), actor_id=actor_id or None,
-                              offline_policy=OfflineDecide(state))
+                              offline_policy=OfflineDecide(state), fresh_context=True)
     except LLMError as exc:
         return PolicyResult(None, PolicyError(exc.code, exc.message), prompt_state=summary)
     try:

@@ -33,8 +33,9 @@ def run_events_after(*, run_id, after: int = 0, limit: int = 200) -> list[RunEve
 def run_graph(*, run: Run) -> dict:
     """The run as a tree: the prompt (the objective) -> the conductor (its bootstrap and decision
     model calls) -> one branch per capability call (its worker's model calls) -> the tool calls
-    made in that branch. Every node names its span and its run-scoped ids; `actors` counts the model
-    calls of every actor of the run's trace, none hidden."""
+    made in that branch. Every node names its span and its run-scoped ids, every model call its role;
+    `actors` counts the model calls of every actor of the run's trace, none hidden, and
+    totals.model_calls_by_role every call by its role."""
     spans = _spans(run)
     conductor_calls, branches = [], defaultdict(list)
     for span, ancestors in _walk(spans):
@@ -42,8 +43,11 @@ def run_graph(*, run: Run) -> dict:
         if span["name"] == WORKER_SPAN:
             branches[span["call_id"]].append(span)
         elif span["name"] == LLM and not any(n == WORKER_SPAN for n in names):
-            phase = next((CONDUCTOR_SPANS[n] for n in reversed(names) if n in CONDUCTOR_SPANS), "other")
-            conductor_calls.append({"kind": "model_call", "phase": phase, **_ids(span, str(run.pk))})
+            # a call of another actor inside a conductor span (a middleware's) is no bootstrap or decision
+            phase = next((CONDUCTOR_SPANS[n] for n in reversed(names) if n in CONDUCTOR_SPANS), "other") \
+                if span["actor_id"] == run.actor_id else "other"
+            conductor_calls.append({"kind": "model_call", "phase": phase, "role": _role(span),
+                                    **_ids(span, str(run.pk))})
     workers = []
     for call in CapabilityCall.objects.filter(run=run).select_related("item").order_by("created_at", "id"):
         inside = [node for root in branches.get(call.call_id, []) for node, _ in _walk([root])]
@@ -56,6 +60,7 @@ def run_graph(*, run: Run) -> dict:
             "span_ids": [root["span_id"] for root in branches.get(call.call_id, [])],
             "model_call_ids": [node["call_id"] for node in model_calls],
             "model_calls_by_actor": _count_by(model_calls, "actor_id"),
+            "model_calls_by_role": _count_by([{"role": _role(node)} for node in model_calls], "role"),
             "children": [{"kind": "tool", "name": node["attributes"].get("tool", ""), **_ids(node, str(run.pk)),
                           "model_calls": sum(inner["name"] == LLM for inner, _ in _walk(node["children"]))}
                          for node in tools],
@@ -64,13 +69,14 @@ def run_graph(*, run: Run) -> dict:
     # The conductor's own calls; another actor's call made inside one (Festinger's writer, learning
     # from the objective) is listed beside them and counted under its own actor.
     own_calls = [call for call in conductor_calls if call["actor_id"] == run.actor_id]
+    roles = _count_by([{"role": _role(span)} for span, _ in _walk(spans) if span["name"] == LLM], "role")
     return {
         "run_id": str(run.pk), "trace_id": run.trace_id, "status": run.status,
         "totals": {"model_calls": sum(actors.values()), "conductor_model_calls": len(own_calls),
                    "bootstrap_calls": sum(c["phase"] == "bootstrap" for c in own_calls),
                    "decision_calls": sum(c["phase"] == "decide" for c in own_calls),
                    "worker_calls": _count_by(workers, "worker"),
-                   "tool_calls": sum(len(w["children"]) for w in workers)},
+                   "tool_calls": sum(len(w["children"]) for w in workers), "model_calls_by_role": roles},
         "actors": [{"actor_id": actor, "model_calls": count} for actor, count in sorted(actors.items())],
         "tree": {"kind": "prompt", "objective": run.objective, "span_id": run.root_span_id, "run_id": str(run.pk),
                  "children": [{"kind": "conductor", "actor_id": run.actor_id, "run_id": str(run.pk),
@@ -100,6 +106,11 @@ def _walk(roots: list[dict], ancestors: tuple = ()):
     for node in roots:
         yield node, ancestors
         yield from _walk(node["children"], (*ancestors, node))
+
+
+def _role(span: dict) -> str:
+    """The role a model call was made for (conductor, main, review, judge, writer, ...)."""
+    return str(span["attributes"].get("role", ""))
 
 
 def _ids(span: dict, run_id: str) -> dict:

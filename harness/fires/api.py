@@ -54,7 +54,11 @@ class FireOutput(FireSummaryOutput):
 
 
 def fire_detail(fire: Fire) -> dict:
-    return {**FireOutput(selectors.fire_with_journal(fire=fire)).data, "trace": selectors.fire_trace(fire=fire)}
+    """The fire whole, its trace, and its model calls per role from the trace (`calls_by_role`: every
+    call of the fire's trace, the quality harness's, the judge's and the writer's included; the
+    fire's own `model_calls` are its main and review calls)."""
+    return {**FireOutput(selectors.fire_with_journal(fire=fire)).data, "trace": selectors.fire_trace(fire=fire),
+            "calls_by_role": selectors.fire_calls_by_role(fire=fire)}
 
 
 class FireListView(generics.ListAPIView):

@@ -1,5 +1,6 @@
 """kind:judge-axes: a background judgement of a fire's answer on five axes (salience, novelty,
-resonance, confidence, comfort), written once per fire."""
+resonance, confidence, comfort), written once per fire: one call of role `judge` (the classifier's
+model unless the judge has its own)."""
 
 import json
 
@@ -23,7 +24,7 @@ def fire_judge_axes(*, fire_id) -> str | None:
     done = Delta.objects.filter(workspace=fire.workspace, tags__contains=["kind:judge-axes", tag]).first()
     if done is not None:
         return done.pk
-    completion = complete(workspace=fire.workspace, role="classifier", response_format=SCHEMA, messages=[
+    completion = complete(workspace=fire.workspace, role="judge", response_format=SCHEMA, messages=[
         Message.system("Judge the answer on each axis from 0 to 1: salience (does it matter), novelty (is it new), "
                        "resonance (does it connect), confidence (is it supported), comfort (is it at ease)."),
         Message.user(f"Question: {fire.question}\n\nAnswer: {fire.response.get('body', '')}")])

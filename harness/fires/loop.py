@@ -451,7 +451,8 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
     streamed = StreamedTurn(fire=fire, number=number, phase=phase, call_id=call_id)
     listeners = turn_listeners_open(streamed, also=lifecycle.turn_listeners(streamed) if lifecycle else ())
     completion = complete(  # which writes the trace so far, and the call's start, before the call goes out
-        workspace=fire.workspace, role="main", messages=messages, tools=specs, call_id=call_id,
+        workspace=fire.workspace, role="review" if phase == REVIEW else "main", messages=messages, tools=specs,
+        call_id=call_id,
         stream=listeners.feed if listeners else None,
         # The review pass reads a brief the harness composed (question, answer, tool results): no
         # conversation that model middleware (Festinger) should learn from.
@@ -459,7 +460,8 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         # Offline, the hits alone (no neighbours in time): what is cited is what matched.
         offline_policy=OFFLINE_REVIEW if phase == REVIEW else SearchThenRespond(
             "semantic", respond_tool="respond", text_argument="body", citations_argument="cited_ids",
-            extra_arguments={"depth": "shallow"}, path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
+            cards_argument="cards", question=fire.question, extra_arguments={"depth": "shallow"},
+            path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
     )
     listeners.close(completion)
     usage = completion.usage

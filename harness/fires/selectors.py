@@ -2,6 +2,7 @@
 
 
 from django.db import models
+from django.db.models.fields.json import KT
 
 from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
@@ -36,6 +37,20 @@ def fire_trace(*, fire: Fire) -> list[dict]:
         return []
     return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
                 .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
+
+
+def fire_calls_by_role(*, fire: Fire) -> dict[str, dict]:
+    """{role: {calls, input_tokens, output_tokens, cost}} of every model call that ended in the fire's
+    trace (classifier, planner, main, review, verifier, judge, writer, ...: each call counted under
+    the role it was made for), in one query; {} before the fire has a trace."""
+    if not fire.trace_id:
+        return {}
+    rows = (TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id, name="llm.call")
+            .exclude(status="").values(role=KT("payload__role"))
+            .annotate(calls=models.Count("id"), input_tokens=models.Sum("input_tokens"),
+                      output_tokens=models.Sum("output_tokens"), cost=models.Sum("cost")).order_by("role"))
+    return {row["role"] or "": {"calls": row["calls"], "input_tokens": row["input_tokens"],
+                                "output_tokens": row["output_tokens"], "cost": float(row["cost"])} for row in rows}
 
 
 # --- The operator dashboard's reads (dashboard) -----------------------------------------------

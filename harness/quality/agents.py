@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 LEVELS = ("SIMPLE", "MEDIUM", "COMPLEX")
 PERSPECTIVES = ("accuracy", "completeness", "usefulness")
 QUERY_CHARS, OUTPUT_CHARS = 500, 8000
+PASSAGES, PASSAGE_CHARS = 10, 500  # the cited passages a verifier reads: the first 10 cited ids, 500 chars each
+BRIEF_CHARS = QUERY_CHARS + OUTPUT_CHARS + PASSAGES * PASSAGE_CHARS  # 13,500: the most a verifier reads
+NO_PASSAGE = "(no such delta"  # how a passage the workspace does not hold reads
 FALLBACK = "[is_fallback]"
 
 CLASSIFICATION_SCHEMA = {
@@ -144,10 +147,11 @@ def plans_generate(*, workspace, question: str, complexity: dict) -> list[dict]:
 # --- post-flight ----------------------------------------------------------------------------------------------
 
 def verify(*, workspace, perspective: str, query: str, output: str, artifact_summary: str,
-           calibration: str = "", system: str = "") -> dict:
+           passages: tuple | list = (), calibration: str = "", system: str = "") -> dict:
     """One verifier's verdict {passed, score, issues, feedback, is_fallback}, with fresh context: the
-    query's first 500 characters, the output's first 8,000, the artifact summary, nothing of the
-    workspace's data. `perspective` is "standard" (prompt verifier_system, which carries the
+    query's first 500 characters, the output's first 8,000, the artifact summary, and the passages the
+    answer cites (at most PASSAGES of PASSAGE_CHARS each: BRIEF_CHARS in all), nothing else of the
+    workspace's data, so its verdict on the citations can agree with the deterministic check. `perspective` is "standard" (prompt verifier_system, which carries the
     workspace's calibration) or a contrastive one (verifier_accuracy, ...); `system`: that prompt, when
     the caller read it already. On any failure: passed False, score 0.0, feedback "[is_fallback] ...",
     so the retry gates still trigger."""
@@ -157,6 +161,9 @@ def verify(*, workspace, perspective: str, query: str, output: str, artifact_sum
                    + calibration)
     user = (f"Query:\n{query[:QUERY_CHARS]}\n\nAnswer:\n{output[:OUTPUT_CHARS]}\n\n"
             f"Artifacts created: {artifact_summary or 'none'}")
+    if passages:
+        user += "\n\nCited passages (what the cited ids hold; check the answer's claims and quotes against them):\n" + \
+            "\n".join(f"[{p['id']}] {str(p['passage'])[:PASSAGE_CHARS]}" for p in list(passages)[:PASSAGES])
     try:
         completion = complete(workspace=workspace, role="verifier", response_format=_format("verdict", VERDICT_SCHEMA),
                               offline_policy=OfflineQuality("verifier", perspective=perspective), fresh_context=True,
@@ -241,7 +248,8 @@ def _validator(schema: dict):
 class OfflineQuality:
     """The offline provider's answers for the quality roles: deterministic, and saying they are
     offline. classifier: `classify_fallback`; planner: two fixed plans for the workflow; verifier:
-    a heuristic score (0.8 for an answer of 200+ characters or with a cited [id], 0.6 otherwise);
+    a heuristic score (0.3 when a cited passage is not in the workspace, else 0.8 for an answer of
+    200+ characters or with a cited [id], 0.6 otherwise);
     specialist: the sources' ids and first words from its angle; aggregator: the analyses joined."""
 
     without_tools = True  # fathom.llm.offline applies this policy to requests without tools too
@@ -267,11 +275,15 @@ class OfflineQuality:
             ]})
         if self.role == "verifier":
             answer = text.partition("\n\nAnswer:\n")[2].rpartition("\n\nArtifacts created:")[0]
+            missing = [line.partition("]")[0].lstrip("[") for line in text.partition("\n\nCited passages")[2].splitlines()
+                       if NO_PASSAGE in line]
             good = len(answer) >= 200 or bool(re.search(r"\[[0-9a-f]{6,32}\]", answer))
-            score = 0.8 if good else 0.6
-            return json.dumps({"passed": score >= 0.6, "score": score, "issues": [] if good else [
-                "short answer without citations"], "feedback": f"{OFFLINE_NOTICE} verified without a language model "
-                                                               f"({self.context['perspective']}): heuristic checks only"})
+            score = 0.3 if missing else 0.8 if good else 0.6
+            issues = [f"cites [{i}], which is not in the workspace" for i in missing] or (
+                [] if good else ["short answer without citations"])
+            return json.dumps({"passed": score >= 0.6, "score": score, "issues": issues,
+                               "feedback": f"{OFFLINE_NOTICE} verified without a language model "
+                                           f"({self.context['perspective']}): heuristic checks only"})
         if self.role == "specialist":
             sources = self.context["sources"]
             lines = [f"- [{s['id']}] {' '.join(str(s.get('content', '')).split()[:12])}" for s in sources]

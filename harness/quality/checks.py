@@ -1,6 +1,7 @@
 """The deterministic checks of an answer (no model call): its contract, and its citations against the
-lake (cited ids must exist in the workspace and have been returned to the fire; quotes must be in
-the cited delta)."""
+lake wherever the answer makes them (cards' citations, cited_ids, and delta ids written in its text):
+cited ids must exist in the workspace and have been returned to the fire; quotes must be in the
+cited delta."""
 
 import re
 
@@ -15,34 +16,32 @@ from harness.quality.contracts import (
     ExpectedOutput,
     WorkflowContract,
     citations_check,
-    workflow_type_of,
 )
 from harness.quality.models import QualityRun
-from lake.models import Delta
+from lake.models import ID_LENGTH, MIN_PREFIX_LENGTH
 
-SOURCE_COUNTED_WORKFLOWS = ("synthesis", "full_pipeline")  # their min_insights follow the source count
-DELTA_ID = re.compile(r"\b[0-9a-f]{16}\b")
+DELTA_ID = re.compile(rf"\b[0-9a-f]{{{ID_LENGTH}}}\b")
+# An id in the answer's text: a whole delta id, or a bracketed prefix ("[deadbeef]", as the tools show them).
+TEXT_ID = re.compile(rf"\[([0-9a-fA-F]{{{MIN_PREFIX_LENGTH},{ID_LENGTH}}})\]|\b([0-9a-f]{{{ID_LENGTH}}})\b")
 
 
 def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[ContractResult, CitationCheck]:
     """The answer against its contract, its citations checked against the lake: cited ids must exist
     and have been returned to this fire by a tool (or the pre-flight's retrieval), quotes must be in
-    the cited delta. The source count is the distinct existing deltas returned to the fire."""
+    the cited delta. The source count (synthesis asks one insight per source) is what the answer used:
+    the distinct deltas its founded citations name, never the fires' own writes."""
     citations = citations_of(response)
-    # the tool results are read when something needs them: citations to check, or a contract whose
-    # minimum grows with the sources (synthesis, full pipeline)
-    wanted = citations or str(workflow_type_of(run.complexity.get("workflow_type", ""))) in SOURCE_COUNTED_WORKFLOWS
-    returned = (returned_ids(fire) if wanted else set()) | set(run.sources) | subtasks.cited_ids(run)
+    returned = (returned_ids(fire) if citations else set()) | set(run.sources) | subtasks.cited_ids(run)
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
     check = citations_check(workspace=fire.workspace, citations=citations, returned_ids=returned)
-    result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=len(_existing(fire, returned))),
+    result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=check.source_count),
                                         output_text=response.get("body", ""), artifacts=counts, citations=check)
     return result, check
 
 
-def contract_for(fire: Fire, run: QualityRun, *, source_count: int | None = None) -> WorkflowContract:
-    if source_count is None:
-        source_count = len(run.sources)
+def contract_for(fire: Fire, run: QualityRun, *, source_count: int = 0) -> WorkflowContract:
+    """The run's contract, its source-counted minimum (synthesis, full pipeline) at the seed's floor
+    unless the count of sources the answer used is given."""
     return WorkflowContract.for_workflow(run.complexity.get("workflow_type", "chat"), source_count=source_count,
                                          expected=ExpectedOutput.from_dict(run.complexity.get("expected")),
                                          quality_multiplier=run.profile.get("quality_multiplier", 1.0)
@@ -50,20 +49,28 @@ def contract_for(fire: Fire, run: QualityRun, *, source_count: int | None = None
 
 
 def citations_of(response: dict) -> list[Citation]:
-    """The answer's citations: each card's {id, quote} and cited_ids, and the response's cited_ids."""
+    """The answer's citations wherever it makes them: each card's {id, quote}, cited_ids and the ids
+    written in its body, and the response's cited_ids and the ids written in its body (see TEXT_ID)."""
     cited = []
     for card in response.get("cards") or []:
         for item in card.get("citations") or []:
             if isinstance(item, dict) and item.get("id"):
                 cited.append(Citation(str(item["id"]), str(item.get("quote") or "")))
         cited += [Citation(str(i)) for i in card.get("cited_ids") or []]
+        cited += text_citations(str(card.get("body") or ""))
     cited += [Citation(str(i)) for i in response.get("cited_ids") or []]
+    cited += text_citations(str(response.get("body") or ""))
     seen, unique = set(), []
     for citation in cited:
         if (citation.delta_id, citation.quote) not in seen:
             seen.add((citation.delta_id, citation.quote))
             unique.append(citation)
     return unique
+
+
+def text_citations(text: str) -> list[Citation]:
+    """The delta ids written in a text: bracketed ids or prefixes, and whole ids standing alone."""
+    return [Citation((bracketed or bare).lower()) for bracketed, bare in TEXT_ID.findall(text)]
 
 
 def returned_ids(fire: Fire) -> set[str]:
@@ -73,9 +80,3 @@ def returned_ids(fire: Fire) -> set[str]:
                                                                                                        flat=True):
         found.update(DELTA_ID.findall(result))
     return found
-
-
-def _existing(fire: Fire, ids: set[str]) -> set[str]:
-    if not ids:
-        return set()
-    return set(Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=ids).values_list("pk", flat=True))

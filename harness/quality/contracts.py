@@ -19,13 +19,16 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 
 from fathom.models import Workspace
-from harness.quality.selectors import deltas_content_by_prefix
+from harness.quality.selectors import deltas_by_prefix
 from lake.models import ID_LENGTH, MIN_PREFIX_LENGTH
 
 MIN_INSIGHTS_FLOOR = 1
 MIN_OUTPUT_CHARS_FLOOR = 50
-MAX_SOURCE_INSIGHTS = 10  # synthesis asks for one insight per source, up to this many
+MAX_SOURCE_INSIGHTS = 10  # synthesis asks for one insight per source it used, up to this many
+OWN_OUTPUT_SOURCE = "harness"  # the lake source of a fire's own writes ("harness", "harness-introspect"):
+# never a source of an answer
 QUOTE_SHOWN_CHARS = 60  # of an unfound quote, in its issue
+HEALING_MARKER = "[SELF-CORRECTION:"  # opens the healing prompt's correction block (retry.FailureAnalyzer)
 
 
 class WorkflowType(StrEnum):
@@ -180,6 +183,11 @@ class UnfoundedCitation:
 class CitationCheck:
     citations: tuple[Citation, ...] = ()
     unfounded: tuple[UnfoundedCitation, ...] = ()
+    sources_used: tuple[str, ...] = ()  # the distinct deltas founded citations name, the fires' own writes left out
+
+    @property
+    def source_count(self) -> int:
+        return len(self.sources_used)
 
     @property
     def total(self) -> int:
@@ -194,7 +202,8 @@ class CitationCheck:
         return [item.issue for item in self.unfounded]
 
     def as_dict(self) -> dict:
-        return {"total": self.total, "founded": self.founded, "unfounded": self.issues}
+        return {"total": self.total, "founded": self.founded, "unfounded": self.issues,
+                "sources_used": list(self.sources_used)}
 
 
 @dataclass(frozen=True)
@@ -221,8 +230,10 @@ class ContractEvaluator:
                  citations: CitationCheck | None = None) -> ContractResult:
         """Each applicable check passes or adds its issue; the score is the fraction that passed.
         Checks that apply: output length (always), insights / recommendations / documents (when the
-        contract asks for at least one), citations present (when required), at least one artifact
-        (when required), and every citation founded (when any citation was given)."""
+        contract asks for at least one), a source cited (when citations are required: a founded
+        citation of a delta that is not a fire's own write), at least one artifact (when required),
+        and every citation founded (when any citation was given). An answer that repeats the
+        harness's healing prompt fails one more check: the prompt is the harness's, never the user's."""
         citations = citations or CitationCheck()
         text_chars = len((output_text or "").strip())
         checks: dict[str, bool] = {}
@@ -242,13 +253,16 @@ class ContractEvaluator:
             if minimum > 0:
                 check(name, count >= minimum, f"Insufficient {noun}: {count} created (minimum {minimum})")
         if contract.require_citations:
-            check("citations", citations.total > 0,
+            check("citations", citations.source_count > 0,
                   "Citations required but none found — insights must include direct quotes from sources")
         if contract.require_artifacts:
             check("artifacts", artifacts.total > 0,
                   "No artifacts created — at least one insight, recommendation, or document is required")
         if citations.total:
             check("citations_founded", not citations.unfounded, *citations.issues)
+        if HEALING_MARKER in (output_text or ""):
+            check("no_healing_prompt", False, "The answer repeats the harness's healing prompt — answer the question "
+                                              "itself")
 
         passed_count = sum(checks.values())
         score = round(passed_count / len(checks), 4) if checks else 1.0
@@ -265,22 +279,29 @@ def citations_check(*, workspace: Workspace, citations: Sequence[Citation],
     """Each citation checked against the lake (one query): its id names exactly one delta of this
     workspace, that delta was returned to this fire by a tool (`returned_ids`: full ids), and its
     quote, if any, is in the delta's content (see `quote_found`; whitespace and typographic quotes
-    normalised, case kept)."""
-    prefixes = sorted({cleaned for c in citations if (cleaned := _cleaned_id(c.delta_id)) is not None})
-    contents = deltas_content_by_prefix(workspace=workspace, prefixes=prefixes) if prefixes else {}
-    return citations_judge(citations, returned_ids=returned_ids, contents=contents)
+    normalised, case kept). The sources used are the founded citations' deltas that are not a
+    fire's own writes (lake source OWN_OUTPUT_SOURCE...)."""
+    prefixes = sorted({cleaned for c in citations if (cleaned := cleaned_id(c.delta_id)) is not None})
+    found = deltas_by_prefix(workspace=workspace, prefixes=prefixes) if prefixes else {}
+    return citations_judge(citations, returned_ids=returned_ids,
+                           contents={delta_id: content for delta_id, (content, _) in found.items()},
+                           own_ids={delta_id for delta_id, (_, source) in found.items()
+                                    if source.startswith(OWN_OUTPUT_SOURCE)})
 
 
 def citations_judge(citations: Sequence[Citation], *, returned_ids: Collection[str],
-                    contents: Mapping[str, str]) -> CitationCheck:
-    """The check without the read: `contents` maps each candidate delta's full id to its content."""
+                    contents: Mapping[str, str], own_ids: Collection[str] = ()) -> CitationCheck:
+    """The check without the read: `contents` maps each candidate delta's full id to its content,
+    `own_ids` names those that are a fire's own writes."""
     returned = {str(value).strip().strip("[]").lower() for value in returned_ids}
-    unfounded = []
+    unfounded, used = [], []
     for citation in citations:
-        reason = _unfounded_reason(citation, returned=returned, contents=contents)
+        reason, delta_id = _unfounded_reason(citation, returned=returned, contents=contents)
         if reason:
             unfounded.append(UnfoundedCitation(citation, reason))
-    return CitationCheck(citations=tuple(citations), unfounded=tuple(unfounded))
+        elif delta_id not in own_ids and delta_id not in used:
+            used.append(delta_id)
+    return CitationCheck(citations=tuple(citations), unfounded=tuple(unfounded), sources_used=tuple(used))
 
 
 def normalize_quote(text: str) -> str:
@@ -295,22 +316,23 @@ _TYPOGRAPHIC = str.maketrans({"“": '"', "”": '"', "„": '"', "‘": "'", "�
 _ELLIPSIS = re.compile(r"\[(?:\.\.\.|…)\]|\.\.\.|…")
 
 
-def _unfounded_reason(citation: Citation, *, returned: set[str], contents: Mapping[str, str]) -> str:
-    wanted = _cleaned_id(citation.delta_id)
+def _unfounded_reason(citation: Citation, *, returned: set[str], contents: Mapping[str, str]) -> tuple[str, str]:
+    """Why the citation is unfounded ("" when it is founded), and the full id it names."""
+    wanted = cleaned_id(citation.delta_id)
     if wanted is None:
-        return "not a delta id"
+        return "not a delta id", ""
     matches = [delta_id for delta_id in contents if delta_id.startswith(wanted)]
     if not matches:
-        return "no such delta in this workspace"
+        return "no such delta in this workspace", ""
     if len(matches) > 1:
-        return "the prefix matches more than one delta"
+        return "the prefix matches more than one delta", ""
     if matches[0] not in returned:
-        return "not returned to this fire by a tool"
+        return "not returned to this fire by a tool", matches[0]
     quote = normalize_quote(citation.quote).strip(_QUOTE_MARKS + " ")
     if quote and not quote_found(quote, normalize_quote(contents[matches[0]])):
         shown = quote if len(quote) <= QUOTE_SHOWN_CHARS else quote[:QUOTE_SHOWN_CHARS] + "..."
-        return f'quote not found in the delta ("{shown}")'
-    return ""
+        return f'quote not found in the delta ("{shown}")', matches[0]
+    return "", matches[0]
 
 
 def quote_found(quote: str, content: str) -> bool:
@@ -328,7 +350,8 @@ def quote_found(quote: str, content: str) -> bool:
     return True
 
 
-def _cleaned_id(value: str) -> str | None:
+def cleaned_id(value: str) -> str | None:
+    """The lowercase hex id or prefix a citation names (brackets and spaces dropped); None when it is not one."""
     cleaned = str(value).strip().strip("[]").strip().lower()
     if not _HEX.match(cleaned) or not MIN_PREFIX_LENGTH <= len(cleaned) <= 2 * ID_LENGTH:
         return None

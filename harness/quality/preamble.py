@@ -8,9 +8,12 @@ from harness.fires.models import Fire
 from harness.fires.prompt import render_messages
 from harness.quality import subtasks
 from harness.quality.checks import contract_for
+from harness.quality.contracts import MAX_SOURCE_INSIGHTS, ExpectedOutput, WorkflowType
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.run_state import FireQuality
 from harness.runtime.models import HarnessSettings
+
+SOURCE_COUNTED = (WorkflowType.SYNTHESIS, WorkflowType.FULL_PIPELINE)
 
 
 def main_prompt(state: FireQuality, base: list, turns: list[JournalTurn],
@@ -53,9 +56,15 @@ def get_quality_preamble(fire: Fire, run: QualityRun) -> str:
     lines = ["# Quality requirements (your answer is checked against them before it reaches the user)"]
     if contract.min_output_chars:
         lines.append(f"- An answer of at least {contract.min_output_chars} characters.")
+    per_source = (contract.workflow_type in SOURCE_COUNTED
+                  and ExpectedOutput.from_dict(run.complexity.get("expected")).min_insights is None)
+    if per_source:  # the minimum follows the sources the answer cites (checks.contract_evaluate)
+        lines.append(f"- One insight card per source you cite (at least {contract.min_insights}, at most "
+                     f"{MAX_SOURCE_INSIGHTS}): respond(cards=[{{\"kind\": \"insight\", \"title\": ..., \"body\": ..., "
+                     "\"citations\": [{\"id\": ..., \"quote\": ...}]}]).")
     for noun, minimum in (("insight", contract.min_insights), ("recommendation", contract.min_recommendations),
                           ("document", contract.min_documents)):
-        if minimum:
+        if minimum and not (per_source and noun == "insight"):
             lines.append(f"- At least {minimum} {noun} card(s): respond(cards=[{{\"kind\": \"{noun}\", "
                          f"\"title\": ..., \"body\": ..., \"citations\": [{{\"id\": ..., \"quote\": ...}}]}}]).")
     if contract.require_citations:

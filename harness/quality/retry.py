@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from harness.quality.contracts import WorkflowType
+from harness.quality.contracts import HEALING_MARKER, WorkflowType
 
 OTHER = "other"  # the settings of any workflow type without its own row
 GAP_DECIMALS = 9  # gap and combined are compared after rounding away floating-point noise
@@ -85,7 +85,7 @@ class FailureAnalyzer:
         the closing instruction, one line each as the seed writes them."""
         lines = [
             original_query,
-            f"[SELF-CORRECTION: Attempt {attempt} of {max_attempts}]",
+            f"{HEALING_MARKER} Attempt {attempt} of {max_attempts}]",
             "Your previous response had quality issues that must be corrected:",
             *(f"MISSING REQUIREMENT: {issue}" for issue in contract_issues),
             *(f"QUALITY ISSUE: {issue}" for issue in verifier_issues),

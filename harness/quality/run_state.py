@@ -29,11 +29,15 @@ class FireQuality:
         return cls(fire, attempt.run, attempt) if attempt is not None else cls(fire)
 
     def stream_monitor(self) -> StreamMonitor:
-        """The current attempt's stream monitor, made once per attempt (and process): the checkpoints that
-        alerted already in this attempt are not checked again."""
+        """The current attempt's stream monitor, made once per attempt (and process; one query from the second attempt on): the
+        checkpoints that alerted already in this run, in any attempt, are not checked again, so each
+        alerts at most once per run."""
         if self.monitor is None or self.monitor_attempt != self.attempt.number:
             self.monitor = StreamMonitor(self.run.complexity.get("workflow_type", "chat"))
-            self.monitor.checked.update(alert["checkpoint"] for alert in self.attempt.stream_alerts)
+            earlier = [] if self.attempt.number == 1 else QualityAttempt.objects.filter(
+                run=self.run, number__lt=self.attempt.number).values_list("stream_alerts", flat=True)
+            self.monitor.checked.update(alert["checkpoint"] for alerts in [*earlier, self.attempt.stream_alerts]
+                                        for alert in alerts)
             self.monitor_attempt = self.attempt.number
         return self.monitor
 

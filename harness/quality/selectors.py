@@ -55,14 +55,15 @@ def workspace_stats(*, workspace: Workspace) -> WorkspaceStats:
     return WorkspaceStats(delta_count=total, kinds=kinds, provenance_by_level=levels)
 
 
-def deltas_content_by_prefix(*, workspace: Workspace, prefixes: Sequence[str]) -> dict[str, str]:
-    """{full id: content} of this workspace's deltas whose id starts with any of these lowercase
-    hex prefixes (a full id is its own prefix), in one query. A prefix matching several deltas
-    yields them all, so the caller can tell it is ambiguous."""
+def deltas_by_prefix(*, workspace: Workspace | int, prefixes: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """{full id: (content, source)} of this workspace's deltas whose id starts with any of these
+    lowercase hex prefixes (a full id is its own prefix), in one query. A prefix matching several
+    deltas yields them all, so the caller can tell it is ambiguous."""
     if not prefixes:
         return {}
     matching = reduce(or_, (Q(id__startswith=prefix) for prefix in prefixes))
-    return dict(Delta.objects.filter(matching, workspace=workspace).values_list("id", "content"))
+    return {delta_id: (content, source) for delta_id, content, source in
+            Delta.objects.filter(matching, workspace=workspace).values_list("id", "content", "source")}
 
 
 def fire_tool_result_sizes(*, fire_id) -> list[tuple[str, int]]:

@@ -1,6 +1,7 @@
 """The verifier group of an answer's attempt (seed 001's independent verifier), on the quality worker:
 sent after the attempt's contract is recorded, each verifier with a fresh context (the question, the
-answer, a summary of its artifacts: nothing of the workspace's data); the verdict recorded once on
+answer, a summary of its artifacts, and, going beyond the seed, the passages the answer cites: never
+the rest of the workspace's data); the verdict recorded once on
 the attempt, and the fire's session ticked again (harness.fires.services.fire_parked_resume). The
 sweep sends again a group a dead worker or a lost message left unanswered."""
 
@@ -15,10 +16,12 @@ from django.utils import timezone
 from fathom.celery import send_task_on_commit
 from harness.fires.models import Fire
 from harness.quality import agents, subtasks, swarm
-from harness.quality.contracts import ArtifactCounts
+from harness.quality.checks import citations_of
+from harness.quality.contracts import ArtifactCounts, cleaned_id
 from harness.quality.events import fire_resume
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.prompts import prompt_or_default, prompt_override_sql
+from harness.quality.selectors import deltas_by_prefix
 
 CONTRASTIVE_WORKFLOWS = ("synthesis", "full_pipeline", "recommendation")
 
@@ -38,12 +41,33 @@ def verification_send(*, run_id, attempt: int, token: str, perspectives, brief: 
 
 def verifier_brief(fire: Fire, response: dict) -> dict:
     """What the verifiers read, sent with them: their fresh context (the query, the answer as far as
-    they read them, a summary of its artifacts; nothing of the workspace's data), and where the fire is,
-    to carry it on."""
+    they read them, a summary of its artifacts, and the passages the answer cites: the first
+    agents.PASSAGES cited ids, each with its delta's first agents.PASSAGE_CHARS characters, or a note
+    that no such delta is in this workspace; nothing else of the workspace's data), and where the fire
+    is, to carry it on. Its text is bounded by agents.BRIEF_CHARS (one query, for the passages)."""
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
+    cited = list(dict.fromkeys(citation.delta_id for citation in citations_of(response)))[:agents.PASSAGES]
     return {"workspace_id": fire.workspace_id, "session_id": str(fire.session_id), "fire_id": str(fire.pk),
             "query": fire.question[:agents.QUERY_CHARS], "output": response.get("body", "")[:agents.OUTPUT_CHARS],
-            "artifacts": counts.summary()}
+            "artifacts": counts.summary(),
+            "passages": _cited_passages(workspace_id=fire.workspace_id, cited=cited)}
+
+
+def _cited_passages(*, workspace_id, cited: list[str]) -> list[dict]:
+    """{id, passage} for each cited id, in order, in one query: the first agents.PASSAGE_CHARS characters of the
+    one delta of the workspace it names (a full id or a unique prefix), or a note of why there is none,
+    in the words of the citation check."""
+    wanted = {value: cleaned_id(value) for value in cited}
+    contents = deltas_by_prefix(workspace=workspace_id, prefixes=sorted({p for p in wanted.values() if p}))
+    passages = []
+    for value, prefix in wanted.items():
+        matches = [delta_id for delta_id in contents if prefix and delta_id.startswith(prefix)]
+        if len(matches) == 1:
+            passages.append({"id": matches[0], "passage": contents[matches[0]][0][:agents.PASSAGE_CHARS]})
+        else:
+            passages.append({"id": value, "passage": f"{agents.NO_PASSAGE} in this workspace)" if not matches
+                             else "(the prefix matches more than one delta)"})
+    return passages
 
 
 def perspectives_for(run: QualityRun) -> tuple[str, ...]:
@@ -118,7 +142,8 @@ def _verifier_context(*, run_id, attempt: int, perspective: str, brief: dict, to
 def _verdict(perspective: str, brief: dict, context: _VerifierContext) -> dict:
     """The verifier `perspective`'s verdict of the answer in `brief`: one model call, fresh context."""
     return agents.verify(workspace=brief["workspace_id"], perspective=perspective, query=brief["query"],
-                         output=brief["output"], artifact_summary=brief["artifacts"], system=context.prompt,
+                         output=brief["output"], artifact_summary=brief["artifacts"],
+                         passages=brief.get("passages") or [], system=context.prompt,
                          calibration=context.calibration if perspective == "standard" else "")
 
 

@@ -82,6 +82,24 @@ def test_the_workspace_role_wins_over_its_star_row_and_the_deployment_default(wo
     assert complete(workspace=other_workspace, role="planner", messages=[Message.user("x")]).provider == "offline"
 
 
+def test_review_and_judge_take_their_parent_roles_model_unless_given_their_own(workspace):
+    # given models for main and classifier only
+    main = Script.install(workspace, roles=("main",))
+    classifier = Script.install(workspace, roles=("classifier",))
+    star = Script.install(workspace, roles=("*",))
+    for script in (main, classifier, star):
+        script.reply(script.name)
+        script.reply(script.name)
+    # then the review pass is answered by main's model, the judge by the classifier's, each traced by its own role
+    assert complete(workspace=workspace, role="review", messages=[Message.user("x")]).text == main.name
+    assert complete(workspace=workspace, role="judge", messages=[Message.user("x")]).text == classifier.name
+    assert [request.role for request in main.sent + classifier.sent] == ["review", "judge"]
+    # and a role of their own wins over the parent's
+    review = Script.install(workspace, roles=("review",))
+    review.reply(review.name)
+    assert complete(workspace=workspace, role="review", messages=[Message.user("x")]).text == review.name
+
+
 def test_a_reassignment_is_seen_by_the_next_call(workspace):
     assert complete(workspace=workspace, role="main", messages=[Message.user("x")]).provider == "offline"
     script = Script.install(workspace, roles=("main",))
@@ -135,6 +153,30 @@ def test_the_offline_model_follows_the_search_then_respond_policy_citing_what_it
     assert "[offline]" in step2.text and "[a1b2c3d4] Launch moved to May 3" in step2.text and "[e5f6a7b8]" in step2.text
     assert complete(workspace=workspace, role="main", messages=history, tools=[SEARCH],
                     offline_policy=policy).text == step2.text
+
+
+def test_the_offline_fire_policy_searches_for_the_question_and_writes_the_cards_asked_for(workspace):
+    # given a fire's question, a harness note after it, and a system prompt asking for insight cards
+    policy = SearchThenRespond("search", respond_tool="respond", text_argument="body", citations_argument="cited_ids",
+                               cards_argument="cards", question="launch date")
+    respond_tool = ToolSpec("respond", "answer", {"type": "object"})
+    messages = [Message.system('At least 1 insight card(s): respond(cards=[{"kind": "insight", ...}])'),
+                Message.user("launch date"), Message.user("[harness] active plan:\n1. search")]
+    step1 = complete(workspace=workspace, role="main", messages=messages, tools=[SEARCH, respond_tool],
+                     offline_policy=policy)
+    # then it searches for the question, not the note
+    assert step1.tool_calls[0].arguments == {"query": "launch date"}
+    rendered = "[a1b2c3d4e5f6a7b8] 2026-05-01 10:00 · feed · Launch moved to May 3 after the review"
+    history = [*messages, step1.message, Message.tool(step1.tool_calls[0].id, rendered)]
+    step2 = complete(workspace=workspace, role="main", messages=history, tools=[SEARCH, respond_tool],
+                     offline_policy=policy)
+    # and answers with an insight card quoting the hit's content (not its heading)
+    arguments = step2.tool_calls[0].arguments
+    assert arguments["cited_ids"] == ["a1b2c3d4e5f6a7b8"] and "[harness]" not in arguments["body"]
+    assert arguments["cards"] == [{"kind": "insight", "title": "[offline] from [a1b2c3d4e5f6a7b8]",
+                                   "body": '[a1b2c3d4e5f6a7b8] holds: "Launch moved to May 3 after the review"',
+                                   "citations": [{"id": "a1b2c3d4e5f6a7b8",
+                                                  "quote": "Launch moved to May 3 after the review"}]}]
 
 
 def test_the_offline_model_fills_a_json_schema(workspace):

@@ -12,6 +12,9 @@ from django.utils import timezone
 from fathom.llm import Message, complete
 from fathom.tracing import span
 from fathom.tracing.models import TraceEvent
+from festinger import cache as festinger_cache
+from festinger.models import Concept
+from festinger.services import insert_fact
 from harness.conductor import policy, services, worker_port
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.selectors import run_graph
@@ -313,16 +316,17 @@ def test_the_sweep_leaves_a_researcher_whose_fire_is_alive(workspace, driver):
 
 
 class AskTheWriter:
-    """Model middleware making a call of another actor inside each conductor call, as Festinger's
-    writer does when it learns from an objective."""
+    """Model middleware making a call of another actor inside every call it sees, as Festinger's
+    writer does when it learns from a conversation."""
 
     def before(self, request):
-        if request.role == "conductor":
+        if request.role != "writer":
             with span("festinger.write", workspace=request.workspace_id, actor_id="festinger.writer"):
                 complete(workspace=request.workspace_id, role="writer", messages=[Message.user("learn: kilns")])
 
 
-def test_the_graph_counts_only_the_conductors_own_calls_as_bootstrap_and_decisions(workspace, driver, settings):
+def test_the_conductors_calls_run_no_middleware_and_every_call_is_labelled_by_its_role(workspace, driver, settings):
+    # given a middleware that would ask the writer inside every call it sees
     settings.FATHOM_MODEL_MIDDLEWARE = [*settings.FATHOM_MODEL_MIDDLEWARE, f"{__name__}.AskTheWriter"]
     run = run_create(workspace=workspace, objective="what do we know about the kiln glaze?")
     driver.drain()
@@ -330,7 +334,32 @@ def test_the_graph_counts_only_the_conductors_own_calls_as_bootstrap_and_decisio
 
     graph = run_graph(run=run)
 
+    # then the conductor's bootstrap and decision ran with a fresh context: no writer call inside them
+    conductor = graph["tree"]["children"][0]
+    assert [(call["phase"], call["role"]) for call in conductor["calls"]] == [
+        ("bootstrap", "conductor"), ("decide", "conductor")]
     assert (graph["totals"]["bootstrap_calls"], graph["totals"]["decision_calls"]) == (1, 1)
-    assert graph["totals"]["conductor_model_calls"] == 2
-    actors = {actor["actor_id"]: actor["model_calls"] for actor in graph["actors"]}
-    assert actors[run.actor_id] == 2 and sum(actors.values()) == graph["totals"]["model_calls"] > 4
+    # and the researcher's calls, the writer's among them, are labelled by their roles
+    researcher = graph["tree"]["children"][0]["children"][0]
+    assert researcher["model_calls_by_role"]["writer"] >= 1 and researcher["model_calls_by_role"]["main"] == 2
+    assert sum(graph["totals"]["model_calls_by_role"].values()) == graph["totals"]["model_calls"]
+
+
+def test_a_run_with_no_key_makes_exactly_the_calls_the_docs_state(workspace, driver):
+    # given a workspace whose world model (Festinger) would recall into and learn from every conversation
+    insert_fact(workspace=workspace, concept="kiln", parent="tool", dimension="type", is_isa=True,
+                confidence=0.9, source="gutask")
+    Concept.objects.update_or_create(workspace=workspace, token="kiln", defaults={"encounter_count": 50})
+    festinger_cache.world_reload(workspace.pk)
+    try:
+        run = run_create(workspace=workspace, objective="what do we know about the kiln glaze?")
+        driver.drain()
+    finally:
+        festinger_cache.forget(workspace.pk)
+    run.refresh_from_db()
+    # then (docs/conductor.md) the bootstrap and one decision, and the researcher fire's own: its two
+    # turns (search, respond) and its review pass: no writer call learning from the conductor's briefs
+    calls = TraceEvent.objects.filter(trace_id=run.trace_id, kind="llm.call.started")
+    roles = sorted(calls.values_list("payload__role", flat=True))
+    assert roles == ["conductor", "conductor", "main", "main", "review"]
+    assert run_graph(run=run)["totals"]["model_calls"] == 5

@@ -98,7 +98,7 @@ def test_the_count_holds_across_the_processes_of_a_trace(scripted_llm, workspace
 
     # then the worker's call is refused as the third of the trace: recorded there, not made
     [refused] = wait_for(lambda: budget_failures(root.trace_id), timeout=30)
-    assert refused.task_id and refused.payload["role"] == "classifier"
+    assert refused.task_id and refused.payload["role"] == "judge"
     assert "FATHOM_LLM_MAX_CALLS_PER_TRACE" in refused.error
     assert scripted_llm.pending == 1 and len(scripted_llm.sent) == 2
     assert budget_used(trace_id=root.trace_id) == {"*": 2, "main": 2}

@@ -70,7 +70,7 @@ def evaluate(workflow="synthesis", *, source_count=3, text="x" * 300, counts=THR
     return ContractEvaluator.evaluate(contract=contract, output_text=text, artifacts=counts, citations=citations)
 
 
-FOUNDED = CitationCheck(citations=(Citation("a" * 16, "quote"),))
+FOUNDED = CitationCheck(citations=(Citation("a" * 16, "quote"),), sources_used=("a" * 16,))
 
 
 def test_a_complete_synthesis_passes_every_check():
@@ -128,7 +128,8 @@ def test_artifact_counts_from_kinds_and_summary():
 
 def test_unfounded_citations_fail_the_contract_one_issue_each():
     check = CitationCheck(citations=(Citation("a" * 16), Citation("b" * 16)),
-                          unfounded=(UnfoundedCitation(Citation("b" * 16), "no such delta in this workspace"),))
+                          unfounded=(UnfoundedCitation(Citation("b" * 16), "no such delta in this workspace"),),
+                          sources_used=("a" * 16,))
     result = evaluate(citations=check)
     assert result.passed is False
     assert result.issues == [f"Unfounded citation [{'b' * 16}]: no such delta in this workspace"]
@@ -163,7 +164,7 @@ def test_unfounded_citations_are_caught_against_the_lake(workspace, other_worksp
     with django_assert_num_queries(1):
         check = citations_check(workspace=workspace, citations=citations,
                                 returned_ids={returned.id, elsewhere.id})
-    assert (check.total, check.founded) == (7, 2)
+    assert (check.total, check.founded, check.sources_used) == (7, 2, (returned.id,))
     assert check.issues == [
         f'Unfounded citation [{returned.id}]: quote not found in the delta ("Churn fell to 2%")',
         f"Unfounded citation [{unreturned.id}]: not returned to this fire by a tool",
@@ -173,6 +174,19 @@ def test_unfounded_citations_are_caught_against_the_lake(workspace, other_worksp
     ]
     result = evaluate(citations=check)
     assert result.passed is False and result.issues == check.issues
+
+
+def test_a_citation_of_a_fires_own_write_is_founded_but_is_no_source():
+    # given a source and an earlier answer's insight card (a fire's own write), both returned to the fire
+    contents = {"1234567890abcdef": "Churn rose to 7%.", "fedcba0987654321": "Churn is rising [1234567890abcdef]."}
+    check = citations_judge([Citation("fedcba0987654321"), Citation("1234567890abcdef")],
+                            returned_ids=set(contents), contents=contents, own_ids={"fedcba0987654321"})
+    # then both are founded, and the source used is the source alone
+    assert (check.founded, check.sources_used) == (2, ("1234567890abcdef",))
+    only_own = citations_judge([Citation("fedcba0987654321")], returned_ids=set(contents), contents=contents,
+                               own_ids={"fedcba0987654321"})
+    assert evaluate(citations=only_own, counts=ArtifactCounts(insights=1), source_count=0).issues == [
+        "Citations required but none found — insights must include direct quotes from sources"]
 
 
 @pytest.mark.django_db

@@ -207,7 +207,9 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     assert not first.contract["passed"]
     assert f'Unfounded citation [{rover.pk}]: quote not found in the delta ("the rover flew")' in first.contract[
         "issues"]
-    assert "Insufficient insights: 1 created (minimum 2)" in first.contract["issues"]
+    # its one citation is unfounded, so it used no source at all
+    assert "Citations required but none found — insights must include direct quotes from sources" in first.contract[
+        "issues"]
     verify_all(run)
     assert session_tick(session_id=session.pk) == "parked"
     run.refresh_from_db()
@@ -221,7 +223,7 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     healing = roles.main.sent[2].messages[-1].content
     assert healing.startswith("Synthesise what we know about the zephyrine rover and lake\n"
                               "[SELF-CORRECTION: Attempt 2 of 3]\n")
-    assert "MISSING REQUIREMENT: Insufficient insights: 1 created (minimum 2)" in healing
+    assert "MISSING REQUIREMENT: Citations required but none found" in healing
     assert "QUALITY ISSUE: Claims lack attribution\nReviewer feedback: Quote the sources." in healing
     assert any(m.role == "tool" and rover.pk in m.content for m in roles.main.sent[2].messages)
     # the answer is the second attempt's, its artifacts written once, with what they cite
@@ -352,15 +354,23 @@ def test_iterations_outside_one_to_five_are_a_400(api, session, iterations):
     assert response.status_code == 400 and "iterations" in response.json()["error"]["details"]
 
 
-def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_attempt(roles, session):
+def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_run(roles, session):
     message_send(session=session, content="Synthesise the themes of my notes")
     roles.classifier.reply(classification("MEDIUM", "synthesis"))
     refusal = "Unfortunately I cannot see your notes. " + "Plain prose without any structure at all. " * 60
     roles.main.reply(tool_calls=[respond(refusal)])
+    roles.verifier.reply(verdict(0.2, passed=False, issues=["a refusal"]))
     assert session_tick(session_id=session.pk) == "parked"
     run = QualityRun.objects.get(fire__session=session)
     alerts = run.attempts.get(number=1).stream_alerts
     assert [(a["checkpoint"], a["severity"]) for a in alerts] == [(500, "critical"), (2000, "warning")]
+    assert harness_events(session).count("harness_stream_alert") == 2
+    # when the retry refuses the same way, its checkpoints do not alert again
+    roles.main.reply(tool_calls=[respond(refusal)])
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    run.refresh_from_db()
+    assert run.attempt == 2 and run.attempts.get(number=2).stream_alerts == []
     assert harness_events(session).count("harness_stream_alert") == 2
 
 

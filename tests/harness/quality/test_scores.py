@@ -11,8 +11,9 @@ from harness.quality.contracts import (
 from harness.quality.scores import grade_of, harness_doc_qs, harness_rec_qs, harness_rqs, quality_scores
 
 TWO_FOUNDED_ONE_NOT = CitationCheck(citations=(Citation("a" * 16), Citation("b" * 16), Citation("c" * 16)),
-                                    unfounded=(UnfoundedCitation(Citation("c" * 16), "no such delta"),))
-ALL_FOUNDED = CitationCheck(citations=(Citation("a" * 16),))
+                                    unfounded=(UnfoundedCitation(Citation("c" * 16), "no such delta"),),
+                                    sources_used=("a" * 16, "b" * 16))
+ALL_FOUNDED = CitationCheck(citations=(Citation("a" * 16),), sources_used=("a" * 16,))
 
 
 def contract_result(workflow, *, counts, chars=400, citations=None, source_count=2):
