@@ -49,7 +49,7 @@ def register(subparsers):
 
 def _try(command, options):
     workspace = _workspace(options["workspace"])
-    model = _model(options)
+    model = _model(options, workspace)
     messages = [Message.system("You are being tested. Use tools when asked."), Message.user(options["prompt"])]
     extra = {"model": model} if model is not None else {}
     reply = ""
@@ -164,10 +164,10 @@ def _workspace(slug: str):
         raise CommandError(exc.message) from None
 
 
-def _model(options):
+def _model(options, workspace):
     try:
         if options["registry"]:
-            model = registry.model_by_name(options["registry"])
+            model = registry.model_by_name(options["registry"], workspace=workspace)
         elif options["provider"]:
             if options["provider"] in PROVIDERS_NEEDING_A_MODEL and not options["model"]:
                 raise CommandError(f"--model is required with --provider {options['provider']}")

@@ -104,7 +104,7 @@ def test_the_calculator_refuses_anything_else(expression):
 def test_a_registry_model_answers_with_its_stored_key_which_is_never_printed(workspace, wire):
     from fathom.llm.services import model_create
 
-    model_create(name="wired", provider="openai-compatible", model="llama-test", base_url=wire.url + "/v1",
+    model_create(workspace=workspace, name="wired", provider="openai-compatible", model="llama-test", base_url=wire.url + "/v1",
                  api_key=KEY, input_price_per_mtok=1, output_price_per_mtok=1)
     call = {"id": "call_1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "1+1"}'}}
     wire.respond(200, chat(None, tool_calls=[call], finish="tool_calls", usage=(1000, 0, 0)))
