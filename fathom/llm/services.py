@@ -3,11 +3,16 @@
 A model belongs to one workspace (`workspace`), or, made by a superuser, to the deployment
 (`workspace=None`), reaching only the workspaces it is shared with. A workspace's model points only at
 a base URL the deployment allows (FATHOM_MODEL_BASE_URLS, FATHOM_MODEL_ALLOW_LOOPBACK) and never uses
-the deployment's key; a role is assigned only a model its workspace may use."""
+the deployment's key; a role is assigned only a model its workspace may use.
+
+Every change in a workspace leaves its audit record there: a `llm.registry.<change>` trace event naming
+the model, the role and `actor` (who: `fathom.auth.operator_actor`'s spelling), whether it came from
+REST, admin or the CLI."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -16,13 +21,15 @@ from django.db import transaction
 from fathom.errors import ApplicationError, NotFoundError
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, Provider, role_validator
 from fathom.llm.registry import models_usable_by, registry_changed
+from fathom.tracing import span
 
 _UNSET = object()
+_SLUG = re.compile(r"[-a-zA-Z0-9_]{1,100}")
 
 
 @transaction.atomic
 def model_create(*, workspace, name: str, provider: str, model: str, base_url: str = "", api_key: str = "",
-                 uses_deployment_key: bool = False, **fields) -> LLMModel:
+                 uses_deployment_key: bool = False, actor: str = "", **fields) -> LLMModel:
     """Register a model in `workspace` (None: deployment-wide, a superuser's act). `api_key` is
     encrypted before it is stored; blank is no key (a deployment-wide model may instead use the
     environment's, `uses_deployment_key`). A workspace's base URL must be allowed
@@ -35,11 +42,13 @@ def model_create(*, workspace, name: str, provider: str, model: str, base_url: s
     _check(row)
     row.save()
     registry_changed()
+    _audit("created", workspace=row.workspace_id, actor=actor, model=row.name, provider=provider,
+           base_url=row.base_url)
     return row
 
 
 @transaction.atomic
-def model_update(*, model: LLMModel, api_key=_UNSET, **fields) -> LLMModel:
+def model_update(*, model: LLMModel, api_key=_UNSET, actor: str = "", **fields) -> LLMModel:
     """Change a model's fields; pass `api_key` to replace the key ("" removes it). The same rules as
     `model_create` hold afterwards."""
     for name, value in fields.items():
@@ -49,16 +58,20 @@ def model_update(*, model: LLMModel, api_key=_UNSET, **fields) -> LLMModel:
     _check(model)
     model.save()
     registry_changed()
+    _audit("updated", workspace=model.workspace_id, actor=actor, model=model.name, fields=sorted(fields),
+           key_changed=api_key is not _UNSET)
     return model
 
 
 @transaction.atomic
-def model_delete(*, model: LLMModel) -> None:
+def model_delete(*, model: LLMModel, actor: str = "") -> None:
     """Remove a model and the role assignments that named it (those roles fall back to the next
     match of the registry's lookup order)."""
+    workspace_id, name = model.workspace_id, model.name
     ModelAssignment.objects.filter(model=model).delete()
     model.delete()
     registry_changed()
+    _audit("deleted", workspace=workspace_id, actor=actor, model=name)
 
 
 @transaction.atomic
@@ -75,7 +88,7 @@ def model_share(*, model: LLMModel, workspaces) -> LLMModel:
 
 
 @transaction.atomic
-def model_assign(*, workspace, role: str, model: LLMModel) -> ModelAssignment:
+def model_assign(*, workspace, role: str, model: LLMModel, actor: str = "") -> ModelAssignment:
     """Make `model` answer `role` in `workspace` (None: the deployment default, which only a
     deployment-wide model may be). Replaces the previous assignment of that role there. A model the
     workspace may not use is no model of that name to it (404)."""
@@ -88,17 +101,22 @@ def model_assign(*, workspace, role: str, model: LLMModel) -> ModelAssignment:
     assignment, _ = ModelAssignment.objects.update_or_create(
         workspace=workspace, role=role, defaults={"model": model})
     registry_changed()
+    _audit("assigned", workspace=workspace, actor=actor, model=model.name, role=role)
     return assignment
 
 
 @transaction.atomic
-def model_unassign(*, workspace, role: str) -> None:
+def model_unassign(*, workspace, role: str, actor: str = "") -> None:
+    """No model of the workspace's own answers `role` any more (the deployment's default does)."""
     ModelAssignment.objects.filter(workspace=workspace, role=role).delete()
     registry_changed()
+    _audit("unassigned", workspace=workspace, actor=actor, role=role)
 
 
 def model_get(*, workspace, name: str) -> LLMModel:
     """A model `workspace` may use, by name: its own before a shared one (NotFoundError otherwise)."""
+    if not isinstance(name, str) or not _SLUG.fullmatch(name):
+        raise NotFoundError(f"no LLM model named {name!r}")
     row = models_usable_by(workspace=workspace).filter(name=name).order_by("workspace_id").first()
     if row is None:
         raise NotFoundError(f"no LLM model named {name!r}")
@@ -132,6 +150,14 @@ def _check(row: LLMModel) -> None:
     if duplicate.exists():
         raise ApplicationError(f"a model named {row.name!r} exists already", details={"name": "taken"})
     row.full_clean(validate_constraints=False)
+
+
+def _audit(change: str, *, workspace, actor: str, **what) -> None:
+    """The change's audit record in its workspace (a deployment-wide change has none: admin's log)."""
+    if workspace is None:
+        return
+    with span(f"llm.registry.{change}", workspace=workspace, actor_id=actor or "system", **what):
+        pass
 
 
 def _loopback(base_url: str) -> bool:

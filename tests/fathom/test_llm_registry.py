@@ -4,9 +4,9 @@ said so, admin."""
 import pytest
 from django.db import connection
 
+from fathom.errors import ApplicationError
 from fathom.llm.models import LLMModel
 from fathom.llm.registry import resolve
-from fathom.errors import ApplicationError
 from fathom.llm.services import model_assign, model_create, model_share, model_update
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706abcdWXYZ"
