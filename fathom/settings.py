@@ -219,6 +219,8 @@ SPECTACULAR_SETTINGS = {
         "SearchModeEnum": "lake.search.plan.MODES",
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
+        "LLMProviderEnum": "fathom.llm.models.Provider",
+        "TenantProviderEnum": "fathom.api.llm.TENANT_PROVIDERS",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
         "RunStatusEnum": "harness.conductor.models.Run.Status",
         "AgendaItemStateEnum": "harness.conductor.models.AgendaItem.State",
