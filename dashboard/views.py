@@ -390,8 +390,9 @@ def _onboarding_step(request, step: str, current) -> str | None:
             raise ApplicationError("; ".join(e for errors in form.errors.values() for e in errors))
         data = form.cleaned_data
         row = model_create(workspace=workspace, name=f"main-{data['model']}"[:100], provider=data["provider"],
-                           model=data["model"], base_url=data["base_url"], api_key=data["api_key"])
-        model_assign(workspace=workspace, role="main", model=row)
+                           model=data["model"], base_url=data["base_url"], api_key=data["api_key"],
+                           actor=request_actor(request))
+        model_assign(workspace=workspace, role="main", model=row, actor=request_actor(request))
         messages.success(request, f"{row.name} answers the main role (its key is stored encrypted).")
         return None
     if step == "delta":

@@ -8,12 +8,15 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 
 from fathom.admin_scoping import WorkspaceScopedAdmin, rows_visible_to
-from fathom.auth import workspaces_operated_by
+from fathom.auth import request_actor, workspaces_operated_by
 from fathom.errors import ApplicationError
 from fathom.llm import ROLES
 from fathom.llm.models import LLMModel, ModelAssignment
 from fathom.llm.registry import models_usable_by, registry_changed
-from fathom.llm.services import base_url_check, model_share
+from fathom.llm.services import base_url_check, model_share, registry_change_record
+
+# What only a superuser sets: a deployment-wide model's use of the environment's key and its sharing.
+SUPERUSER_FIELDS = ("uses_deployment_key", "shared_with")
 
 
 class LLMModelForm(forms.ModelForm):
@@ -102,9 +105,13 @@ class LLMModelAdmin(WorkspaceScopedAdmin):
     readonly_fields = ["key"]
     inlines = [AssignmentInline]
 
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        if request.user.is_superuser:
+            return fields
+        return [name for name in fields if name not in SUPERUSER_FIELDS]
+
     def get_form(self, request, obj=None, **kwargs):
-        if not request.user.is_superuser:
-            kwargs["exclude"] = ["uses_deployment_key", "shared_with"]
         form = super().get_form(request, obj, **kwargs)
         if not request.user.is_superuser:
             form.base_fields["workspace"].required = True
@@ -125,10 +132,15 @@ class LLMModelAdmin(WorkspaceScopedAdmin):
         if form.instance.workspace_id is None:
             model_share(model=form.instance, workspaces=form.instance.shared_with.all())
         registry_changed()
+        registry_change_record("updated" if change else "created", workspace=form.instance.workspace_id,
+                               actor=request_actor(request), model=form.instance.name,
+                               fields=sorted(form.changed_data))
 
     def delete_model(self, request, obj):
+        workspace_id, name = obj.workspace_id, obj.name
         super().delete_model(request, obj)
         registry_changed()
+        registry_change_record("deleted", workspace=workspace_id, actor=request_actor(request), model=name)
 
 
 @admin.register(ModelAssignment)
@@ -153,6 +165,8 @@ class ModelAssignmentAdmin(WorkspaceScopedAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         registry_changed()
+        registry_change_record("assigned", workspace=obj.workspace_id, actor=request_actor(request),
+                               model=obj.model.name, role=obj.role)
 
     def delete_model(self, request, obj):
         super().delete_model(request, obj)

@@ -5,9 +5,9 @@ A model belongs to one workspace (`workspace`), or, made by a superuser, to the 
 a base URL the deployment allows (FATHOM_MODEL_BASE_URLS, FATHOM_MODEL_ALLOW_LOOPBACK) and never uses
 the deployment's key; a role is assigned only a model its workspace may use.
 
-Every change in a workspace leaves its audit record there: a `llm.registry.<change>` trace event naming
-the model, the role and `actor` (who: `fathom.auth.operator_actor`'s spelling), whether it came from
-REST, admin or the CLI."""
+A change made by someone (`actor`: `fathom.auth.operator_actor`'s spelling) in a workspace leaves its
+audit record there, whether it came from REST, admin or the CLI: a `llm.registry.<change>` trace
+naming the model, the role and the actor (`registry_change_record`)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def model_create(*, workspace, name: str, provider: str, model: str, base_url: s
     _check(row)
     row.save()
     registry_changed()
-    _audit("created", workspace=row.workspace_id, actor=actor, model=row.name, provider=provider,
+    registry_change_record("created", workspace=row.workspace_id, actor=actor, model=row.name, provider=provider,
            base_url=row.base_url)
     return row
 
@@ -58,7 +58,7 @@ def model_update(*, model: LLMModel, api_key=_UNSET, actor: str = "", **fields) 
     _check(model)
     model.save()
     registry_changed()
-    _audit("updated", workspace=model.workspace_id, actor=actor, model=model.name, fields=sorted(fields),
+    registry_change_record("updated", workspace=model.workspace_id, actor=actor, model=model.name, fields=sorted(fields),
            key_changed=api_key is not _UNSET)
     return model
 
@@ -71,7 +71,7 @@ def model_delete(*, model: LLMModel, actor: str = "") -> None:
     ModelAssignment.objects.filter(model=model).delete()
     model.delete()
     registry_changed()
-    _audit("deleted", workspace=workspace_id, actor=actor, model=name)
+    registry_change_record("deleted", workspace=workspace_id, actor=actor, model=name)
 
 
 @transaction.atomic
@@ -101,7 +101,7 @@ def model_assign(*, workspace, role: str, model: LLMModel, actor: str = "") -> M
     assignment, _ = ModelAssignment.objects.update_or_create(
         workspace=workspace, role=role, defaults={"model": model})
     registry_changed()
-    _audit("assigned", workspace=workspace, actor=actor, model=model.name, role=role)
+    registry_change_record("assigned", workspace=workspace, actor=actor, model=model.name, role=role)
     return assignment
 
 
@@ -110,7 +110,7 @@ def model_unassign(*, workspace, role: str, actor: str = "") -> None:
     """No model of the workspace's own answers `role` any more (the deployment's default does)."""
     ModelAssignment.objects.filter(workspace=workspace, role=role).delete()
     registry_changed()
-    _audit("unassigned", workspace=workspace, actor=actor, role=role)
+    registry_change_record("unassigned", workspace=workspace, actor=actor, role=role)
 
 
 def model_get(*, workspace, name: str) -> LLMModel:
@@ -152,11 +152,12 @@ def _check(row: LLMModel) -> None:
     row.full_clean(validate_constraints=False)
 
 
-def _audit(change: str, *, workspace, actor: str, **what) -> None:
-    """The change's audit record in its workspace (a deployment-wide change has none: admin's log)."""
-    if workspace is None:
+def registry_change_record(change: str, *, workspace, actor: str, **what) -> None:
+    """The audit record of a change `actor` made in `workspace` (none without an actor, as the tests'
+    and the migrations' own calls are, and none for a deployment-wide change: admin's history has it)."""
+    if workspace is None or not actor:
         return
-    with span(f"llm.registry.{change}", workspace=workspace, actor_id=actor or "system", **what):
+    with span(f"llm.registry.{change}", workspace=workspace, actor_id=actor, **what):
         pass
 
 
@@ -171,4 +172,4 @@ def _loopback(base_url: str) -> bool:
 
 
 __all__ = ["ANY_ROLE", "base_url_check", "model_assign", "model_create", "model_delete", "model_get", "model_share",
-           "model_unassign", "model_update"]
+           "model_unassign", "model_update", "registry_change_record"]
