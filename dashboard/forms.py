@@ -34,7 +34,7 @@ class ModelKeyForm(forms.Form):
     model = forms.CharField(max_length=200, help_text="e.g. gpt-4o-mini, claude-sonnet-4-5, llama3.1")
     base_url = forms.URLField(required=False, assume_scheme="http", help_text="OpenAI-compatible servers only")
     api_key = forms.CharField(required=False, widget=forms.PasswordInput(render_value=False),
-                              help_text="stored encrypted; blank uses the provider's key from the environment")
+                              help_text="stored encrypted; blank: the model is called without a key")
 
 
 class DeltaForm(forms.Form):

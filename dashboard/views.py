@@ -29,7 +29,7 @@ from dashboard.selectors import (
 from fathom.auth import request_actor
 from fathom.errors import ApplicationError, NotFoundError
 from fathom.llm.services import model_assign, model_create
-from fathom.services import apikey_create, workspace_create_owned
+from fathom.services import apikey_create, may_create_workspaces, workspace_create_owned
 from festinger.resolution import conflict_apply
 from festinger.selectors import conflict_get
 from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
@@ -358,6 +358,7 @@ def onboarding(request):
         current = request.dashboard
     return render(request, "dashboard/onboarding.html", {
         "current": current, "state": onboarding_state(current=current), "issued_secret": issued_secret,
+        "may_create_workspaces": may_create_workspaces(request.user),
         "workspace_form": forms.WorkspaceForm(), "model_form": forms.ModelKeyForm(), "delta_form": forms.DeltaForm(),
         "ask_form": forms.AskForm(),
     })
@@ -389,9 +390,10 @@ def _onboarding_step(request, step: str, current) -> str | None:
         if not form.is_valid():
             raise ApplicationError("; ".join(e for errors in form.errors.values() for e in errors))
         data = form.cleaned_data
-        row = model_create(name=f"{workspace.slug}-main-{data['model']}"[:100], provider=data["provider"],
-                           model=data["model"], base_url=data["base_url"], api_key=data["api_key"])
-        model_assign(workspace=workspace, role="main", model=row)
+        row = model_create(workspace=workspace, name=f"main-{data['model']}"[:100], provider=data["provider"],
+                           model=data["model"], base_url=data["base_url"], api_key=data["api_key"],
+                           actor=request_actor(request))
+        model_assign(workspace=workspace, role="main", model=row, actor=request_actor(request))
         messages.success(request, f"{row.name} answers the main role (its key is stored encrypted).")
         return None
     if step == "delta":

@@ -18,6 +18,11 @@ class NotFoundError(ApplicationError):
     code = "not_found"
 
 
+class PermissionDeniedError(ApplicationError):
+    status_code = 403
+    code = "permission_denied"
+
+
 class ConflictError(ApplicationError):
     status_code = 409
     code = "conflict"

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from fathom.errors import ApplicationError, ConflictError, NotFoundError, PermissionDeniedError
 from fathom.models import ApiKey, Membership, Role, Workspace
 
 KEY_PREFIX = "fth_"
@@ -110,10 +110,19 @@ def operator_ensure(*, workspace: Workspace, email: str, password: str | None) -
 
 @transaction.atomic
 def workspace_create_owned(*, user, slug: str, name: str = "") -> Workspace:
-    """Create a workspace (as `workspace_create`) that `user` owns: the dashboard's first run."""
+    """Create a workspace (as `workspace_create`) that `user` owns: the dashboard's first run. Only a
+    user who `may_create_workspaces` may (PermissionDeniedError otherwise)."""
+    if not may_create_workspaces(user):
+        raise PermissionDeniedError("creating workspaces is a privilege a superuser grants "
+                                    "(the fathom.add_workspace permission)")
     workspace = workspace_create(slug=slug, name=name)
     Membership.objects.create(user=user, workspace=workspace, role=Role.OWNER)
     return workspace
+
+
+def may_create_workspaces(user) -> bool:
+    """Superusers, and users a superuser gave the `fathom.add_workspace` permission (admin: Users)."""
+    return user.is_active and user.has_perm("fathom.add_workspace")
 
 
 def workspace_default_ensure() -> Workspace:

@@ -219,6 +219,8 @@ SPECTACULAR_SETTINGS = {
         "SearchModeEnum": "lake.search.plan.MODES",
         "SearchRowRoleEnum": "lake.search.budget.ROLES",
         "RoleEnum": "fathom.tenancy.Role",
+        "LLMProviderEnum": "fathom.llm.models.Provider",
+        "TenantProviderEnum": "fathom.api.llm.TENANT_PROVIDERS",
         "FireModeEnum": "harness.fires.models.Fire.Mode",
         "RunStatusEnum": "harness.conductor.models.Run.Status",
         "AgendaItemStateEnum": "harness.conductor.models.AgendaItem.State",
@@ -270,10 +272,16 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 BEAT_STALE_AFTER_SECONDS = 90
 
 # --- Models (fathom.llm) and tracing ------------------------------------------------------------------
-# Provider keys from the environment, used by registry models whose own key is blank.
+# Provider keys from the environment, used only by deployment-wide registry models a superuser set to
+# use them (`uses_deployment_key`); a workspace's model uses its own key or none.
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 OLLAMA_HOST = env_str("OLLAMA_HOST")
+# The base URLs a workspace's own model may point at (URL prefixes, comma-separated): by default the
+# providers' official endpoints. Loopback addresses (localhost, 127.0.0.0/8, ::1) only with
+# FATHOM_MODEL_ALLOW_LOOPBACK. Deployment-wide models (a superuser's) are not limited.
+FATHOM_MODEL_BASE_URLS = env_list("FATHOM_MODEL_BASE_URLS", ["https://api.openai.com/", "https://api.anthropic.com/"])
+FATHOM_MODEL_ALLOW_LOOPBACK = env_bool("FATHOM_MODEL_ALLOW_LOOPBACK", False)
 # "provider:model" answering every role no registry row covers (blank: the offline model).
 FATHOM_DEFAULT_MODEL = env_str("FATHOM_DEFAULT_MODEL")
 if FATHOM_DEFAULT_MODEL and FATHOM_DEFAULT_MODEL.split(":", 1)[0] not in (

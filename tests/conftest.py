@@ -305,3 +305,10 @@ def live_server_url(django_db_setup, django_db_blocker):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(autouse=True)
+def _loopback_models_allowed(settings):
+    """Tests register workspaces' models at local fake providers (127.0.0.1): the deployment allows
+    loopback base URLs here; the tests of the refusal switch it off again."""
+    settings.FATHOM_MODEL_ALLOW_LOOPBACK = True

@@ -216,9 +216,29 @@ def autonomy_case(owner) -> IsolationCase:
     )
 
 
+def llm_models_case(owner) -> IsolationCase:
+    from fathom.llm.models import LLMModel
+
+    created = owner.post("/v1/llm/models", {"name": "a-model", "provider": "openai-compatible", "model": "m",
+                                            "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-a-secret-AAAA"},
+                         format="json").json()
+    owner.put("/v1/llm/roles/main", {"model": "a-model"}, format="json")
+    return IsolationCase(
+        list_path="/v1/llm/models", ids=[created["name"]], id_field="name",
+        probes=[Probe("GET", "/v1/llm/models/a-model"), Probe("PATCH", "/v1/llm/models/a-model", {"model": "x"}),
+                Probe("DELETE", "/v1/llm/models/a-model"), Probe("POST", "/v1/llm/models/a-model/test", {}),
+                Probe("PUT", "/v1/llm/roles/main", {"model": "a-model"})],
+        intact=lambda: (LLMModel.objects.get(workspace=owner.workspace, name="a-model").model == "m"
+                        and not LLMModel.objects.exclude(workspace=owner.workspace).filter(name="a-model").exists()),
+        reads=[Probe("GET", "/v1/llm/roles"), Probe("GET", "/v1/quality/settings"),
+               Probe("GET", "/v1/quality/calibration")],
+        secrets=["AAAA"],
+    )
+
+
 CASES = [apikeys_case, harness_sessions_case, harness_fires_case, proposals_case, deltas_case, media_case,
          festinger_case, traces_case, harness_tasks_case, conductor_runs_case, autonomy_case, festinger_loops_case,
-         harness_schedules_case]
+         harness_schedules_case, llm_models_case]
 
 
 @pytest.mark.parametrize("build_case", CASES, ids=lambda f: f.__name__)

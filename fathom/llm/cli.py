@@ -1,23 +1,31 @@
-"""`fathom llm try`: one tool-calling exchange with a model, printed with its trace.
+"""`fathom llm ...`: the model registry of a workspace from the shell (`models`, `roles`, the same
+services and audit as REST and admin), and `fathom llm try`, one tool-calling exchange with a model,
+printed with its trace.
 
-The model gets a `calculate` tool and a question that needs it; it calls the tool, reads the result
+`try`: the model gets a `calculate` tool and a question that needs it; it calls the tool, reads the result
 and answers. The command prints the reply and the trace tree (spans, model calls per actor, tokens,
 cost), so one run shows that a provider, its key and the tracing all work."""
 
 from __future__ import annotations
 
 import ast
+import getpass
 import json
 import operator
 import re
+import sys
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
+from fathom.auth import operator_actor
 from fathom.errors import ApplicationError
-from fathom.llm import complete, registry
+from fathom.llm import complete, registry, services
 from fathom.llm.errors import LLMError, LLMNotConfigured
 from fathom.llm.offline import OFFLINE_NOTICE, request_digest
+from fathom.llm.trial import model_try
 from fathom.llm.types import Message, ToolCall, ToolSpec
+from fathom.selectors import model_assignments_of
 from fathom.services import workspace_default_ensure, workspace_get
 from fathom.tracing import span
 from fathom.tracing.selectors import trace_get
@@ -45,11 +53,50 @@ def register(subparsers):
                                                         "without --provider/--registry its `main` model answers")
     attempt.add_argument("--prompt", default=DEFAULT_PROMPT)
     attempt.set_defaults(handler=_try)
+    _register_registry(commands)
+
+
+def _register_registry(commands) -> None:
+    models = commands.add_parser("models", help="a workspace's registry models").add_subparsers(
+        dest="models_command", required=True)
+    listing = models.add_parser("list", help="its models and those shared with it (keys: last four characters)")
+    listing.set_defaults(handler=_models_list)
+    add = models.add_parser("add", help="register a model (the key, if any, read from standard input)")
+    for name in ("name", "provider", "model"):
+        add.add_argument(name)
+    add.add_argument("--base-url", default="")
+    add.set_defaults(handler=_models_add)
+    update = models.add_parser("update", help="change a model; --key reads a new key from standard input")
+    update.add_argument("name")
+    update.add_argument("--model", dest="model_name")
+    update.add_argument("--base-url")
+    update.set_defaults(handler=_models_update)
+    test = models.add_parser("test", help="call a model once and print the reply and its trace")
+    test.add_argument("name")
+    test.add_argument("--prompt", default="Say hello in five words.")
+    test.set_defaults(handler=_models_test)
+    delete = models.add_parser("delete", help="delete a model and its role assignments")
+    delete.add_argument("name")
+    delete.set_defaults(handler=_models_delete)
+    roles = commands.add_parser("roles", help="which model answers each role in a workspace").add_subparsers(
+        dest="roles_command", required=True)
+    roles.add_parser("list").set_defaults(handler=_roles_list)
+    assign = roles.add_parser("assign", help="make a model answer a role")
+    assign.add_argument("role")
+    assign.add_argument("model")
+    assign.set_defaults(handler=_roles_assign)
+    unassign = roles.add_parser("unassign")
+    unassign.add_argument("role")
+    unassign.set_defaults(handler=_roles_unassign)
+    for parser in (listing, add, update, test, delete, assign, unassign, roles.choices["list"]):
+        parser.add_argument("--workspace", default="", help="workspace slug (default: the default workspace)")
+    for parser in (add, update):
+        parser.add_argument("--key", action="store_true", help="read the API key from standard input")
 
 
 def _try(command, options):
     workspace = _workspace(options["workspace"])
-    model = _model(options)
+    model = _model(options, workspace)
     messages = [Message.system("You are being tested. Use tools when asked."), Message.user(options["prompt"])]
     extra = {"model": model} if model is not None else {}
     reply = ""
@@ -155,6 +202,89 @@ def _run_tool(call: ToolCall) -> str:
     return result
 
 
+def _models_list(command, options):
+    for row in registry.models_usable_by(workspace=_workspace(options["workspace"])).order_by("name"):
+        hint = "shared" if row.workspace_id is None else (row.api_key_hint or "no key")
+        command.stdout.write(f"{row.name}\t{row.provider}:{row.model}\t{row.base_url or '-'}\t{hint}")
+
+
+def _models_add(command, options):
+    row = _registry_call(services.model_create, workspace=_workspace(options["workspace"]), name=options["name"],
+                         provider=options["provider"], model=options["model"], base_url=options["base_url"],
+                         api_key=_key(command, options) or "", actor=_actor())
+    command.stdout.write(f"registered {row.name} ({row.provider}:{row.model})")
+
+
+def _models_update(command, options):
+    row = _own(options)
+    changes = {k: v for k, v in (("model", options["model_name"]), ("base_url", options["base_url"])) if v is not None}
+    if options["key"]:
+        changes["api_key"] = _key(command, options)
+    row = _registry_call(services.model_update, model=row, actor=_actor(), **changes)
+    command.stdout.write(f"updated {row.name}")
+
+
+def _models_test(command, options):
+    workspace = _workspace(options["workspace"])
+    row = _registry_call(services.model_get, workspace=workspace, name=options["name"])
+    result = model_try(workspace=workspace, model=row, prompt=options["prompt"], actor_id=ACTOR)
+    command.stdout.write(f"reply: {result['reply']}" if result["ok"] else f"failed: {result['error']}")
+    command.stdout.write("")
+    for line in render_trace(result["trace"]):
+        command.stdout.write(line)
+    if not result["ok"]:
+        raise CommandError(f"the model {row.name} failed: {result['error']}")
+
+
+def _models_delete(command, options):
+    row = _own(options)
+    _registry_call(services.model_delete, model=row, actor=_actor())
+    command.stdout.write(f"deleted {row.name}")
+
+
+def _roles_list(command, options):
+    for assignment in model_assignments_of(workspace=_workspace(options["workspace"])):
+        command.stdout.write(f"{assignment.role}\t{assignment.model.name}")
+
+
+def _roles_assign(command, options):
+    workspace = _workspace(options["workspace"])
+    row = _registry_call(services.model_get, workspace=workspace, name=options["model"])
+    _registry_call(services.model_assign, workspace=workspace, role=options["role"], model=row, actor=_actor())
+    command.stdout.write(f"{options['role']} -> {row.name}")
+
+
+def _roles_unassign(command, options):
+    _registry_call(services.model_unassign, workspace=_workspace(options["workspace"]), role=options["role"],
+                   actor=_actor())
+    command.stdout.write(f"{options['role']} unassigned")
+
+
+def _own(options):
+    workspace = _workspace(options["workspace"])
+    row = _registry_call(services.model_get, workspace=workspace, name=options["name"])
+    if row.workspace_id != workspace.pk:
+        raise CommandError(f"{row.name} is a deployment-wide model shared with {workspace.slug}: change it in admin")
+    return row
+
+
+def _registry_call(service, **kwargs):
+    try:
+        return service(**kwargs)
+    except (ApplicationError, ValidationError) as exc:
+        raise CommandError(getattr(exc, "message", None) or "; ".join(exc.messages)) from None
+
+
+def _key(command, options) -> str | None:
+    if not options["key"]:
+        return None
+    return sys.stdin.readline().strip()
+
+
+def _actor() -> str:
+    return operator_actor(kind="login", name=getpass.getuser())
+
+
 def _workspace(slug: str):
     if not slug:
         return workspace_default_ensure()
@@ -164,10 +294,10 @@ def _workspace(slug: str):
         raise CommandError(exc.message) from None
 
 
-def _model(options):
+def _model(options, workspace):
     try:
         if options["registry"]:
-            model = registry.model_by_name(options["registry"])
+            model = registry.model_by_name(options["registry"], workspace=workspace)
         elif options["provider"]:
             if options["provider"] in PROVIDERS_NEEDING_A_MODEL and not options["model"]:
                 raise CommandError(f"--model is required with --provider {options['provider']}")

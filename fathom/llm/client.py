@@ -73,7 +73,7 @@ def embed(*, workspace, model, texts: Iterable[str], actor_id: str | None = None
     or openai-compatible model with its provider's embeddings endpoint; a provider with none raises
     LLMBadRequest. Retried as `complete` is, and traced as an `llm.embed` span."""
     texts = list(texts)
-    resolved = _resolved(model)
+    resolved = _resolved(model, workspace=workspace)
     provider = get_provider(resolved.provider)
     if not hasattr(provider, "embed"):
         raise LLMBadRequest(f'"{resolved.name}" does not support embeddings ({resolved.provider} models have none)',
@@ -106,7 +106,7 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     call_id = options.pop("call_id", None) or f"llm-{secrets.token_hex(6)}"
     chosen = options.pop("model", None)
     fresh_context = bool(options.pop("fresh_context", False))
-    model = registry.resolve(workspace=workspace_id, role=role) if chosen is None else _resolved(chosen)
+    model = registry.resolve(workspace=workspace_id, role=role) if chosen is None else _resolved(chosen, workspace=workspace_id)
     merged = {**model.options, **options}
     request = LLMRequest(workspace_id=workspace_id, role=role, model=model, messages=list(messages),
                          tools=list(tools) if tools else None, response_format=response_format,
@@ -116,13 +116,14 @@ def _request(workspace, role, messages, tools, response_format, options, *, stre
     return request, actor_id
 
 
-def _resolved(chosen) -> registry.ResolvedModel:
-    """A model named by the caller: a ResolvedModel, "provider:model", or a registry name."""
+def _resolved(chosen, *, workspace) -> registry.ResolvedModel:
+    """A model named by the caller: a ResolvedModel, "provider:model", or a registry name the workspace
+    may use."""
     if isinstance(chosen, registry.ResolvedModel):
         return chosen
     if ":" in chosen:
         return registry.from_spec(chosen)
-    return registry.model_by_name(chosen)
+    return registry.model_by_name(chosen, workspace=workspace)
 
 
 def _budget_spend(request: LLMRequest, call) -> None:

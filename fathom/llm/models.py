@@ -1,5 +1,9 @@
 """The model registry: which models exist (with their encrypted keys and prices), and which model
-answers each role, per workspace or for the whole deployment."""
+answers each role, per workspace or for the whole deployment.
+
+A model belongs to one workspace: only that workspace lists it, calls it, assigns it or sees its name.
+A deployment-wide model (no workspace) is a superuser's: it reaches a workspace only through
+`shared_with`, and only it may use the deployment's key from the environment (`uses_deployment_key`)."""
 
 from decimal import Decimal
 
@@ -31,10 +35,18 @@ class OpenAIApi(models.TextChoices):
 
 class LLMModel(models.Model):
     """A model Fathom can call. The API key is stored encrypted (Fernet, FATHOM_ENCRYPTION_KEY);
-    only its last four characters are ever shown. A blank key falls back to the provider's
-    environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY; OLLAMA_HOST for a blank base URL)."""
+    only its last four characters are ever shown, and never to a workspace it is shared with. A blank
+    key is no key, unless a superuser set `uses_deployment_key` (then OPENAI_API_KEY or
+    ANTHROPIC_API_KEY). A blank base URL is the provider's own (OLLAMA_HOST for openai-compatible)."""
 
-    name = models.SlugField(max_length=100, unique=True, help_text="how roles and the CLI refer to it")
+    workspace = models.ForeignKey(Workspace, null=True, blank=True, on_delete=models.CASCADE,
+                                  related_name="llm_models", help_text="blank: deployment-wide (superusers only)")
+    shared_with = models.ManyToManyField(Workspace, blank=True, related_name="shared_llm_models",
+                                         help_text="deployment-wide models only: the workspaces that may use it")
+    uses_deployment_key = models.BooleanField(
+        default=False, help_text="deployment-wide models only: with a blank key, use the provider's key from the "
+                                 "server's environment")
+    name = models.SlugField(max_length=100, help_text="how roles and the CLI refer to it")
     provider = models.CharField(max_length=32, choices=Provider.choices)
     model = models.CharField(max_length=200, help_text="the provider's model name, e.g. gpt-4o-mini")
     base_url = models.URLField(max_length=500, blank=True, help_text="for openai-compatible servers, e.g. "
@@ -62,11 +74,18 @@ class LLMModel(models.Model):
     class Meta:
         ordering = ["name"]
         verbose_name = "LLM model"
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="llmmodel_unique_workspace_name"),
+            models.UniqueConstraint(fields=["name"], condition=models.Q(workspace=None),
+                                    name="llmmodel_unique_deployment_name"),
+        ]
 
     def __str__(self):
         return f"{self.name} ({self.provider}:{self.model})"
 
     def clean(self):
+        if self.workspace_id is not None and self.uses_deployment_key:
+            raise ValidationError({"uses_deployment_key": "only a deployment-wide model may use the deployment's key"})
         if self.api == OpenAIApi.RESPONSES and self.provider not in (Provider.OPENAI, Provider.OPENAI_COMPATIBLE):
             raise ValidationError({"api": "the Responses API is for openai and openai-compatible models only"})
 

@@ -1,5 +1,8 @@
 """Which model answers a role in a workspace.
 
+A workspace reaches only its own models and the deployment-wide ones shared with it
+(`models_usable_by`); assignments are checked against the same rule when made (fathom.llm.services).
+
 Lookup order, first match wins: the workspace's row for the role, for its parent role (PARENT_ROLES:
 a fire's review pass is answered by the main model, the judge by the classifier, unless given their
 own), the workspace's "*" row, then the same three rows of the deployment default, then
@@ -81,14 +84,21 @@ def resolve(*, workspace, role: str) -> ResolvedModel:
     return found
 
 
-def model_by_name(name: str) -> ResolvedModel:
-    """A registry model by its name ("offline" always exists)."""
+def model_by_name(name: str, *, workspace) -> ResolvedModel:
+    """The model `workspace` (a Workspace or its id) calls `name`: its own, else a deployment-wide one
+    shared with it ("offline" always exists). Another workspace's model is no model of that name."""
     if name == OFFLINE_NAME:
         return OFFLINE_MODEL
-    row = LLMModel.objects.filter(name=name).first()
+    row = models_usable_by(workspace=workspace).filter(name=name).order_by("workspace_id").first()
     if row is None:
         raise LLMNotConfigured(f"no model named {name!r} in the registry")
     return from_row(row)
+
+
+def models_usable_by(*, workspace):
+    """The registry rows `workspace` may list, call and assign: its own and those shared with it."""
+    workspace_id = getattr(workspace, "pk", workspace)
+    return LLMModel.objects.filter(Q(workspace_id=workspace_id) | Q(workspace=None, shared_with=workspace_id)).distinct()
 
 
 def registry_changed() -> None:
@@ -104,12 +114,12 @@ def _bump() -> None:
 
 
 def from_row(row: LLMModel) -> ResolvedModel:
-    """The resolved form of a registry row, with the environment's key and host filled in."""
+    """The resolved form of a registry row: its own key, or the environment's when a superuser made it
+    use the deployment's key; OLLAMA_HOST for an openai-compatible model without a base URL."""
     api_key = row.get_api_key()
     base_url = row.base_url
-    if not api_key:
-        api_key = {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(
-            row.provider, "")
+    if not api_key and row.uses_deployment_key and row.workspace_id is None:
+        api_key = deployment_key(row.provider)
     if row.provider == Provider.OPENAI_COMPATIBLE and not base_url:
         base_url = ollama_base_url()
     return ResolvedModel(
@@ -122,17 +132,23 @@ def from_row(row: LLMModel) -> ResolvedModel:
     )
 
 
-def from_spec(spec: str) -> ResolvedModel:
-    """A model from "provider:model" (FATHOM_DEFAULT_MODEL, the CLI's --provider/--model)."""
+def from_spec(spec: str, *, with_deployment_key: bool = True) -> ResolvedModel:
+    """A model from "provider:model" (FATHOM_DEFAULT_MODEL, the CLI's --provider/--model): the deployment's
+    own choices, so with its key from the environment. A tenant's request naming one (the proxy) passes
+    `with_deployment_key=False`: the call goes without a key."""
     provider, _, model = spec.partition(":")
     if provider not in Provider.values:
         raise LLMNotConfigured(f"unknown provider {provider!r} in {spec!r} (one of {', '.join(Provider.values)})")
     if provider == Provider.OFFLINE:
         return OFFLINE_MODEL
-    api_key = {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(
-        provider, "")
+    api_key = deployment_key(provider) if with_deployment_key else ""
     base_url = ollama_base_url() if provider == Provider.OPENAI_COMPATIBLE else ""
     return ResolvedModel(name=spec, provider=provider, model=model or provider, base_url=base_url, api_key=api_key)
+
+
+def deployment_key(provider: str) -> str:
+    """The provider's key from the server's environment ("" for providers that take none)."""
+    return {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(provider, "")
 
 
 def ollama_base_url() -> str:

@@ -94,7 +94,7 @@ class Script:
                 output_price_per_mtok=0) -> Script:
         """A new script serving `roles` in `workspace` (registry rows created, caches invalidated)."""
         script = cls(name or f"script-{uuid.uuid4().hex[:10]}")
-        model = model_create(name=f"scripted-{script.name}", provider="scripted", model=script.name,
+        model = model_create(workspace=workspace, name=f"scripted-{script.name}", provider="scripted", model=script.name,
                              input_price_per_mtok=input_price_per_mtok, output_price_per_mtok=output_price_per_mtok)
         for role in roles:
             model_assign(workspace=workspace, role=role, model=model)

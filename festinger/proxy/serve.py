@@ -12,9 +12,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
+from fathom.auth import role_allows
 from fathom.processes import proxy_bind_refusal
 from fathom.services import apikey_authenticate, workspace_default_ensure
-from fathom.tenancy import Workspace
+from fathom.tenancy import Role, Workspace
 from festinger.proxy.admission import Admission, own_port_hosts
 from festinger.proxy.app import ProxyApp
 from festinger.proxy.wire import WireError
@@ -22,6 +23,9 @@ from festinger.proxy.wire import WireError
 log = logging.getLogger(__name__)
 
 MOUNT_PREFIX = "/v1/festinger/proxy"
+# The routes that call a model (and so teach Festinger): a viewer's key reads, it never calls them.
+MODEL_CALLING_PATHS = frozenset({"/api/chat", "/api/generate", "/api/embed", "/api/embeddings",
+                                 "/v1/chat/completions", "/v1/embeddings"})
 
 
 def own_port_app(*, workspace_slug: str | None = None, token: str | None = None, bind: str | None = None) -> ProxyApp:
@@ -61,18 +65,23 @@ def own_port_app(*, workspace_slug: str | None = None, token: str | None = None,
 
 
 def main_port_app() -> ProxyApp:
-    """The proxy under the main port (settings.FATHOM_ASGI_MOUNTS): the Bearer API key names the workspace;
-    errors are in the API's envelope, Host is checked against ALLOWED_HOSTS as on the rest of the port."""
+    """The proxy under the main port (settings.FATHOM_ASGI_MOUNTS): the Bearer API key names the
+    workspace, and its role must be operator or above on a route that calls a model (403); errors are in
+    the API's envelope, Host is checked against ALLOWED_HOSTS as on the rest of the port."""
 
-    def key_workspace(secret: str) -> int | None:
+    def key_of(secret: str):
         try:
-            key = apikey_authenticate(secret=secret) if secret else None
-            return key.workspace_id if key is not None else None
+            return apikey_authenticate(secret=secret) if secret else None
         finally:
             connections.close_all()
 
     async def workspace_of(scope) -> int | None:
-        return await asyncio.to_thread(key_workspace, _bearer(scope))
+        key = await asyncio.to_thread(key_of, _bearer(scope))
+        if key is None:
+            return None
+        if scope["path"][len(MOUNT_PREFIX):] in MODEL_CALLING_PATHS and not role_allows(key.role, Role.OPERATOR):
+            raise WireError(403, "your role in this workspace does not allow model calls (a viewer key reads)")
+        return key.workspace_id
 
     admission = Admission(hosts_setting="ALLOWED_HOSTS")
     return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, threads=16)

@@ -1,7 +1,8 @@
 """Which upstream answers a model name a client sends to the proxy, first match wins:
 
 1. the workspace's `ProxyRoute` of that name (admin's table), with or without Ollama's `:latest`;
-2. a model of the registry by its name (`offline` always exists), or `provider:model`;
+2. a registry model the workspace may use, by its name (its own or one shared with it; `offline`
+   always exists), or `provider:model` (called without the deployment's key);
 3. the Ollama at OLLAMA_HOST, under the name as given (it answers its own 404 for a name it lacks);
 4. with no OLLAMA_HOST: None, which the proxy answers as Ollama does (404, "try pulling it first").
 
@@ -19,7 +20,7 @@ from django.db import transaction
 from fathom.channels import version, version_bump
 from fathom.llm import registry
 from fathom.llm.errors import LLMNotConfigured
-from fathom.llm.models import LLMModel, Provider
+from fathom.llm.models import Provider
 from festinger.proxy.models import ProxyRoute
 
 ROUTES_VERSION_KEY = "festinger:proxy:routes:version"
@@ -70,9 +71,9 @@ def upstream_held(*, workspace_id: int, name: str) -> tuple[bool, Upstream | Non
 
 def registry_names(*, workspace_id: int) -> list[tuple[str, str]]:
     """(name, family) of every model the proxy serves without Ollama: the workspace's routes to
-    registry models, every registry model and the offline model."""
+    registry models, the registry models it may use and the offline model."""
     names = {registry.OFFLINE_NAME: Provider.OFFLINE.value}
-    for row in LLMModel.objects.order_by("name").values("name", "provider"):
+    for row in registry.models_usable_by(workspace=workspace_id).order_by("name").values("name", "provider"):
         names.setdefault(row["name"], row["provider"])
     for route in ProxyRoute.objects.filter(workspace_id=workspace_id, enabled=True).order_by("name"):
         names[route.name] = OLLAMA if route.upstream == ProxyRoute.Upstream.OLLAMA else "registry"
@@ -121,9 +122,9 @@ def _resolve(workspace_id: int, name: str) -> Upstream | None:
     if route is not None:
         if route.upstream == ProxyRoute.Upstream.OLLAMA:
             return Upstream(name, OLLAMA, route.target) if ollama_base() else None
-        model = _registry_model(route.target)
+        model = _registry_model(workspace_id, route.target)
         return Upstream(name, REGISTRY, route.target, model) if model is not None else None
-    model = _registry_model(bare)
+    model = _registry_model(workspace_id, bare)
     if model is not None:
         return Upstream(name, REGISTRY, bare, model)
     if ollama_base():
@@ -131,10 +132,10 @@ def _resolve(workspace_id: int, name: str) -> Upstream | None:
     return None
 
 
-def _registry_model(name: str) -> registry.ResolvedModel | None:
+def _registry_model(workspace_id: int, name: str) -> registry.ResolvedModel | None:
     try:
         if ":" in name and name.split(":", 1)[0] in Provider.values:
-            return registry.from_spec(name)
-        return registry.model_by_name(name)
+            return registry.from_spec(name, with_deployment_key=False)
+        return registry.model_by_name(name, workspace=workspace_id)
     except LLMNotConfigured:
         return None

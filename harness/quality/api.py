@@ -1,14 +1,18 @@
-"""REST of the quality harness: a fire's quality record (part of GET /v1/fires/{id}) and feedback."""
+"""REST of the quality harness: a fire's quality record (part of GET /v1/fires/{id}), feedback, the
+workspace's quality settings and retry policy (seed 001's "Tuning"), and the calibration the verifier
+carries."""
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fathom.auth import request_actor
+from fathom.models import Role
 from harness.fires import selectors as fire_selectors
 from harness.quality import services
-from harness.quality.models import Feedback, QualityAttempt, QualityRun
+from harness.quality.configuration import quality_settings_get, retry_policy_get
+from harness.quality.models import WORKFLOWS, Feedback, QualityAttempt, QualityRun
 
 
 class QualityAttemptOutput(serializers.ModelSerializer):
@@ -50,3 +54,90 @@ class FireFeedbackView(APIView):
         fire = fire_selectors.fire_get(workspace=request.workspace, fire_id=fire_id)
         feedback = services.feedback_create(fire=fire, author=request_actor(request), **data.validated_data)
         return Response(FeedbackOutput(feedback).data, status=status.HTTP_201_CREATED)
+
+
+class FeedbackListView(generics.ListAPIView):
+    """The workspace's feedback, newest first (what calibrates its verifier)."""
+
+    serializer_class = FeedbackOutput
+
+    def get_queryset(self):
+        return Feedback.objects.filter(workspace=self.request.workspace)
+
+
+class RetryPolicyFields(serializers.Serializer):
+    max_attempts = serializers.IntegerField(min_value=1, max_value=10, required=False)
+    good_enough_score = serializers.FloatField(min_value=0, max_value=1, required=False,
+                                               help_text="combined score above which no retry fires")
+    low_quality_threshold = serializers.FloatField(min_value=0, max_value=1, required=False,
+                                                   help_text="verifier score below which a quality retry fires")
+
+
+class QualitySettingsOutput(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    swarm_enabled = serializers.BooleanField()
+    swarm_min_sources = serializers.IntegerField()
+    swarm_specialists = serializers.ListField(child=serializers.CharField(),
+                                              help_text="the specialists' angles (empty: the five defaults)")
+    specialists = serializers.ListField(child=serializers.CharField(), help_text="the angles the swarm runs")
+    retry_policies = serializers.DictField(child=RetryPolicyFields(), help_text="per workflow")
+
+
+class QualitySettingsView(APIView):
+    """The workspace's quality harness settings: on/off, the swarm and its specialists, and the retry
+    thresholds per workflow. Operators change them; the next fire uses them."""
+
+    class Input(serializers.Serializer):
+        enabled = serializers.BooleanField(required=False)
+        swarm_enabled = serializers.BooleanField(required=False)
+        swarm_min_sources = serializers.IntegerField(min_value=1, max_value=1000, required=False)
+        swarm_specialists = serializers.ListField(child=serializers.CharField(max_length=200), max_length=10,
+                                                  required=False)
+        retry_policies = serializers.DictField(child=RetryPolicyFields(), required=False,
+                                               help_text=f"by workflow: {', '.join(WORKFLOWS)}")
+
+    @extend_schema(responses=QualitySettingsOutput, summary="The workspace's quality settings")
+    def get(self, request):
+        return Response(_settings_out(quality_settings_get(workspace_id=request.workspace.pk)))
+
+    @extend_schema(request=Input, responses=QualitySettingsOutput, summary="Change the workspace's quality settings")
+    def patch(self, request):
+        data = self.Input(data=request.data)
+        data.is_valid(raise_exception=True)
+        row = services.quality_settings_update(workspace_id=request.workspace.pk, **data.validated_data)
+        return Response(_settings_out(row))
+
+
+class CalibrationView(APIView):
+    write_role = Role.OPERATOR
+
+    class Output(serializers.Serializer):
+        calibration = serializers.CharField(help_text="the examples the verifier's system prompt carries ('' none)")
+        built_at = serializers.DateTimeField(allow_null=True)
+        feedback = serializers.IntegerField(help_text="feedback rows of the workspace")
+
+    @extend_schema(responses=Output, summary="The calibration the verifier uses (rebuilt from feedback every 5 "
+                                             "minutes)")
+    def get(self, request):
+        row = quality_settings_get(workspace_id=request.workspace.pk)
+        return Response(_calibration_out(row, request.workspace))
+
+    @extend_schema(request=None, responses=Output, summary="Rebuild the calibration from feedback now (operators)")
+    def post(self, request):
+        services.calibration_rebuild(workspace_id=request.workspace.pk)
+        row = quality_settings_get(workspace_id=request.workspace.pk)
+        return Response(_calibration_out(row, request.workspace))
+
+
+def _settings_out(row) -> dict:
+    policies = retry_policy_get(workspace_id=row.workspace_id).settings
+    return {"enabled": row.enabled, "swarm_enabled": row.swarm_enabled, "swarm_min_sources": row.swarm_min_sources,
+            "swarm_specialists": list(row.swarm_specialists), "specialists": row.specialists,
+            "retry_policies": {workflow: {"max_attempts": p.max_attempts, "good_enough_score": p.good_enough_score,
+                                          "low_quality_threshold": p.low_quality_threshold}
+                               for workflow, p in sorted(policies.items())}}
+
+
+def _calibration_out(row, workspace) -> dict:
+    return {"calibration": row.calibration, "built_at": row.calibration_built_at,
+            "feedback": Feedback.objects.filter(workspace=workspace).count()}

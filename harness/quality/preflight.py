@@ -40,7 +40,7 @@ def preflight(state: FireQuality) -> Park | None:
             candidates = agents.plans_generate(workspace=fire.workspace, question=fire.question, complexity=complexity)
             selection = PlanSelector.select(candidates, query=fire.question, workflow_type=workflow,
                                             workspace_stats=workspace_stats(workspace=fire.workspace))
-        sources = swarm.sources_find(fire, quality) if swarm.may_activate(workflow, quality) else []
+        sources = swarm.sources_find(fire, quality) if swarm.may_activate(workflow, quality, fire=fire) else []
         multiplier = workspace_profile(workspace_id=fire.workspace_id).quality_multiplier
         run = QualityRun(workspace_id=fire.workspace_id, fire=fire, complexity=complexity,
                          sources=[s["id"] for s in sources], iterations=iterations_asked(fire),
@@ -58,7 +58,7 @@ def preflight(state: FireQuality) -> Park | None:
                 _plan_board(step, selection.plan)
                 step.emit("harness_plan_selected", {"plan": run.plan["plan"], "score": selection.score,
                                                           "candidates_count": selection.candidates_count})
-            if swarm.should_activate(workflow, source_count=len(sources), settings=quality):
+            if swarm.should_activate(workflow, source_count=len(sources), settings=quality, fire=fire):
                 swarm.dispatch(step, quality.specialists, sources)
         state.run, state.attempt = run, attempt
     if not run.waiting_for and subtasks.next_layer(run):  # a layer of parallel subtasks: child fires first

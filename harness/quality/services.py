@@ -1,19 +1,47 @@
-"""State changes of the quality harness outside a fire's run: users' feedback, and the calibration the
-beat task rebuilds from it every 5 minutes (seed 001's "Calibration from feedback")."""
+"""State changes of the quality harness outside a fire's run: the workspace's settings and retry policy
+(seed 001's "Tuning"), users' feedback, and the calibration the beat task rebuilds from it every 5
+minutes (seed 001's "Calibration from feedback")."""
 
 from django.db import transaction
 from django.utils import timezone
 
 from fathom.errors import ApplicationError
 from harness.fires.models import Fire
-from harness.quality.configuration import quality_settings_get
-from harness.quality.models import Feedback, QualityRun, QualitySettings
+from harness.quality.configuration import quality_settings_get, retry_policy_get
+from harness.quality.models import WORKFLOWS, Feedback, QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.profile import profile_invalidate
 
 CALIBRATION_EXAMPLES = 3
 MISMATCH_UP_BELOW = 0.6  # a thumbs up on an answer the verifier scored below this is a mismatch
 MISMATCH_DOWN_ABOVE = 0.7  # and a thumbs down on one it scored above this
 CALIBRATION_WINDOW = 200  # the most recent feedback rows looked at
+
+
+SETTINGS_FIELDS = ("enabled", "swarm_enabled", "swarm_min_sources", "swarm_specialists")
+RETRY_FIELDS = ("max_attempts", "good_enough_score", "low_quality_threshold")
+
+
+@transaction.atomic
+def quality_settings_update(*, workspace_id, retry_policies: dict | None = None, **fields) -> QualitySettings:
+    """Change the workspace's switches (`SETTINGS_FIELDS`: the harness, the swarm and its specialists)
+    and, per workflow named in `retry_policies`, its retry thresholds (`RETRY_FIELDS`). The next fire
+    reads them (no cache holds them)."""
+    unknown = set(fields) - set(SETTINGS_FIELDS)
+    if unknown:
+        raise ApplicationError(f"unknown quality settings: {', '.join(sorted(unknown))}")
+    unknown = set(retry_policies or {}) - set(WORKFLOWS)
+    if unknown:
+        raise ApplicationError(f"unknown workflows: {', '.join(sorted(unknown))} (one of {', '.join(WORKFLOWS)})",
+                               details={"retry_policies": sorted(unknown)})
+    row = quality_settings_get(workspace_id=workspace_id)
+    if fields:
+        QualitySettings.objects.filter(pk=row.pk).update(**fields)
+    if retry_policies:
+        retry_policy_get(workspace_id=workspace_id)  # the rows exist with the seed's defaults
+        for workflow, values in retry_policies.items():
+            QualityRetryPolicy.objects.filter(workspace_id=workspace_id, workflow_type=workflow).update(
+                **{k: v for k, v in values.items() if k in RETRY_FIELDS})
+    return QualitySettings.objects.get(pk=row.pk)
 
 
 def feedback_create(*, fire: Fire, rating: str, comment: str = "", author: str = "") -> Feedback:

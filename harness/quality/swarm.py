@@ -31,13 +31,21 @@ SOURCES_LIMIT = 10
 COST_ESTIMATE_DECIMALS = 6
 
 
-def may_activate(workflow: str, settings: QualitySettings) -> bool:
-    """Whether a fire of this workflow could run the swarm (worth the pre-flight's retrieval)."""
-    return settings.swarm_enabled and workflow in SWARM_WORKFLOWS
+def may_activate(workflow: str, settings: QualitySettings, *, fire: Fire) -> bool:
+    """Whether this fire could run the swarm (worth the pre-flight's retrieval): the workspace switched
+    it on, the workflow is one it serves, and the session's user did not opt out (seed 001's "Disable
+    swarm per user": `"swarm": false` in their profile's preferences)."""
+    return settings.swarm_enabled and workflow in SWARM_WORKFLOWS and not user_opted_out(fire)
 
 
-def should_activate(workflow: str, *, source_count: int, settings: QualitySettings) -> bool:
-    return may_activate(workflow, settings) and source_count >= max(1, settings.swarm_min_sources)
+def should_activate(workflow: str, *, source_count: int, settings: QualitySettings, fire: Fire) -> bool:
+    return may_activate(workflow, settings, fire=fire) and source_count >= max(1, settings.swarm_min_sources)
+
+
+def user_opted_out(fire: Fire) -> bool:
+    """The session's user profile (as the session copied it) says `"swarm": false`."""
+    preferences = ((fire.session.user_profile_copy or {}).get("preferences") or {}) if fire.session_id else {}
+    return preferences.get("swarm") is False
 
 
 def sources_find(fire: Fire, settings: QualitySettings) -> list[dict]:

@@ -6,4 +6,7 @@ from harness.quality import api
 
 urlpatterns = [
     path("fires/<str:fire_id>/feedback", api.FireFeedbackView.as_view(), name="fire-feedback"),
+    path("quality/settings", api.QualitySettingsView.as_view(), name="quality-settings"),
+    path("quality/feedback", api.FeedbackListView.as_view(), name="quality-feedback"),
+    path("quality/calibration", api.CalibrationView.as_view(), name="quality-calibration"),
 ]

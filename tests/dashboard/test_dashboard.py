@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -16,7 +16,7 @@ from dashboard import stream
 from dashboard.feed import feed_page
 from fathom.llm import Message, complete
 from fathom.llm.models import LLMModel, ModelAssignment
-from fathom.models import ApiKey, Membership
+from fathom.models import ApiKey, Membership, Workspace
 from fathom.tracing.models import TraceEvent
 from festinger.loops.guard import loop_events_record
 from festinger.models import ConflictStatus, Edge
@@ -371,8 +371,13 @@ def test_an_operator_overrides_a_conflict_through_festinger(operator, workspace)
 
 # --- onboarding -------------------------------------------------------------------------------------------
 
+def allowed_to_create_workspaces(user):
+    user.user_permissions.add(Permission.objects.get(codename="add_workspace", content_type__app_label="fathom"))
+    return user
+
+
 def test_onboarding_creates_a_workspace_a_key_shown_once_a_model_a_delta_and_a_question(client, db):
-    user = User.objects.create_user(username="newcomer", password=PASSWORD)
+    user = allowed_to_create_workspaces(User.objects.create_user(username="newcomer", password=PASSWORD))
     client.force_login(user)
     client.post("/onboarding/", {"step": "workspace", "slug": "first", "name": "First"})
     membership = Membership.objects.get(user=user)
@@ -388,6 +393,7 @@ def test_onboarding_creates_a_workspace_a_key_shown_once_a_model_a_delta_and_a_q
                                  "api_key": "sk-dashboard-secret"})
     row = ModelAssignment.objects.get(workspace=membership.workspace, role="main").model
     assert row.get_api_key() == "sk-dashboard-secret"
+    assert (row.workspace, row.name, row.uses_deployment_key) == (membership.workspace, "main-gpt-4o-mini", False)
     assert "sk-dashboard-secret" not in LLMModel.objects.get(pk=row.pk).api_key_encrypted
 
     client.post("/onboarding/", {"step": "delta", "content": "The rover left on Monday.", "tags": "kind:note"})
@@ -396,6 +402,35 @@ def test_onboarding_creates_a_workspace_a_key_shown_once_a_model_a_delta_and_a_q
     client.post("/onboarding/", {"step": "question", "question": "When did the rover leave?"})
     message = Trigger.objects.get(session__workspace=membership.workspace)
     assert (message.content, message.author) == ("When did the rover leave?", "newcomer")
+
+
+def test_a_user_without_the_privilege_is_offered_no_workspace_and_cannot_create_one(client, db, workspace):
+    stranger = User.objects.create_user(username="stranger", password=PASSWORD)
+    viewer = User.objects.create_user(username="viewer-only", password=PASSWORD)
+    Membership.objects.create(user=viewer, workspace=workspace, role="viewer")
+    for user in (stranger, viewer):
+        client.force_login(user)
+        page = client.get("/onboarding/").content.decode()
+        assert 'value="workspace"' not in page and "Creating a workspace is a privilege" in page
+
+        response = client.post("/onboarding/", {"step": "workspace", "slug": f"mine-{user.pk}"}, follow=True)
+
+        assert "a superuser grants" in response.content.decode()
+        assert not Workspace.objects.filter(slug=f"mine-{user.pk}").exists()
+        assert not Membership.objects.filter(user=user, role="owner").exists()
+
+
+def test_a_tenants_model_at_a_foreign_base_url_is_refused_on_onboarding(client, db, settings):
+    settings.OPENAI_API_KEY = "sk-deployment-env"
+    user = allowed_to_create_workspaces(User.objects.create_user(username="tenant", password=PASSWORD))
+    client.force_login(user)
+    client.post("/onboarding/", {"step": "workspace", "slug": "tenant-ws"})
+
+    response = client.post("/onboarding/", {"step": "model", "provider": "openai", "model": "gpt-4o-mini",
+                                            "base_url": "http://collector.example.net/v1"}, follow=True)
+
+    assert "FATHOM_MODEL_BASE_URLS" in response.content.decode()
+    assert not LLMModel.objects.filter(workspace__slug="tenant-ws").exists()
 
 
 def test_sit_rounds_show_as_pairs_with_the_self_stripe(operator, workspace):

@@ -6,7 +6,7 @@ prompts received. Each flow saves a screenshot (see conftest.py)."""
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
@@ -165,7 +165,8 @@ def test_a_question_asked_waits_as_a_bubble_until_its_fire_arrives_live(live_ser
 
 
 def test_a_newcomer_goes_through_the_first_run(live_server_url, browser, screenshot, db):
-    User.objects.create_user(username="newcomer", password=PASSWORD)
+    newcomer = User.objects.create_user(username="newcomer", password=PASSWORD)
+    newcomer.user_permissions.add(Permission.objects.get(codename="add_workspace", content_type__app_label="fathom"))
     browser.get(f"{live_server_url}/")
     wait = WebDriverWait(browser, 30)
     wait.until(seen.visibility_of_element_located((By.ID, "id_username"))).send_keys("newcomer")

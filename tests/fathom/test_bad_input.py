@@ -9,6 +9,7 @@ from django.test import RequestFactory, override_settings
 
 from fathom.api import errors
 from fathom.api.parsers import MAX_JSON_DEPTH
+from fathom.llm.services import model_create
 from harness.fires.services import fire_create
 from harness.runtime import profiles
 from lake import api as lake_api
@@ -40,6 +41,11 @@ JSON_BODY_ENDPOINTS = [
     ("post", "/v1/autonomy/inbox/{directive}"),
     ("post", "/v1/producers/topical/run"),
     ("post", "/v1/fires/{fire}/feedback"),
+    ("post", "/v1/llm/models"),
+    ("patch", "/v1/llm/models/{model}"),
+    ("post", "/v1/llm/models/{model}/test"),
+    ("put", "/v1/llm/roles/main"),
+    ("patch", "/v1/quality/settings"),
 ]
 OBJECT_BODY_ENDPOINTS = [(method, path) for method, path in JSON_BODY_ENDPOINTS if path != "/v1/deltas"]
 
@@ -49,7 +55,7 @@ LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/
                   "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
                   "/v1/profiles/users/{user}/history", "/v1/runs",
                   "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops",
-                  "/v1/sessions/{session}/schedules"]
+                  "/v1/sessions/{session}/schedules", "/v1/quality/feedback"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),
@@ -63,7 +69,7 @@ PATH_PARAMETERS = ["/v1/traces/{bad}", "/v1/media/{bad}", "/v1/deltas/{bad}", "/
                    "/v1/tasks/{bad}", "/v1/sessions/{bad}/tasks",
                    "/v1/profiles/users/{bad}/history", "/v1/runs/{bad}", "/v1/runs/{bad}/graph",
                    "/v1/runs/{bad}/events", "/v1/producer-runs/{bad}", "/v1/deltas/{bad}/why",
-                   "/v1/sessions/{bad}/schedules", "/v1/schedules/{bad}"]
+                   "/v1/sessions/{bad}/schedules", "/v1/schedules/{bad}", "/v1/llm/models/{bad}"]
 
 UNSTORABLE = {"nul": "a\u0000b", "lone surrogate": "a\ud800b"}
 
@@ -81,7 +87,10 @@ def targets(owner, workspace):
     directive = owner.post("/v1/deltas", {"content": "look into it", "tags": ["kind:directive"]},
                            format="json").json()["id"]
     fire = fire_create(workspace=workspace, mode="introspective", question="a finished fire")
-    return {"session": session, "agent": "scout", "user": "ada", "directive": directive, "fire": str(fire.pk)}
+    model_create(workspace=workspace, name="house", provider="openai-compatible", model="m",
+                 base_url="http://127.0.0.1:9/v1")
+    return {"session": session, "agent": "scout", "user": "ada", "directive": directive, "fire": str(fire.pk),
+            "model": "house"}
 
 
 def send(client, method, path, body: bytes, **extra):

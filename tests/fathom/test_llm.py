@@ -358,6 +358,6 @@ def test_a_script_written_here_is_answered_in_another_process(transactional_db, 
 def test_an_assignment_needs_a_valid_role(workspace):
     from django.core.exceptions import ValidationError
 
-    model = model_create(name="m1", provider="offline", model="offline")
+    model = model_create(workspace=workspace, name="m1", provider="offline", model="offline")
     with pytest.raises(ValidationError):
         model_assign(workspace=workspace, role="Not A Role", model=model)

@@ -2,6 +2,8 @@
 
 import json
 import socket
+import sys
+from contextlib import contextmanager
 from io import StringIO
 
 import pytest
@@ -104,7 +106,7 @@ def test_the_calculator_refuses_anything_else(expression):
 def test_a_registry_model_answers_with_its_stored_key_which_is_never_printed(workspace, wire):
     from fathom.llm.services import model_create
 
-    model_create(name="wired", provider="openai-compatible", model="llama-test", base_url=wire.url + "/v1",
+    model_create(workspace=workspace, name="wired", provider="openai-compatible", model="llama-test", base_url=wire.url + "/v1",
                  api_key=KEY, input_price_per_mtok=1, output_price_per_mtok=1)
     call = {"id": "call_1", "type": "function", "function": {"name": "calculate", "arguments": '{"expression": "1+1"}'}}
     wire.respond(200, chat(None, tool_calls=[call], finish="tool_calls", usage=(1000, 0, 0)))
@@ -115,3 +117,43 @@ def test_a_registry_model_answers_with_its_stored_key_which_is_never_printed(wor
     assert output.splitlines()[0] == "reply: Two."
     assert "openai-compatible:llama-test" in output and "$0.003000" in output  # 3,000 tokens at $1 / 1M
     assert wire.requests[0][2]["authorization"] == f"Bearer {KEY}" and KEY not in output and KEY[-4:] not in output
+
+
+def registry_command(*args, key: str | None = None) -> str:
+    out = StringIO()
+    with _stdin(key):
+        call_command("fathom", "llm", *args, stdout=out)
+    return out.getvalue()
+
+
+@contextmanager
+def _stdin(text):
+    saved = sys.stdin
+    sys.stdin = StringIO(f"{text}\n" if text is not None else "")
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def test_the_registry_from_the_shell_registers_tests_assigns_and_deletes_in_one_workspace(
+        workspace, other_workspace, wire):
+    ws = ("--workspace", workspace.slug)
+    registry_command("models", "add", "local", "openai-compatible", "llama-test", "--base-url", f"{wire.url}/v1",
+                     "--key", *ws, key=KEY)
+    assert f"local\topenai-compatible:llama-test\t{wire.url}/v1\t…{KEY[-4:]}" in registry_command("models", "list", *ws)
+    assert "local" not in registry_command("models", "list", "--workspace", other_workspace.slug)
+
+    wire.respond(200, chat("Hello there."))
+    tested = registry_command("models", "test", "local", *ws)
+    assert tested.startswith("reply: Hello there.") and "llm.call [ok]" in tested and KEY not in tested
+    registry_command("roles", "assign", "main", "local", *ws)
+    assert registry_command("roles", "list", *ws).strip() == "main\tlocal"
+    with pytest.raises(CommandError, match="no LLM model named 'local'"):
+        registry_command("roles", "assign", "main", "local", "--workspace", other_workspace.slug)
+    with pytest.raises(CommandError, match="FATHOM_MODEL_BASE_URLS"):
+        registry_command("models", "add", "far", "openai", "gpt-4o-mini", "--base-url", "https://far.example/v1", *ws)
+    registry_command("models", "delete", "local", *ws)
+    assert registry_command("roles", "list", *ws).strip() == ""
+    audit = TraceEvent.objects.filter(workspace=workspace, kind__startswith="llm.registry.", kind__endswith=".completed")
+    assert audit.count() == 3 and all(e.actor_id.startswith("operator:login:") for e in audit)

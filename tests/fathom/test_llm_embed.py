@@ -21,8 +21,8 @@ def embedding_list(vectors, tokens=5):
 
 
 @pytest.fixture
-def embedder_model(db, wire):
-    return model_create(name="house-embedder", provider="openai", model="text-embedding-3-small",
+def embedder_model(workspace, wire):
+    return model_create(workspace=workspace, name="house-embedder", provider="openai", model="text-embedding-3-small",
                         base_url=f"{wire.url}/v1", api_key=KEY).name
 
 

@@ -1,17 +1,19 @@
-"""The model registry: keys encrypted at rest and never shown, environment fallbacks, admin."""
+"""The model registry: keys encrypted at rest and never shown, the deployment's key only where a superuser
+said so, admin."""
 
 import pytest
 from django.db import connection
 
+from fathom.errors import ApplicationError
 from fathom.llm.models import LLMModel
 from fathom.llm.registry import resolve
-from fathom.llm.services import model_assign, model_create, model_update
+from fathom.llm.services import model_assign, model_create, model_share, model_update
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706abcdWXYZ"
 
 
 def test_the_api_key_is_encrypted_in_the_column_and_reads_back(workspace):
-    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+    row = model_create(workspace=workspace, name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM fathom_llmmodel WHERE id = %s", [row.pk])
@@ -24,16 +26,26 @@ def test_the_api_key_is_encrypted_in_the_column_and_reads_back(workspace):
     assert resolved.api_key == SECRET and SECRET not in repr(resolved)
 
 
-def test_a_blank_key_falls_back_to_the_providers_environment_variable(workspace, settings):
+def test_a_blank_key_is_the_environments_only_for_a_deployment_model_set_to_use_it(workspace, settings):
     settings.OPENAI_API_KEY = "sk-from-env"
     settings.OLLAMA_HOST = "gpu-box:11434"
-    openai = model_create(name="gpt", provider="openai", model="gpt-4o-mini")
-    local = model_create(name="llama", provider="openai-compatible", model="llama3.2")
-    model_assign(workspace=workspace, role="main", model=openai)
+    deployment = model_create(workspace=None, name="gpt", provider="openai", model="gpt-4o-mini",
+                              uses_deployment_key=True)
+    model_share(model=deployment, workspaces=[workspace])
+    own = model_create(workspace=workspace, name="own-gpt", provider="openai", model="gpt-4o-mini")
+    local = model_create(workspace=workspace, name="llama", provider="openai-compatible", model="llama3.2")
+    model_assign(workspace=workspace, role="main", model=deployment)
+    model_assign(workspace=workspace, role="writer", model=own)
     model_assign(workspace=workspace, role="focus", model=local)
 
     assert resolve(workspace=workspace, role="main").api_key == "sk-from-env"
+    assert resolve(workspace=workspace, role="writer").api_key == ""
     assert resolve(workspace=workspace, role="focus").base_url == "http://gpu-box:11434/v1"
+
+
+def test_a_workspaces_model_may_not_use_the_deployments_key(workspace):
+    with pytest.raises(ApplicationError, match="deployment's key"):
+        model_create(workspace=workspace, name="gpt", provider="openai", model="gpt-4o-mini", uses_deployment_key=True)
 
 
 def test_the_environment_default_model_answers_roles_nobody_assigned(workspace, settings):
@@ -46,7 +58,7 @@ def test_the_environment_default_model_answers_roles_nobody_assigned(workspace, 
 
 
 def test_replacing_and_removing_a_key(workspace):
-    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+    row = model_create(workspace=workspace, name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
     model_update(model=row, api_key="sk-new-1234")
     assert LLMModel.objects.get(pk=row.pk).get_api_key() == "sk-new-1234"
     model_update(model=row, api_key="")
@@ -60,15 +72,17 @@ def admin_client_logged_in(client, django_user_model):
     return client
 
 
-def test_the_admin_shows_only_the_last_four_characters_and_keeps_the_key_when_left_blank(admin_client_logged_in):
-    row = model_create(name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
+def test_the_admin_shows_only_the_last_four_characters_and_keeps_the_key_when_left_blank(admin_client_logged_in,
+                                                                                          workspace):
+    row = model_create(workspace=workspace, name="gpt", provider="openai", model="gpt-4o-mini", api_key=SECRET)
 
     listing = admin_client_logged_in.get("/admin/fathom/llmmodel/").content.decode()
     page = admin_client_logged_in.get(f"/admin/fathom/llmmodel/{row.pk}/change/").content.decode()
     assert "…WXYZ" in listing and SECRET not in listing and SECRET not in page
     assert row.api_key_encrypted not in page
 
-    form = {"name": "gpt", "provider": "openai", "model": "gpt-4o", "api": "chat_completions", "base_url": "", "input_price_per_mtok": "2.5",
+    form = {"workspace": workspace.pk, "name": "gpt", "provider": "openai", "model": "gpt-4o", "api": "chat_completions",
+            "base_url": "", "input_price_per_mtok": "2.5",
             "output_price_per_mtok": "10", "cached_input_price_per_mtok": "", "context_window": "128000",
             "max_output_tokens": "4096", "timeout_seconds": "60", "options": "{}", "api_key": "",
             "assignments-TOTAL_FORMS": "0", "assignments-INITIAL_FORMS": "0"}

@@ -154,7 +154,7 @@ def test_a_streamed_responses_call_hands_over_its_function_calls(workspace, wire
 
 def test_the_responses_api_is_refused_for_a_provider_that_has_none(db):
     with pytest.raises(ValidationError, match="Responses API"):
-        model_create(name="claude-responses", provider="anthropic", model="claude", api="responses")
+        model_create(workspace=None, name="claude-responses", provider="anthropic", model="claude", api="responses")
 
 
 def test_a_responses_stream_that_fails_after_it_began_is_interrupted_not_retried(workspace, wire, settings):

@@ -73,7 +73,7 @@ def path_values(workspace, api_client_for):
     return owner, {"session_id": session, "slug": "scout", "proposal_id": 1, "conflict_id": 1,
                    "key_id": apikey_create(workspace=workspace, role="viewer").key.pk, "run_id": 1,
                    "fire_id": "0" * 32, "delta_id": "0" * 16,
-                   "name": "topical"}
+                   "name": "topical", "role": "main"}
 
 
 def test_each_documented_request_body_is_the_one_its_view_accepts(path_values):

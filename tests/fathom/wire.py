@@ -182,7 +182,7 @@ KEY = "sk-wire-test-0123456789abcdefKEYS"
 
 
 def use(workspace, provider, base_url, model="test-model", api_key=KEY, api="chat_completions"):
-    row = model_create(name=f"{provider}-{api.replace('_', '-')}-wire", provider=provider, model=model,
+    row = model_create(workspace=workspace, name=f"{provider}-{api.replace('_', '-')}-wire", provider=provider, model=model,
                        base_url=base_url, api_key=api_key, api=api, input_price_per_mtok=1, output_price_per_mtok=2)
     model_assign(workspace=workspace, role="main", model=row)
     return row

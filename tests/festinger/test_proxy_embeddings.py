@@ -19,10 +19,10 @@ ROVER, TEA = "a rover on the red plain", "green tea"
 
 
 @pytest.fixture
-def openai_wire():
+def openai_wire(workspace):
     """A local server speaking OpenAI's API, and a registry model `house-embedder` calling it."""
     server = WireServer().start()
-    model_create(name="house-embedder", provider="openai", model="text-embedding-3-small",
+    model_create(workspace=workspace, name="house-embedder", provider="openai", model="text-embedding-3-small",
                  base_url=f"{server.url}/v1", api_key=KEY)
     yield server
     server.stop()

@@ -38,8 +38,8 @@ def thinking_proxy(transactional_db, workspace, settings):
     settings.OLLAMA_HOST = ""
     world_ensure(workspace=workspace)
     server = WireServer().start()
-    model_create(name="claude", provider="anthropic", model="claude-test", base_url=server.url, api_key=KEY)
-    model_create(name="reasoner", provider="openai-compatible", model="deepseek-r1", base_url=f"{server.url}/v1")
+    model_create(workspace=workspace, name="claude", provider="anthropic", model="claude-test", base_url=server.url, api_key=KEY)
+    model_create(workspace=workspace, name="reasoner", provider="openai-compatible", model="deepseek-r1", base_url=f"{server.url}/v1")
     with serving(own_port_app(workspace_slug=workspace.slug, token="")) as url:
         yield url, server
     server.stop()

@@ -23,7 +23,7 @@ def model(workspace):
     from fathom.llm.services import model_assign, model_create
 
     server = WireServer().start()
-    row = model_create(name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
+    row = model_create(workspace=workspace, name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
                        base_url=f"{server.url}/v1", api_key="sk-local")
     model_assign(workspace=workspace, role="main", model=row)
     yield server

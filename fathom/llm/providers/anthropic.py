@@ -186,8 +186,8 @@ class AnthropicProvider:
     def _client(self, request):
         model = request.model
         if not model.api_key:
-            raise LLMNotConfigured(f"no API key for the model {model.name!r}: set one in the admin or "
-                                   f"ANTHROPIC_API_KEY", provider=self.name, model=model.model)
+            raise LLMNotConfigured(f"no API key for the model {model.name!r}: set one on the model (ANTHROPIC_API_KEY "
+                                   f"serves only deployment-wide models set to use it)", provider=self.name, model=model.model)
         return cached_client(anthropic.Anthropic, kind=self.name, base_url=model.base_url, api_key=model.api_key,
                              timeout=model.timeout_seconds)
 

@@ -162,8 +162,8 @@ class OpenAIProvider:
     def _client(self, request):
         model = request.model
         if self.key_required and not model.api_key:
-            raise LLMNotConfigured(f"no API key for the model {model.name!r}: set one in the admin or "
-                                   f"OPENAI_API_KEY", provider=self.name, model=model.model)
+            raise LLMNotConfigured(f"no API key for the model {model.name!r}: set one on the model (OPENAI_API_KEY "
+                                   f"serves only deployment-wide models set to use it)", provider=self.name, model=model.model)
         return cached_client(openai.OpenAI, kind=self.name, base_url=model.base_url,
                              api_key=model.api_key or "not-needed", timeout=model.timeout_seconds)
 

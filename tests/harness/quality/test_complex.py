@@ -12,7 +12,8 @@ from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.quality import agents, swarm
 from harness.quality.models import QualityRun
 from harness.quality.verification import perspectives_for
-from harness.runtime.services import message_send
+from harness.runtime.profiles import user_profile_create
+from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import classification, verdict
@@ -153,6 +154,23 @@ def test_a_swarm_whose_specialists_all_fail_lets_the_main_pass_run_without_it(ro
     run.refresh_from_db()
     assert run.swarm["specialists_succeeded"] == 0 and not run.swarm["aggregator_succeeded"]
     assert not roles.aggregator.sent and run.waiting_for == ""
+
+
+def test_a_user_who_opted_out_of_the_swarm_gets_none_in_a_workspace_that_runs_it(roles, workspace, quality_on):
+    # given the swarm on, five notes, and a session of a user whose preferences say "swarm": false
+    quality_on.swarm_enabled = True
+    quality_on.save()
+    notes(workspace)
+    user_profile_create(workspace=workspace, slug="ada", preferences={"swarm": False})
+    session = session_create(workspace=workspace, user="ada")
+    message_send(session=session, content=QUESTION)
+    roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "x"}}])
+    # when the session ticks, the main pass runs at once: no swarm
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    assert run.waiting_for == "verifier" and run.swarm == {} and run.sources == []
+    assert "harness_swarm_activated" not in harness_events(session)
 
 
 def test_contrastive_combination_is_the_minimum_with_tagged_issues():
