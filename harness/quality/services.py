@@ -1,5 +1,6 @@
-"""State changes of the quality harness outside a fire's run: users' feedback, and the calibration the
-beat task rebuilds from it every 5 minutes (seed 001's "Calibration from feedback")."""
+"""State changes of the quality harness outside a fire's attempts: a run closed when its fire ended,
+users' feedback, and the calibration the beat task rebuilds from it every 5 minutes (seed 001's
+"Calibration from feedback")."""
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,6 +15,15 @@ CALIBRATION_EXAMPLES = 3
 MISMATCH_UP_BELOW = 0.6  # a thumbs up on an answer the verifier scored below this is a mismatch
 MISMATCH_DOWN_ABOVE = 0.7  # and a thumbs down on one it scored above this
 CALIBRATION_WINDOW = 200  # the most recent feedback rows looked at
+
+
+def run_ended(*, fire: Fire) -> int:
+    """Close the fire's QualityRun if it is still open (the fire was cancelled, failed, or ended before
+    an answer was kept): state ended with the fire's stop reason, nothing awaited any more. Runs that
+    kept an answer are left as they are. Returns how many were closed (0 or 1)."""
+    return QualityRun.objects.filter(fire=fire, state__in=QualityRun.OPEN).update(
+        state=QualityRun.State.ENDED, end_reason=fire.stop_reason or fire.status, waiting_for="", waiting_token="",
+        waiting_since=None, finished_at=timezone.now())
 
 
 def feedback_create(*, fire: Fire, rating: str, comment: str = "", author: str = "") -> Feedback:
