@@ -1,10 +1,13 @@
 """Every quality record of a fire that ended before an answer was kept is closed with its reason: a
 fire cancelled over REST while its model call is in flight (on a real worker; its message never fires
-again, whatever the harness's sweeps do), and a fire whose model fails."""
+again, whatever the harness's sweeps do), a fire whose model fails, and the runs such fires left open
+before (closed by the migration)."""
 
 import time
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from harness.fires.models import Fire
 from harness.fires.tasks import harness_sweep
@@ -64,3 +67,32 @@ def test_a_fire_cancelled_mid_call_stays_cancelled_and_closes_its_quality_record
         time.sleep(1)  # a tick the sweep sent would have reached the worker by now
     assert Fire.objects.filter(session=session).count() == 1 and len(wire_main.bodies) == 1
     assert not QualityRun.objects.filter(workspace=session.workspace, state__in=QualityRun.OPEN).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_closes_the_runs_that_ended_fires_left_open(workspace):
+    # given a database before the runs could end: a cancelled fire whose run stayed running, a failed one
+    # whose run stayed verifying, and a running fire's run
+    before, after = ("quality", "0002_resend_sweep_schedule"), ("quality", "0003_run_ended")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    old = executor.loader.project_state(
+        [node for node in executor.loader.graph.leaf_nodes() if node[0] != "quality"] + [before]).apps
+    runs = {}
+    for status, stop_reason, state in (("cancelled", "cancelled", "running"), ("failed", "error", "verifying"),
+                                       ("running", "", "running")):
+        fire = old.get_model("fires", "Fire").objects.create(workspace_id=workspace.pk, status=status,
+                                                             stop_reason=stop_reason)
+        runs[status] = old.get_model("quality", "QualityRun").objects.create(
+            workspace_id=workspace.pk, fire_id=fire.pk, state=state, waiting_for="verifier").pk
+    # when it migrates forward
+    executor = MigrationExecutor(connection)
+    executor.migrate([after])
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    # then the runs of the ended fires are closed with their stop reason, the running one is left as it is
+    state = {status: QualityRun.objects.values_list("state", "end_reason", "waiting_for").get(pk=pk)
+             for status, pk in runs.items()}
+    assert state == {"cancelled": ("ended", "cancelled", ""), "failed": ("ended", "error", ""),
+                     "running": ("running", "", "verifier")}
