@@ -26,6 +26,7 @@ from harness.fires.models import Fire
 from harness.fires.turn_stream import StreamedTurn
 from harness.quality import postflight, preamble, preflight, services, subtasks
 from harness.quality.api import QualityOutput
+from harness.quality.models import QualityRun
 from harness.quality.run_state import FireQuality
 from harness.quality.stream_alerts import AttemptMonitor
 
@@ -64,7 +65,10 @@ class QualityHooks(FireHooks):
         return set(self.state.run.sources) | subtasks.cited_ids(self.state.run)
 
     def ended(self) -> None:
-        services.run_ended(fire=self.fire)
+        # Only a run this process saw open: one made or read in this run of the fire (its preflight
+        # makes it), not closed by a kept answer since.
+        if self.state.run is not None and self.state.run.state in QualityRun.OPEN:
+            services.run_ended(fire=self.fire)
 
     @classmethod
     def output_fields(cls) -> dict[str, serializers.Field]:
