@@ -28,8 +28,9 @@ class FireTurnInline(admin.TabularInline):
 class FireAdmin(WorkspaceScopedAdmin):
     """Fires with their journal: every model turn and every tool call with its whole result."""
 
-    list_display = ["id", "mode", "status", "stop_reason", "session", "depth", "model_calls", "cost", "created_at"]
-    list_filter = ["mode", "status", "stop_reason", "workspace"]
+    list_display = ["id", "mode", "status", "stop_reason", "verdict", "session", "depth", "model_calls", "cost",
+                    "created_at"]
+    list_filter = ["mode", "status", "stop_reason", "verdict", "workspace"]
     search_fields = ["id", "question", "trace_id"]
     readonly_fields = [f.name for f in Fire._meta.fields]
     inlines = [FireTurnInline, FireToolCallInline]

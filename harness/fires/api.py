@@ -27,13 +27,21 @@ class FireTurnOutput(serializers.ModelSerializer):
                   "input_tokens", "output_tokens", "cost", "latency_ms", "call_id", "calls", "created_at"]
 
 
+class VerdictOutput(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Fire.Verdict.choices,
+                                     help_text="passed, degraded (failed its checks, no retry left) or unchecked")
+    reasons = serializers.ListField(child=serializers.CharField(), help_text="why it is degraded")
+
+
 class FireSummaryOutput(serializers.ModelSerializer):
     autonomous = serializers.CharField(read_only=True, help_text="the autonomy decision whose Sit this fire is a "
                                                                  "round of (\"\" when no autonomous Sit started it)")
+    verdict = VerdictOutput(source="verdict_detail", read_only=True,
+                            help_text="the checks' verdict on the answer: degraded answers are delivered marked so")
 
     class Meta:
         model = Fire
-        fields = ["id", "mode", "status", "phase", "stop_reason", "session", "turn", "parent", "depth", "question",
+        fields = ["id", "mode", "status", "phase", "stop_reason", "verdict", "session", "turn", "parent", "depth", "question",
                   "autonomous", "model_calls", "input_tokens", "output_tokens", "cost", "trace_id", "created_at",
                   "started_at", "finished_at"]
 

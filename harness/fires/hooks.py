@@ -7,8 +7,11 @@ harness.fires owns a fire's phases (harness.fires.loop):
                  the plan board move, `turn_listener` reads each model turn as it streams
     respond      the answer; `checks_answer` says whether it is checked before it counts
     verify       `answer_submitted` starts the checks (in the transaction that saves the answer),
-                 `answer_verdict` decides once they are in: keep an answer, or retry
-    writes, review, done
+                 `answer_verdict` decides once they are in: keep an answer (passed, or degraded with
+                 its reasons), or retry
+    writes       `ids_shown` names the delta ids a hook showed the fire besides its tool results
+    review, done
+    ended        `ended` hears the fire's end (finished, failed or cancelled) with its stop reason
 
 An app implements `FireHooks` and names its class in `settings.FATHOM_FIRE_HOOKS`, the way model
 middleware is named in FATHOM_MODEL_MIDDLEWARE (the quality harness is the one there today). The
@@ -43,10 +46,14 @@ class Park:
 @dataclass(frozen=True)
 class Verdict:
     """A hook's decision on the answer it checked: `retry` (back to the main loop, whose prompt the
-    hook extends), else `response`, the answer to keep (maybe an earlier attempt's)."""
+    hook extends), else `response`, the answer to keep (maybe an earlier attempt's), `degraded` when
+    it failed the checks and no retry is left, with the reasons why (delivered marked so, and nothing
+    it asserts is written to the lake: harness.fires.writes)."""
 
     retry: bool
     response: dict | None = None
+    degraded: bool = False
+    reasons: tuple[str, ...] = ()
 
 
 class FireHooks:
@@ -82,6 +89,15 @@ class FireHooks:
     def answer_verdict(self) -> Park | Verdict:
         """The checks' decision, or Park while they run. Its writes join the fire's transaction."""
         return Verdict(retry=False, response=self.fire.response)
+
+    def ids_shown(self) -> set[str]:
+        """Delta ids the hook showed the fire outside its tool results (a retrieval of its own): the
+        fire's writes may name them as ids the fire saw."""
+        return set()
+
+    def ended(self) -> None:
+        """The fire ended (fire.status: finished, failed or cancelled; fire.stop_reason says why): close
+        what the hook holds open for it. In the transaction that saves the end."""
 
     @classmethod
     def output_fields(cls) -> dict[str, serializers.Field]:
@@ -123,13 +139,26 @@ class FireLifecycle:
         return parks[0] if parks else None
 
     def answer_verdict(self) -> Park | Verdict:
-        verdict = Verdict(retry=False, response=None)
+        """The first Park or retry; else the last checking hook's answer, degraded if any hook said so."""
+        verdicts = []
         for hook in self.hooks:
             if hook.checks_answer():
                 verdict = hook.answer_verdict()
                 if isinstance(verdict, Park) or verdict.retry:
                     return verdict
-        return verdict
+                verdicts.append(verdict)
+        if not verdicts:
+            return Verdict(retry=False, response=None)
+        reasons = tuple(reason for verdict in verdicts for reason in verdict.reasons)
+        return Verdict(retry=False, response=verdicts[-1].response, degraded=any(v.degraded for v in verdicts),
+                       reasons=reasons)
+
+    def ids_shown(self) -> set[str]:
+        return {delta_id for hook in self.hooks for delta_id in hook.ids_shown()}
+
+    def ended(self) -> None:
+        for hook in self.hooks:
+            hook.ended()
 
 
 def output_fields() -> dict[str, serializers.Field]:

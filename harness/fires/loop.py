@@ -81,11 +81,11 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> P
                 root.leave_open()  # the run that resumes the fire once what it waits for answered ends it
                 return park
             if fire.phase == Fire.Phase.WRITES:
-                writes.fire_writes(fire)
+                writes.fire_writes(fire, shown=lifecycle.ids_shown())
             if fire.phase == Fire.Phase.REVIEW:
                 _review_pass(fire, limits)
         except FireCancelled:
-            _end(fire, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
+            _end(fire, lifecycle, Fire.Status.CANCELLED, Fire.StopReason.CANCELLED)
         except claims.ClaimLost:
             raise
         except TRANSIENT_ERRORS:
@@ -93,16 +93,16 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> P
             root.leave_open()  # the attempt that resumes the fire ends it, as after a killed worker
             raise
         except LLMBudgetExceeded as exc:
-            _end(fire, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
+            _end(fire, lifecycle, Fire.Status.FAILED, Fire.StopReason.BUDGET_EXCEEDED, error=f"{exc.code}: {exc.message}")
             raise
         except LLMError as exc:  # the model failed after the retry policy's attempts: its code says how
-            _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{exc.code}: {exc.message}")
+            _end(fire, lifecycle, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{exc.code}: {exc.message}")
             raise
         except Exception as exc:
-            _end(fire, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
+            _end(fire, lifecycle, Fire.Status.FAILED, Fire.StopReason.ERROR, error=f"{type(exc).__name__}: {exc}")
             raise
         else:
-            _end(fire, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
+            _end(fire, lifecycle, Fire.Status.FINISHED, fire.stop_reason or Fire.StopReason.RESPONDED)
         root.set(status=fire.status, stop_reason=fire.stop_reason, model_calls=fire.model_calls)
     return None
 
@@ -118,9 +118,11 @@ def _verified(fire: Fire, lifecycle: FireLifecycle) -> Park | None:
             fire.phase, fire.response, fire.stop_reason = Fire.Phase.MAIN, {}, ""
         else:
             fire.phase, fire.response = Fire.Phase.WRITES, verdict.response or fire.response
-        fire.save(update_fields=["phase", "response", "stop_reason"])
+            fire.verdict = Fire.Verdict.DEGRADED if verdict.degraded else Fire.Verdict.PASSED
+            fire.verdict_reasons = list(verdict.reasons) if verdict.degraded else []
+        fire.save(update_fields=["phase", "response", "stop_reason", "verdict", "verdict_reasons"])
         if fire.phase == Fire.Phase.WRITES:
-            writes.fire_writes(fire)
+            writes.fire_writes(fire, shown=lifecycle.ids_shown())
     return None
 
 
@@ -383,7 +385,15 @@ ones in your call too: `attestation` (1-2 first-person sentences on what this fi
 and `mood_shift` (a small drift on one affect axis)."""
 
 
+DEGRADED_REVIEW = "the answer is degraded: nothing of it is consolidated"
+
+
 def _review_pass(fire: Fire, limits: HarnessSettings) -> None:
+    """The review pass; none for a degraded answer (its working set is not consolidated either)."""
+    if fire.verdict == Fire.Verdict.DEGRADED:
+        fire.review, fire.phase = {"outcome": "skip", "reason": DEGRADED_REVIEW}, Fire.Phase.DONE
+        fire.save(update_fields=["review", "phase"])
+        return
     tools = tools_for(phase=REVIEW, disabled=fire.disabled_tools)
     by_name = {t.name: t for t in tools}
     turns = journal_read(fire=fire, phase=REVIEW)
@@ -506,11 +516,14 @@ def _in_session(fire: Fire) -> bool:
     return bool(fire.session_id) and fire.depth == 0
 
 
-def _end(fire: Fire, status: str, stop_reason: str, *, error: str = "") -> None:
+def _end(fire: Fire, lifecycle: FireLifecycle, status: str, stop_reason: str, *, error: str = "") -> None:
+    """The fire's end, saved together with what its hooks close on hearing it."""
     fire.status, fire.stop_reason, fire.error, fire.finished_at = status, stop_reason, error[:4000], timezone.now()
     if status != Fire.Status.FINISHED:
         fire.phase = Fire.Phase.DONE
-    fire.save(update_fields=["status", "stop_reason", "error", "finished_at", "phase"])
+    with transaction.atomic():
+        fire.save(update_fields=["status", "stop_reason", "error", "finished_at", "phase"])
+        lifecycle.ended()
     fire.refresh_from_db(fields=["model_calls", "input_tokens", "output_tokens", "cost"])
 
 

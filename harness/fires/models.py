@@ -40,6 +40,13 @@ class Fire(WorkspaceScoped, Claimable):
         CANCELLED = "cancelled"
         BUDGET_EXCEEDED = "budget_exceeded"  # its trace made as many model calls as it may (fathom.llm.budget)
 
+    class Verdict(models.TextChoices):
+        """What the lifecycle hooks' checks said of the answer kept (harness.fires.hooks.Verdict)."""
+
+        UNCHECKED = "unchecked"  # no hook checked it (or the fire did not answer)
+        PASSED = "passed"
+        DEGRADED = "degraded"  # it failed its checks and no retry was left: delivered marked, not memory
+
     TERMINAL = (Status.FINISHED, Status.FAILED, Status.CANCELLED)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -61,6 +68,8 @@ class Fire(WorkspaceScoped, Claimable):
     plan_events = models.JSONField(default=list, blank=True,
                                    help_text="drifts from the plan and its revisions (harness.fires.tools.plan)")
     response = models.JSONField(default=dict, blank=True, help_text="the respond tool's arguments")
+    verdict = models.CharField(max_length=16, choices=Verdict.choices, default=Verdict.UNCHECKED)
+    verdict_reasons = models.JSONField(default=list, blank=True, help_text="why the answer is degraded")
     review = models.JSONField(default=dict, blank=True, help_text="the review pass's outcome")
     writes = models.JSONField(default=dict, blank=True, help_text="ids of the per-fire writes")
     writes_done_at = models.DateTimeField(null=True, blank=True)
@@ -89,6 +98,11 @@ class Fire(WorkspaceScoped, Claimable):
     @property
     def is_terminal(self) -> bool:
         return self.status in self.TERMINAL
+
+    @property
+    def verdict_detail(self) -> dict:
+        """The checks' verdict on the answer as clients read it: {status: passed | degraded | unchecked, reasons}."""
+        return {"status": self.verdict, "reasons": list(self.verdict_reasons)}
 
     @property
     def autonomous(self) -> str:

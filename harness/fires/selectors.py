@@ -1,5 +1,6 @@
 """Reads of fires, always scoped by workspace."""
 
+import re
 
 from django.db import models
 from django.db.models.fields.json import KT
@@ -7,13 +8,14 @@ from django.db.models.fields.json import KT
 from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
 from harness.fires import hooks
-from harness.fires.models import Fire
+from harness.fires.models import Fire, FireToolCall
 from harness.runtime.models import Session
-from lake.models import Delta
+from lake.models import ID_LENGTH, Delta
 
 TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
                 "model", "provider", "input_tokens", "output_tokens", "cost", "error"]
 TRACE_LIMIT = 2000
+DELTA_ID = re.compile(rf"\b[0-9a-f]{{{ID_LENGTH}}}\b")
 
 
 def fire_get(*, workspace, fire_id) -> Fire:
@@ -29,6 +31,16 @@ def fire_with_journal(*, fire: Fire) -> Fire:
     """The fire with its turns, their tool calls, its children and what its lifecycle hooks show of it
     (the quality harness's record with its attempts), read in four queries and the hooks' lookups."""
     return Fire.objects.prefetch_related("turns__calls", "children", *hooks.output_prefetch()).get(pk=fire.pk)
+
+
+def fire_returned_ids(*, fire: Fire) -> set[str]:
+    """Every delta id that appears in a result of the fire's tools (candidates: the lake says which
+    exist), the respond aside: what the fire was shown, so what it may name."""
+    found = set()
+    for result in (FireToolCall.objects.filter(fire=fire, ok=True).exclude(name="respond")
+                   .values_list("result", flat=True)):
+        found.update(DELTA_ID.findall(result))
+    return found
 
 
 def fire_trace(*, fire: Fire) -> list[dict]:

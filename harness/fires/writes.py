@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from fathom.celery import send_task_on_commit
 from harness.fires.models import Fire
+from harness.fires.selectors import fire_returned_ids
 from harness.fires.tools.respond import MOOD_SHIFT
 from harness.runtime.events import event_emit
 from harness.runtime.models import SessionEvent
@@ -19,13 +20,17 @@ from lake.models import QA_MARKER_TAG, Delta
 from lake.services import deltas_create, provenance_create
 
 ARTIFACT_KINDS = ("insight", "recommendation", "document")
+# What a degraded answer would assert, so is not written (docs/quality.md, "Degraded answers").
+WITHHELD_WHEN_DEGRADED = ("card", "artifacts", "affirms", "refutes", "qa_marker")
 
 
-def fire_writes(fire: Fire) -> None:
+def fire_writes(fire: Fire, *, shown: set[str] = frozenset()) -> None:
+    """The per-fire writes, once; `shown`: the ids the lifecycle hooks showed the fire besides its tool
+    results (harness.fires.hooks.FireHooks.ids_shown)."""
     with transaction.atomic(savepoint=False):  # or as part of the caller's (the harness's acceptance)
         locked = Fire.objects.select_for_update().get(pk=fire.pk)
         if locked.writes_done_at is None:
-            written = lake_writes(fire)
+            written = lake_writes(fire, shown=shown)
             if fire.session_id and fire.depth == 0:
                 _session_output(fire, written)
             fire.writes, fire.writes_done_at = written, timezone.now()
@@ -35,20 +40,29 @@ def fire_writes(fire: Fire) -> None:
         fire.save(update_fields=["writes", "writes_done_at", "phase"])
 
 
-def lake_writes(fire: Fire) -> dict:
+def lake_writes(fire: Fire, *, shown: set[str] = frozenset()) -> dict:
     """The card (addressed-tagged), kind:standpoint-attestation, kind:mood-shift, the kind:directive the
-    respond named (if any), one
-    kind:engagement-attest per cited (affirms) and dropped (refutes) id that exists, the Q/A marker
-    (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the
-    background. Returns the ids written, by kind."""
+    respond named (if any), the answer's artifacts (kind:insight / recommendation / document, tagged
+    cites:<id>), one kind:engagement-attest per cited (affirms) and dropped (refutes) id, the Q/A marker
+    (level 0 over the cited moments, with its centroid), and kind:judge-axes queued for the background.
+    Returns the ids written, by kind.
+
+    An id is named (cites, affirms, refutes, the marker's children) only when the fire saw it: it is in
+    this workspace's lake and was returned to this fire by a tool, or shown to it by a hook (`shown`).
+    A degraded answer (fire.verdict) asserts nothing: its card, artifacts, engagements and Q/A marker
+    are not written (`withheld` lists them); what the fire says of itself (attestation, mood shift,
+    directive) is."""
     response = fire.response
+    degraded = fire.verdict == Fire.Verdict.DEGRADED
     common = [f"fire:{fire.pk}", f"mode:{fire.mode}"] + ([fire.session.tag] if fire.session_id else [])
     common += ["autonomous", f"autonomy-decision:{fire.autonomous}"] if fire.autonomous else []
     source = "harness-introspect" if fire.mode == Fire.Mode.INTROSPECTIVE else "harness"
-    addressed = [f"addressed:{m['id']}" for m in fire.work_set.get("messages", []) if m.get("id")]
-    card_tags = ["kind:card", *common, *addressed] + (["introspect-self"] if fire.mode == Fire.Mode.INTROSPECTIVE else [])
-    items = [{"content": response["body"], "tags": card_tags, "source": source}]
-    kinds = ["card"]
+    seen = {} if degraded else _seen(fire, response, shown)
+    kinds, items = [], []
+    if not degraded:
+        for kind, item in _asserting_items(fire, seen, common, source):
+            kinds.append(kind)
+            items.append(item)
     if response.get("attestation"):
         items.append(_attestation_item(response["attestation"], common, source))
         kinds.append("attestation")
@@ -58,21 +72,8 @@ def lake_writes(fire: Fire) -> dict:
     if response.get("directive"):
         items.append({"content": response["directive"], "tags": ["kind:directive", *common], "source": source})
         kinds.append("directive")
-    for card in response.get("cards") or []:  # the artifacts (seed 001): insights, recommendations, documents
-        if card.get("kind") in ARTIFACT_KINDS:
-            cited = [c["id"] for c in card.get("citations") or [] if isinstance(c, dict) and c.get("id")]
-            items.append({"content": card["body"], "source": source, "tags": [
-                f"kind:{card['kind']}", *common, *(f"cites:{i}" for i in cited)]})
-            kinds.append("artifacts")
-    wanted = set(response.get("cited_ids", [])) | set(response.get("dropped_ids", []))
-    existing = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=wanted).in_bulk()
-    for verb, key in (("affirms", "cited_ids"), ("refutes", "dropped_ids")):
-        for delta_id in response.get(key, []):
-            if delta_id in existing:
-                items.append({"content": f"{verb} {delta_id}", "source": source,
-                              "tags": ["kind:engagement-attest", f"{verb}:{delta_id}", *common]})
-                kinds.append(verb)
-    deltas = deltas_create(workspace=fire.workspace, items=items, idempotency_key=f"fire-writes:{fire.pk}").deltas
+    deltas = deltas_create(workspace=fire.workspace, items=items,
+                           idempotency_key=f"fire-writes:{fire.pk}").deltas if items else []
     written: dict = {"affirms": [], "refutes": []}
     for kind, delta in zip(kinds, deltas, strict=True):
         if kind in ("affirms", "refutes", "artifacts"):
@@ -80,15 +81,48 @@ def lake_writes(fire: Fire) -> dict:
             written[kind].append(delta.pk)
         else:
             written[kind] = delta.pk
-    moments = [i for i in response.get("cited_ids", []) if i in existing and not existing[i].is_provenance]
+    moments = [i for i in response.get("cited_ids", []) if i in seen and not seen[i].is_provenance]
     if moments:
         marker = provenance_create(
             workspace=fire.workspace, title=_one_line(fire.question, 200), child_ids=moments, level=0,
             content=f"Q: {fire.question}\n\nA: {response['body']}", tags=[QA_MARKER_TAG, *common], source=source)
         written["qa_marker"] = marker.pk
+    if degraded:
+        written["withheld"] = list(WITHHELD_WHEN_DEGRADED)
     _judge_axes_enqueue(fire)
     written["judge_axes"] = "queued"
     return written
+
+
+def _asserting_items(fire: Fire, seen: dict[str, Delta], common: list, source: str):
+    """(kind, item) of what the answer asserts, but its Q/A marker: the card (addressed-tagged), the
+    artifacts (seed 001), the engagements with the ids the fire saw."""
+    response = fire.response
+    addressed = [f"addressed:{m['id']}" for m in fire.work_set.get("messages", []) if m.get("id")]
+    introspect = ["introspect-self"] if fire.mode == Fire.Mode.INTROSPECTIVE else []
+    yield "card", {"content": response["body"], "tags": ["kind:card", *common, *addressed, *introspect],
+                   "source": source}
+    for card in response.get("cards") or []:
+        if card.get("kind") in ARTIFACT_KINDS:
+            cited = {c["id"] for c in card.get("citations") or [] if isinstance(c, dict) and c.get("id")}
+            yield "artifacts", {"content": card["body"], "source": source, "tags": [
+                f"kind:{card['kind']}", *common, *(f"cites:{i}" for i in sorted(cited & seen.keys()))]}
+    for verb, key in (("affirms", "cited_ids"), ("refutes", "dropped_ids")):
+        for delta_id in response.get(key, []):
+            if delta_id in seen:
+                yield verb, {"content": f"{verb} {delta_id}", "source": source,
+                             "tags": ["kind:engagement-attest", f"{verb}:{delta_id}", *common]}
+
+
+def _seen(fire: Fire, response: dict, shown: set[str]) -> dict[str, Delta]:
+    """The deltas the answer names that the fire saw (returned by its tools, or shown by a hook), by id."""
+    named = {str(i) for key in ("cited_ids", "dropped_ids") for i in response.get(key) or []}
+    named |= {str(c["id"]) for card in response.get("cards") or [] for c in card.get("citations") or []
+              if isinstance(c, dict) and c.get("id")}
+    if not named:
+        return {}
+    returned = fire_returned_ids(fire=fire) | set(shown)
+    return Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=named & returned).in_bulk()
 
 
 def review_writes(fire: Fire, calls) -> dict:
@@ -148,7 +182,8 @@ def _session_output(fire: Fire, written: dict) -> None:
     event_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, kind=SessionEvent.Kind.ASSISTANT_OUTPUT,
                turn_id=fire.turn_id, data={"fire_id": str(fire.pk), "body": response.get("body", ""),
                                      "cards": response.get("cards", []), "cited_ids": response.get("cited_ids", []),
-                                     "card_id": written.get("card"), "stop_reason": fire.stop_reason})
+                                     "card_id": written.get("card"), "stop_reason": fire.stop_reason,
+                                     "verdict": fire.verdict_detail})
     messages = fire.work_set.get("messages", [])
     ids = [m["id"] for m in messages if m.get("id")]
     # The respond answers a lone message; with several, the model ticks them off itself, and the

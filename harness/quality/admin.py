@@ -27,8 +27,8 @@ class QualityAttemptInline(admin.StackedInline):
 
 @admin.register(QualityRun)
 class QualityRunAdmin(ReadOnlyAdmin):
-    list_display = ["fire", "workspace", "state", "level", "workflow", "attempt", "verifier_score", "waiting_for",
-                    "created_at"]
+    list_display = ["fire", "workspace", "state", "end_reason", "level", "workflow", "attempt", "verifier_score",
+                    "waiting_for", "created_at"]
     list_filter = ["state", "workspace"]
     search_fields = ["fire__id", "fire__question"]
     readonly_fields = [f.name for f in QualityRun._meta.fields]

@@ -30,9 +30,9 @@ class QualityOutput(serializers.ModelSerializer):
 
     class Meta:
         model = QualityRun
-        fields = ["state", "complexity", "plan", "sources", "swarm", "attempt", "iterations", "waiting_for", "scores",
-                  "degraded", "profile", "context_metrics", "final_attempt", "verifier_score", "events", "attempts",
-                  "created_at", "finished_at"]
+        fields = ["state", "end_reason", "complexity", "plan", "sources", "swarm", "attempt", "iterations",
+                  "waiting_for", "scores", "degraded", "profile", "context_metrics", "final_attempt", "verifier_score",
+                  "events", "attempts", "created_at", "finished_at"]
 
 
 class FeedbackOutput(serializers.ModelSerializer):

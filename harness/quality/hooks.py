@@ -9,7 +9,11 @@ named in settings.FATHOM_FIRE_HOOKS):
     turn_listener    the stream monitor over the main model's text (.stream_alerts)
     checks_answer    every answer of a wrapped fire is checked
     answer_submitted the contract evaluated and the verifier group sent: the fire parks (.postflight)
-    answer_verdict   once the verdict is in: retry, or the best attempt's answer (.postflight)
+    answer_verdict   once the verdict is in: retry, or the best attempt's answer, degraded with the
+                     reasons when it failed and no retry is left (.postflight)
+    ids_shown        the sources the pre-flight retrieved and the subtasks' citations
+    ended            the run closed (state ended, with the fire's stop reason) if the fire ended
+                     before an answer was kept (.services.run_ended)
 
 It wraps the top-level fires of sessions (reactive, Sit rounds) of workspaces whose QualitySettings
 are enabled; introspective fires (Fathom calling itself) and child fires run without it. Its state is
@@ -20,8 +24,9 @@ from rest_framework import serializers
 from harness.fires.hooks import FireHooks, Park, Verdict
 from harness.fires.models import Fire
 from harness.fires.turn_stream import StreamedTurn
-from harness.quality import postflight, preamble, preflight
+from harness.quality import postflight, preamble, preflight, services, subtasks
 from harness.quality.api import QualityOutput
+from harness.quality.models import QualityRun
 from harness.quality.run_state import FireQuality
 from harness.quality.stream_alerts import AttemptMonitor
 
@@ -53,6 +58,17 @@ class QualityHooks(FireHooks):
 
     def answer_verdict(self) -> Park | Verdict:
         return postflight.answer_verdict(self.state)
+
+    def ids_shown(self) -> set[str]:
+        if self.state.run is None:
+            return set()
+        return set(self.state.run.sources) | subtasks.cited_ids(self.state.run)
+
+    def ended(self) -> None:
+        # Only a run this process saw open: one made or read in this run of the fire (its preflight
+        # makes it), not closed by a kept answer since.
+        if self.state.run is not None and self.state.run.state in QualityRun.OPEN:
+            services.run_ended(fire=self.fire)
 
     @classmethod
     def output_fields(cls) -> dict[str, serializers.Field]:

@@ -82,10 +82,15 @@ class QualityRun(WorkspaceScoped):
     class State(models.TextChoices):
         RUNNING = "running"  # pre-flight done; an attempt runs (or its swarm)
         VERIFYING = "verifying"  # an attempt answered; its verifier group runs
-        DONE = "done"
+        DONE = "done"  # an answer was kept (passed, or degraded)
+        ENDED = "ended"  # the fire ended before that (cancelled, failed): `end_reason` says how
+
+    OPEN = (State.RUNNING, State.VERIFYING)
 
     fire = models.OneToOneField("fires.Fire", on_delete=models.CASCADE, related_name="quality")
     state = models.CharField(max_length=16, choices=State.choices, default=State.RUNNING)
+    end_reason = models.CharField(max_length=16, blank=True,
+                                  help_text="the fire's stop reason when it ended with the run open")
     complexity = models.JSONField(default=dict, blank=True,
                                   help_text="level, reason, subtask_count, workflow_type, expected, is_fallback")
     plan = models.JSONField(default=dict, blank=True, help_text="the selected plan, its score, the candidates")

@@ -108,7 +108,9 @@ def _decide(state: FireQuality) -> Verdict:
         if decision.retry:
             state.attempt = _retry(step, attempt, limits, decision.reason)
             return Verdict(retry=True)
-        return Verdict(retry=False, response=_accept(step, attempt, limits, workflow, decision.reason))
+        response = _accept(step, attempt, limits, workflow, decision.reason)
+        return Verdict(retry=False, response=response, degraded=bool(run.degraded),
+                       reasons=tuple(run.degraded.get("issues", ())))
 
 
 def _retry(step: Step, attempt: QualityAttempt, limits: RetrySettings, reason: str) -> QualityAttempt:

@@ -1,6 +1,6 @@
-"""State changes of the quality harness outside a fire's run: the workspace's settings and retry policy
-(seed 001's "Tuning"), users' feedback, and the calibration the beat task rebuilds from it every 5
-minutes (seed 001's "Calibration from feedback")."""
+"""State changes of the quality harness outside a fire's attempts: the workspace's settings and retry
+policy (seed 001's "Tuning"), a run closed when its fire ended, users' feedback, and the calibration the
+beat task rebuilds from it every 5 minutes (seed 001's "Calibration from feedback")."""
 
 from django.db import transaction
 from django.utils import timezone
@@ -42,6 +42,15 @@ def quality_settings_update(*, workspace_id, retry_policies: dict | None = None,
             QualityRetryPolicy.objects.filter(workspace_id=workspace_id, workflow_type=workflow).update(
                 **{k: v for k, v in values.items() if k in RETRY_FIELDS})
     return QualitySettings.objects.get(pk=row.pk)
+
+
+def run_ended(*, fire: Fire) -> int:
+    """Close the fire's QualityRun if it is still open (the fire was cancelled, failed, or ended before
+    an answer was kept): state ended with the fire's stop reason, nothing awaited any more. Runs that
+    kept an answer are left as they are. Returns how many were closed (0 or 1)."""
+    return QualityRun.objects.filter(fire=fire, state__in=QualityRun.OPEN).update(
+        state=QualityRun.State.ENDED, end_reason=fire.stop_reason or fire.status, waiting_for="", waiting_token="",
+        waiting_since=None, finished_at=timezone.now())
 
 
 def feedback_create(*, fire: Fire, rating: str, comment: str = "", author: str = "") -> Feedback:

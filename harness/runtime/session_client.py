@@ -158,6 +158,11 @@ class Renderer:
         if kind == "TurnFailure":
             return f"[bold red]turn {data.get('turn')} failed:[/] {escape(_clip(data.get('error', '')))}"
         if kind == "AssistantOutput":
+            verdict = data.get("verdict") or {}
+            if verdict.get("status") == "degraded":
+                reasons = "; ".join(verdict.get("reasons") or []) or "it failed its checks"
+                return (f"[bold red]AssistantOutput (unverified: {escape(_clip(reasons, 300))})[/] "
+                        f"{escape(data.get('body', ''))}")
             return f"[bold cyan]AssistantOutput[/] {escape(data.get('body', ''))}"
         if kind == "AgentStream" and "tool" in data:
             mark = "✓" if data.get("ok") else "✗"

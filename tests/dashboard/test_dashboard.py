@@ -192,6 +192,22 @@ def test_the_feed_shows_a_fires_bubbles_card_and_accordion_with_its_tool_calls(o
     assert "responded" in page  # the stop reason
 
 
+def test_a_degraded_answers_card_says_it_is_unverified_and_why(operator, scripted_llm, workspace):
+    # given a fire whose answer the quality harness kept degraded, and one that passed
+    fire = fire_with_tools(scripted_llm, workspace, question="where did the rover go?")
+    passed = fire_with_tools(scripted_llm, workspace, question="and the lander?")
+    Fire.objects.filter(pk=fire.pk).update(verdict="degraded", verdict_reasons=[
+        "Unfounded citation [deadbeefdeadbeef]: no delta of this workspace has that id"])
+    Fire.objects.filter(pk=passed.pk).update(verdict="passed")
+    # when the operator reads the feed
+    page = operator.get("/").content.decode()
+    # then the degraded card is marked, with its reasons, and only that one
+    card = page[page.index(f'id="fire-{fire.pk}"'):]
+    assert card.index("Unverified answer") < card.index("The rover went north.")
+    assert "Unfounded citation [deadbeefdeadbeef]: no delta of this workspace has that id" in card
+    assert page.count("Unverified answer") == 1
+
+
 def test_the_feed_is_newest_first_and_paginated(operator, workspace):
     fires = [fire_create(workspace=workspace, mode="reactive", question=f"question {n}") for n in range(25)]
     page = feed_page(workspace=workspace)

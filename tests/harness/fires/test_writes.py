@@ -48,15 +48,22 @@ def test_semantic_tells_the_model_why_it_found_nothing(scripted_llm, workspace):
     assert "below the relevance floor" in results["far"]
 
 
-def test_a_fire_writes_its_card_attestation_mood_engagement_and_qa_marker_once(scripted_llm, session):
-    # given a lake with two moments and a fire answering a message, citing one and dropping the other
+def test_a_fire_writes_its_card_attestation_mood_engagement_and_qa_marker_once(scripted_llm, session, other_workspace):
+    # given a lake with two moments the fire reads, one it never sees, another workspace's moment, and
+    # a fire answering a message that cites the first, drops the second, and names the others too
     kept = delta_create(workspace=session.workspace, content="Io is a cat")
     wrong = delta_create(workspace=session.workspace, content="Io is a moon")
+    unseen = delta_create(workspace=session.workspace, content="Io sleeps all day")
+    foreign = delta_create(workspace=other_workspace, content="Io is a nymph")
     message = message_send(session=session, content="who is Io?")
+    scripted_llm.reply(tool_calls=[{"id": "k", "name": "view_full", "arguments": {"delta_id": kept.pk}},
+                                   {"id": "w", "name": "view_full", "arguments": {"delta_id": wrong.pk}}])
     scripted_llm.reply(tool_calls=[respond(
         body="Io is your cat.", attestation="I keep pets apart from moons.",
         mood_shift={"direction": "+", "axis": "warmth", "magnitude": 0.1, "reason": "a cat"},
-        cited_ids=[kept.pk, "000000000000"], dropped_ids=[wrong.pk])])
+        cards=[{"kind": "insight", "body": "Io is a cat, not a moon.", "citations": [
+            {"id": kept.pk, "quote": "Io is a cat"}, {"id": unseen.pk}, {"id": foreign.pk}, {"id": "0" * 16}]}],
+        cited_ids=[kept.pk, "000000000000", unseen.pk, foreign.pk], dropped_ids=[wrong.pk])])
     scripted_llm.call_tool("skip")
     # when the session ticks
     session_tick(session_id=session.pk)
@@ -64,9 +71,15 @@ def test_a_fire_writes_its_card_attestation_mood_engagement_and_qa_marker_once(s
     tag = f"fire:{fire.pk}"
     written = Delta.objects.filter(workspace=session.workspace, tags__contains=[tag])
     kinds = sorted(t for d in written for t in d.tags if t.startswith("kind:"))
-    # then each write is there once (the made-up cited id gets no attest)
-    assert kinds == ["kind:card", "kind:engagement-attest", "kind:engagement-attest", "kind:mood-shift",
-                     "kind:provenance", "kind:qa-marker", "kind:standpoint-attestation"]
+    # then each write is there once (the made-up, unseen and foreign ids get no attest)
+    assert kinds == ["kind:card", "kind:engagement-attest", "kind:engagement-attest", "kind:insight",
+                     "kind:mood-shift", "kind:provenance", "kind:qa-marker", "kind:standpoint-attestation"]
+    # and no tag names an id the fire did not see: the insight cites what it read, nothing else
+    insight = written.get(tags__contains=["kind:insight"])
+    assert [t for t in insight.tags if t.startswith("cites:")] == [f"cites:{kept.pk}"]
+    named = {t.split(":", 1)[1] for d in written for t in d.tags if t.startswith(("cites:", "affirms:", "refutes:",
+                                                                                   "from:"))}
+    assert named == {kept.pk, wrong.pk}
     card = written.get(tags__contains=["kind:card"])
     assert card.content == "Io is your cat." and f"addressed:{message.pk}" in card.tags and session.tag in card.tags
     assert written.filter(tags__contains=[f"affirms:{kept.pk}"]).count() == 1

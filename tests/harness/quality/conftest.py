@@ -1,12 +1,16 @@
-"""Fixtures of the quality harness's tests: the harness switched on for the test's workspace, and one
-scripted model per role, so each role's calls are counted apart."""
+"""Fixtures of the quality harness's tests: the harness switched on for the test's workspace, one
+scripted model per role, so each role's calls are counted apart, and a real model's wire for the main
+role."""
 
 import json
+import uuid
 
 import pytest
 
 from fathom.llm.scripted import Script
+from fathom.llm.services import model_assign, model_create
 from harness.quality.configuration import quality_settings_get
+from tests.fathom.wire import WireServer
 
 
 @pytest.fixture
@@ -53,3 +57,14 @@ def classification(level="SIMPLE", workflow="chat", **expected) -> str:
 
 def verdict(score=0.9, passed=True, issues=(), feedback="fine") -> str:
     return json.dumps({"passed": passed, "score": score, "issues": list(issues), "feedback": feedback})
+
+
+@pytest.fixture
+def wire_main(workspace, roles):
+    """The main role answered by a local OpenAI-wire server (the real SDK); the other roles scripted."""
+    server = WireServer().start()
+    row = model_create(name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
+                       base_url=f"{server.url}/v1", api_key="sk-local")
+    model_assign(workspace=workspace, role="main", model=row)
+    yield server
+    server.stop()

@@ -252,7 +252,6 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
     roles.main.reply(tool_calls=[respond("Hi again.")])
     roles.verifier.reply(verdict(0.35, passed=False, issues=["Still terse"]))
-    roles.main.call_tool("skip", {"reason": "-"})
     assert session_tick(session_id=session.pk) == "parked"
     run = QualityRun.objects.get(fire__session=session)
     verify_all(run)
@@ -263,14 +262,21 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     fire = run.fire
     fire.refresh_from_db()
     assert fire.response["body"] == "Hi again." and run.final_attempt == 2
-    assert run.degraded == {"attempts_made": 2, "best_score": 0.175, "workflow_type": "chat",
-                            "issues": ["Output too short: 3 chars (minimum 50)",
-                                       "Output too short: 9 chars (minimum 50)", "Still terse", "Terse"]}
+    issues = ["Output too short: 3 chars (minimum 50)", "Output too short: 9 chars (minimum 50)", "Still terse",
+              "Terse"]
+    assert run.degraded == {"attempts_made": 2, "best_score": 0.175, "workflow_type": "chat", "issues": issues}
     assert run.attempts.get(number=2).decision == {"retry": False, "reason": "Max attempts reached"}
     events = harness_events(session)
     assert events.index("harness_retry") < events.index("harness_degraded") < events.index("context_metrics")
-    assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 2}
-    assert fire_write_kinds(fire)["kind:card"] == 1
+    # the answer is delivered marked degraded, with the reasons; nothing of it became memory, and no
+    # review pass consolidated its working set
+    assert (fire.verdict, fire.verdict_reasons) == ("degraded", issues)
+    output = SessionEvent.objects.get(session=session, kind=SessionEvent.Kind.ASSISTANT_OUTPUT).data
+    assert output["body"] == "Hi again." and output["verdict"] == {"status": "degraded", "reasons": issues}
+    assert output["card_id"] is None and fire.writes["withheld"] == ["card", "artifacts", "affirms", "refutes",
+                                                                     "qa_marker"]
+    assert fire_write_kinds(fire)["kind:card"] == 0 and fire.review["outcome"] == "skip"
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 2}
 
 
 def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspace):
@@ -284,7 +290,6 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
         roles.main.call_tool("view_full", {"delta_id": f"feed{step}"})
     roles.main.reply("Hi.")  # the forced turn's text is the answer
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
-    roles.main.call_tool("skip", {"reason": "-"})
     # when the session ticks, and ticks again once the verifier answered
     assert session_tick(session_id=session.pk) == "parked"
     run = QualityRun.objects.get(fire__session=session)
@@ -297,8 +302,8 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
     assert (fire.status, fire.stop_reason, fire.response["body"]) == ("finished", "max_turns", "Hi.")
     assert run.attempts.count() == 1
     assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
-    assert run.degraded["attempts_made"] == 1
-    assert roles.calls() == {"classifier": 1, "main": 4, "verifier": 1}
+    assert run.degraded["attempts_made"] == 1 and fire.verdict == "degraded"
+    assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 1}  # a degraded answer has no review pass
 
 
 def test_the_verifier_gets_no_recollection_of_the_workspace_where_the_main_model_does(roles, workspace):

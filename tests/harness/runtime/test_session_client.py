@@ -1,14 +1,17 @@
 """`fathom client` against a live stack (uvicorn serving the project, a real worker), driven through
 its command in a subprocess: standard input in, the rendered event log out."""
 
+import io
 import subprocess
 import sys
 
 import pytest
+from rich.console import Console
 
 from fathom.llm.scripted import Script
 from fathom.services import apikey_create
 from harness.runtime.models import AgentProfile, Session, UserProfile
+from harness.runtime.session_client import Renderer
 from tests.conftest import REPO_ROOT, wait_for, worker_env
 from tests.harness.support import wait_for_background_work
 
@@ -68,3 +71,18 @@ def test_the_client_reports_a_refused_key_and_bad_arguments(live_server_url, wor
     assert bad.returncode != 0 and "--agent-set takes FIELD=VALUE" in bad.stderr
     missing = run_client("--url", live_server_url, "--no-input", "--session", "no-such-session", key=key)
     assert missing.returncode != 0 and "404" in missing.stderr
+
+
+def test_the_client_marks_a_degraded_answer_with_its_reasons():
+    # given the client's renderer, and an answer the quality harness kept degraded, then one that passed
+    out = io.StringIO()
+    renderer = Renderer(Console(file=out, width=400, color_system=None))
+    degraded = {"status": "degraded", "reasons": ["Unfounded citation [deadbeefdeadbeef]: no such delta"]}
+    # when it renders their AssistantOutput events
+    renderer.render({"seq": 7, "kind": "AssistantOutput", "data": {"body": ANSWER, "verdict": degraded}})
+    renderer.render({"seq": 8, "kind": "AssistantOutput", "data": {"body": ANSWER,
+                                                                   "verdict": {"status": "passed", "reasons": []}}})
+    # then the degraded one says so, with why, and the passed one reads as usual
+    first, second = out.getvalue().splitlines()
+    assert "AssistantOutput (unverified: Unfounded citation [deadbeefdeadbeef]: no such delta)" in first
+    assert first.endswith(ANSWER) and second.endswith(f"AssistantOutput {ANSWER}")
