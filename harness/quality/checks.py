@@ -5,7 +5,8 @@ cited delta."""
 
 import re
 
-from harness.fires.models import Fire, FireToolCall
+from harness.fires.models import Fire
+from harness.fires.selectors import fire_returned_ids
 from harness.quality import subtasks
 from harness.quality.contracts import (
     ArtifactCounts,
@@ -20,7 +21,6 @@ from harness.quality.contracts import (
 from harness.quality.models import QualityRun
 from lake.models import ID_LENGTH, MIN_PREFIX_LENGTH
 
-DELTA_ID = re.compile(rf"\b[0-9a-f]{{{ID_LENGTH}}}\b")
 # An id in the answer's text: a whole delta id, or a bracketed prefix ("[deadbeef]", as the tools show them).
 TEXT_ID = re.compile(rf"\[([0-9a-fA-F]{{{MIN_PREFIX_LENGTH},{ID_LENGTH}}})\]|\b([0-9a-f]{{{ID_LENGTH}}})\b")
 
@@ -31,7 +31,7 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
     the cited delta. The source count (synthesis asks one insight per source) is what the answer used:
     the distinct deltas its founded citations name, never the fires' own writes."""
     citations = citations_of(response)
-    returned = (returned_ids(fire) if citations else set()) | set(run.sources) | subtasks.cited_ids(run)
+    returned = (fire_returned_ids(fire=fire) if citations else set()) | set(run.sources) | subtasks.cited_ids(run)
     counts = ArtifactCounts.from_kinds(card.get("kind", "") for card in response.get("cards") or [])
     check = citations_check(workspace=fire.workspace, citations=citations, returned_ids=returned)
     result = ContractEvaluator.evaluate(contract=contract_for(fire, run, source_count=check.source_count),
@@ -71,12 +71,3 @@ def citations_of(response: dict) -> list[Citation]:
 def text_citations(text: str) -> list[Citation]:
     """The delta ids written in a text: bracketed ids or prefixes, and whole ids standing alone."""
     return [Citation((bracketed or bare).lower()) for bracketed, bare in TEXT_ID.findall(text)]
-
-
-def returned_ids(fire: Fire) -> set[str]:
-    """Every delta id that appears in a tool result of the fire (candidates: the lake says which exist)."""
-    found = set()
-    for result in FireToolCall.objects.filter(fire=fire, ok=True).exclude(name="respond").values_list("result",
-                                                                                                       flat=True):
-        found.update(DELTA_ID.findall(result))
-    return found
