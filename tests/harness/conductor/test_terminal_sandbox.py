@@ -20,6 +20,7 @@ from fathom.models import Workspace
 from harness.conductor.models import Run
 from harness.conductor.terminal import sandbox_check
 from harness.runtime.files.sandbox import workspace_root
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -86,7 +87,8 @@ def test_no_other_process_and_no_server_secret_in_any_environment(api, driver, t
                                       env={"SECRET_KEY": settings.SECRET_KEY})
     try:
         assert server_process.stdout.readline() == b"started\n"
-        assert settings.SECRET_KEY in Path(f"/proc/{server_process.pid}/environ").read_text(errors="replace")
+        environ = Path(f"/proc/{server_process.pid}/environ")  # read empty while the exec is under way
+        wait_for(lambda: settings.SECRET_KEY in environ.read_text(errors="replace"), timeout=5)
         result = terminal_run(api, driver, f"cat /proc/1/environ /proc/*/environ | tr '\\0' '\\n'; env; "
                                            f"cat /proc/{server_process.pid}/environ; ls /proc | grep -c '^[0-9]'")
     finally:

@@ -63,8 +63,8 @@ def verdict(score=0.9, passed=True, issues=(), feedback="fine") -> str:
 def wire_main(workspace, roles):
     """The main role answered by a local OpenAI-wire server (the real SDK); the other roles scripted."""
     server = WireServer().start()
-    row = model_create(name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible", model="wire-model",
-                       base_url=f"{server.url}/v1", api_key="sk-local")
+    row = model_create(workspace=workspace, name=f"wire-{uuid.uuid4().hex[:8]}", provider="openai-compatible",
+                       model="wire-model", base_url=f"{server.url}/v1", api_key="sk-local")
     model_assign(workspace=workspace, role="main", model=row)
     yield server
     server.stop()
