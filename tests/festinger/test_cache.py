@@ -242,6 +242,8 @@ def test_a_world_checked_current_answers_from_memory_though_a_write_is_heard_mea
     # answered as held; a write another thread hears meanwhile sends nothing to the database until after.
     insert_fact(workspace=world, concept="gnommoweb", parent="repo", dimension="type", is_isa=True,
                 confidence=0.9, source="gutask")
+    # the insert's notice may be heard after a first read: read until the world is current
+    wait_for(lambda: cache.world(world.pk) is not None and cache.world_held(world.pk), timeout=5)
     loaded = cache.world(world.pk)
     assert cache.world_held(world.pk)
     with channels.from_memory():
