@@ -132,12 +132,15 @@ def _retry(step: Step, attempt: QualityAttempt, limits: RetrySettings, reason: s
 
 
 def _accept(step: Step, attempt: QualityAttempt, limits: RetrySettings, workflow: str, reason: str) -> dict:
-    """The best attempt's answer, to keep (the latest among equals); degraded when the attempts ran out,
-    or the gap persisted, without reaching good enough."""
+    """The best attempt's answer, to keep (the latest among equals; never one that repeats the healing
+    prompt); degraded when the attempts ran out, or the gap persisted, without reaching good enough."""
     fire, run = step.fire, step.run
     attempts = [attempt] if attempt.number == 1 else [  # the current one as decided (saved with the step)
         attempt if earlier.number == attempt.number else earlier for earlier in run.attempts.order_by("number")]
-    best = max(attempts, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
+    # an attempt that repeats the healing prompt is never the answer: the prompt is the harness's words,
+    # not an answer to the user (the first attempt never saw it, so one is always left)
+    answers = [a for a in attempts if a.contract.get("checks", {}).get("no_healing_prompt", True)] or attempts
+    best = max(answers, key=lambda a: (a.combined if a.combined is not None else -1, a.number))
     if run.iterations > 1:
         fire.refresh_from_db(fields=["cost"])
         step.emit("harness_iteration_complete", {

@@ -22,10 +22,12 @@ class FireQuality:
     @classmethod
     def of(cls, fire: Fire) -> "FireQuality":
         """The fire's QualityRun with its current attempt (the latest: attempts are made one after the
-        other), read once; none read for a fire that never ran or that the harness never wraps."""
+        other), read once; none read for a fire that never ran or that the harness never wraps. The run's
+        event log is not read: steps append to it in SQL (harness.quality.events)."""
         if fire.status == Fire.Status.ACCEPTED or fire.depth or not fire.session_id:
             return cls(fire)
-        attempt = QualityAttempt.objects.select_related("run").filter(run__fire=fire).order_by("-number").first()
+        attempt = (QualityAttempt.objects.select_related("run").defer("run__events").filter(run__fire=fire)
+                   .order_by("-number").first())
         return cls(fire, attempt.run, attempt) if attempt is not None else cls(fire)
 
     def stream_monitor(self) -> StreamMonitor:

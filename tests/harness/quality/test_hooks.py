@@ -12,6 +12,7 @@ from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_parked_resume
 from harness.quality import agents, postflight, verification
+from harness.quality.contracts import HEALING_MARKER
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
 from harness.runtime.services import harness_settings_get, message_send, session_create
@@ -277,6 +278,29 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
                                                                      "qa_marker"]
     assert fire_write_kinds(fire)["kind:card"] == 0 and fire.review["outcome"] == "skip"
     assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 2}
+
+
+def test_an_attempt_that_repeats_the_healing_prompt_is_never_the_answer(roles, session):
+    # given a retry whose answer echoes the harness's healing prompt and so scores above the first's
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond("Hi.")])
+    roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
+    echo = f"{HEALING_MARKER} Attempt 2 of 2] Your previous attempt had quality issues: answer properly this time."
+    roles.main.reply(tool_calls=[respond(echo)])
+    roles.verifier.reply(verdict(0.9))
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "parked"
+    verify_all(run)
+    assert session_tick(session_id=session.pk) == "ended"
+    run.refresh_from_db()
+    # then the user gets the first attempt's answer, marked degraded, and never the harness's words
+    assert run.attempts.get(number=2).combined > run.attempts.get(number=1).combined
+    assert run.final_attempt == 1 and run.degraded["attempts_made"] == 2
+    output = SessionEvent.objects.get(session=session, kind=SessionEvent.Kind.ASSISTANT_OUTPUT).data
+    assert output["body"] == "Hi." and output["verdict"]["status"] == "degraded"
 
 
 def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspace):
