@@ -54,6 +54,14 @@ def test_a_run_over_the_lake_streams_its_events_and_shows_its_graph(celery_worke
     actors = {actor["actor_id"]: actor["model_calls"] for actor in graph["actors"]}
     assert actors[f"conductor:{run_id}"] == 2 and actors[f"fire:{worker['fire_id']}"] == worker["model_calls"]
     assert all(tool["task_id"] for tool in worker["children"])  # written inside the capability call's task
+    # every model call of the run is in its graph, the judge's on the quality worker too (docs/conductor.md)
+    with httpx.Client(base_url=live_server_url, headers=headers, timeout=60) as client:
+        wait_for(lambda: "judge" in client.get(f"/v1/runs/{run_id}/graph").json()["totals"]["model_calls_by_role"],
+                 timeout=60)
+        totals = client.get(f"/v1/runs/{run_id}/graph").json()["totals"]
+    roles = {role: n for role, n in totals["model_calls_by_role"].items() if role != "writer"}
+    assert roles == {"conductor": 2, "main": 2, "review": 1, "judge": 1} and totals["model_calls"] == 6, totals
+    assert totals["model_calls"] == sum(totals["model_calls_by_role"].values())
 
 
 def test_no_watcher_runs_on_a_started_worker(celery_worker):
