@@ -11,7 +11,7 @@ from fathom.auth import request_actor
 from fathom.models import Role
 from harness.fires import selectors as fire_selectors
 from harness.quality import services
-from harness.quality.configuration import quality_settings_get, retry_policy_get
+from harness.quality.configuration import quality_settings_get, quality_settings_summary
 from harness.quality.models import WORKFLOWS, Feedback, QualityAttempt, QualityRun
 
 
@@ -73,6 +73,14 @@ class RetryPolicyFields(serializers.Serializer):
                                                    help_text="verifier score below which a quality retry fires")
 
 
+class ContractFields(serializers.Serializer):
+    min_output_chars = serializers.IntegerField(required=False)
+    min_insights = serializers.IntegerField(required=False)
+    min_recommendations = serializers.IntegerField(required=False)
+    min_documents = serializers.IntegerField(required=False)
+    require_citations = serializers.BooleanField(required=False)
+
+
 class QualitySettingsOutput(serializers.Serializer):
     enabled = serializers.BooleanField()
     swarm_enabled = serializers.BooleanField()
@@ -81,11 +89,13 @@ class QualitySettingsOutput(serializers.Serializer):
                                               help_text="the specialists' angles (empty: the five defaults)")
     specialists = serializers.ListField(child=serializers.CharField(), help_text="the angles the swarm runs")
     retry_policies = serializers.DictField(child=RetryPolicyFields(), help_text="per workflow")
+    contracts = serializers.DictField(child=ContractFields(), help_text="per workflow: the thresholds that replace "
+                                                                        "the seed's contract")
 
 
 class QualitySettingsView(APIView):
     """The workspace's quality harness settings: on/off, the swarm and its specialists, and the retry
-    thresholds per workflow. Operators change them; the next fire uses them."""
+    and contract thresholds per workflow. Operators change them; the next fire uses them."""
 
     class Input(serializers.Serializer):
         enabled = serializers.BooleanField(required=False)
@@ -95,17 +105,22 @@ class QualitySettingsView(APIView):
                                                   required=False)
         retry_policies = serializers.DictField(child=RetryPolicyFields(), required=False,
                                                help_text=f"by workflow: {', '.join(WORKFLOWS)}")
+        # checked by the service (harness.quality.models.contracts_problems), as admin checks them
+        contracts = serializers.DictField(child=serializers.DictField(child=serializers.JSONField(allow_null=True)),
+                                          required=False,
+                                          help_text=f"by workflow ({', '.join(WORKFLOWS)}): thresholds replacing "
+                                                    f"the seed's contract; null removes one, {{}} all")
 
     @extend_schema(responses=QualitySettingsOutput, summary="The workspace's quality settings")
     def get(self, request):
-        return Response(_settings_out(quality_settings_get(workspace_id=request.workspace.pk)))
+        return Response(quality_settings_summary(quality_settings_get(workspace_id=request.workspace.pk)))
 
     @extend_schema(request=Input, responses=QualitySettingsOutput, summary="Change the workspace's quality settings")
     def patch(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
         row = services.quality_settings_update(workspace_id=request.workspace.pk, **data.validated_data)
-        return Response(_settings_out(row))
+        return Response(quality_settings_summary(row))
 
 
 class CalibrationView(APIView):
@@ -127,15 +142,6 @@ class CalibrationView(APIView):
         services.calibration_rebuild(workspace_id=request.workspace.pk)
         row = quality_settings_get(workspace_id=request.workspace.pk)
         return Response(_calibration_out(row, request.workspace))
-
-
-def _settings_out(row) -> dict:
-    policies = retry_policy_get(workspace_id=row.workspace_id).settings
-    return {"enabled": row.enabled, "swarm_enabled": row.swarm_enabled, "swarm_min_sources": row.swarm_min_sources,
-            "swarm_specialists": list(row.swarm_specialists), "specialists": row.specialists,
-            "retry_policies": {workflow: {"max_attempts": p.max_attempts, "good_enough_score": p.good_enough_score,
-                                          "low_quality_threshold": p.low_quality_threshold}
-                               for workflow, p in sorted(policies.items())}}
 
 
 def _calibration_out(row, workspace) -> dict:

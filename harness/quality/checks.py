@@ -41,9 +41,11 @@ def contract_evaluate(fire: Fire, run: QualityRun, response: dict) -> tuple[Cont
 
 def contract_for(fire: Fire, run: QualityRun, *, source_count: int = 0) -> WorkflowContract:
     """The run's contract, its source-counted minimum (synthesis, full pipeline) at the seed's floor
-    unless the count of sources the answer used is given."""
+    unless the count of sources the answer used is given; the workspace's thresholds are those it had
+    when the run was classified (kept in its complexity)."""
     return WorkflowContract.for_workflow(run.complexity.get("workflow_type", "chat"), source_count=source_count,
                                          expected=ExpectedOutput.from_dict(run.complexity.get("expected")),
+                                         workspace=ExpectedOutput.from_dict(run.complexity.get("workspace_contract")),
                                          quality_multiplier=run.profile.get("quality_multiplier", 1.0)
                                          if run.profile else 1.0)
 

@@ -53,6 +53,18 @@ def retry_policy_get(*, workspace_id) -> RetryPolicy:
                                                      row.low_quality_threshold) for name, row in rows.items()})
 
 
+def quality_settings_summary(row: QualitySettings) -> dict:
+    """The workspace's settings as REST and `fathom quality show` give them: switches, the swarm, and
+    the retry and contract thresholds per workflow."""
+    policies = retry_policy_get(workspace_id=row.workspace_id).settings
+    return {"enabled": row.enabled, "swarm_enabled": row.swarm_enabled, "swarm_min_sources": row.swarm_min_sources,
+            "swarm_specialists": list(row.swarm_specialists), "specialists": row.specialists,
+            "retry_policies": {workflow: {"max_attempts": p.max_attempts, "good_enough_score": p.good_enough_score,
+                                          "low_quality_threshold": p.low_quality_threshold}
+                               for workflow, p in sorted(policies.items())},
+            "contracts": row.contracts}
+
+
 def applies(fire: Fire, quality: QualitySettings) -> bool:
     """Whether the harness wraps the fire: a session's top-level fire, in a workspace that enabled it."""
     return fire.depth == 0 and bool(fire.session_id) and quality.enabled

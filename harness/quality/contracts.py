@@ -2,7 +2,8 @@
 a fire's answer against it (ContractEvaluator): pass/fail, a score (the fraction of checks passed)
 and issues in the seed's wording.
 
-A contract is the seed's base table, then the workspace profile's quality multiplier (it scales
+A contract is the seed's base table, with the thresholds the workspace set for the workflow (admin,
+REST or `fathom quality set`), then the workspace profile's quality multiplier (it scales
 min_insights and min_output_chars, floored at 1 insight, where insights are required at all, and at
 50 chars; half rounds up), then the classifier's ExpectedOutput: a per-query requirement replaces
 the field it names as it is, unscaled, since it is this query's own bar.
@@ -55,7 +56,8 @@ class ArtifactKind(StrEnum):
 
 @dataclass(frozen=True)
 class ExpectedOutput:
-    """The classifier's per-query overrides; None leaves the contract's own value."""
+    """Thresholds that replace a contract's: the classifier's per query, or a workspace's per workflow
+    (QualitySettings.contracts); None leaves the contract's own value."""
 
     min_insights: int | None = None
     min_recommendations: int | None = None
@@ -89,10 +91,13 @@ class WorkflowContract:
 
     @classmethod
     def for_workflow(cls, workflow_type: str, *, source_count: int = 0, expected: ExpectedOutput | None = None,
-                     quality_multiplier: float = 1.0) -> "WorkflowContract":
-        """The seed's base contract for this workflow (an unknown type is held to chat's), scaled by
-        the workspace's multiplier, then overridden by the query's ExpectedOutput."""
+                     quality_multiplier: float = 1.0, workspace: ExpectedOutput | None = None) -> "WorkflowContract":
+        """The seed's base contract for this workflow (an unknown type is held to chat's) with the
+        thresholds the workspace set for it (`workspace`, QualitySettings.contracts), scaled by the
+        workspace's multiplier, then overridden by the query's ExpectedOutput."""
         contract = base_contract(workflow_type, source_count=source_count)
+        if workspace is not None:
+            contract = replace(contract, **workspace.as_dict())
         contract = contract.scaled(quality_multiplier)
         if expected is not None:
             contract = replace(contract, **expected.as_dict())

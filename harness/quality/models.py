@@ -5,12 +5,15 @@ A QualityRun is the harness's durable state for its fire, as the journal is the 
 pre-flight decided (complexity, plan, swarm), which attempt runs, and what the fire waits for while
 its verifier group or its swarm runs on the quality worker (`waiting_for`, with the chord's token)."""
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from fathom.models import WorkspaceScoped
 
 WORKFLOWS = ("chat", "synthesis", "recommendation", "drafting", "full_pipeline")
 DEFAULT_SPECIALISTS = ["evidence", "patterns", "contradictions", "gaps", "implications"]
+# the contract thresholds a workspace may set per workflow (harness.quality.contracts.ExpectedOutput's)
+CONTRACT_FIELDS = ("min_output_chars", "min_insights", "min_recommendations", "min_documents", "require_citations")
 
 
 class QualitySettings(WorkspaceScoped):
@@ -25,6 +28,10 @@ class QualitySettings(WorkspaceScoped):
     calibration = models.TextField(blank=True, help_text="rebuilt every 5 minutes from feedback mismatches; "
                                                          "the verifier's system prompt carries it")
     calibration_built_at = models.DateTimeField(null=True, blank=True)
+    contracts = models.JSONField(
+        default=dict, blank=True,
+        help_text="per workflow, thresholds that replace the seed's contract: {\"chat\": {\"min_output_chars\": 80}}; "
+                  f"fields: {', '.join(CONTRACT_FIELDS)}")
 
     class Meta:
         db_table = "harness_qualitysettings"
@@ -34,6 +41,11 @@ class QualitySettings(WorkspaceScoped):
 
     def __str__(self):
         return f"quality settings of {self.workspace_id}"
+
+    def clean(self):
+        problems = contracts_problems(self.contracts)
+        if problems:
+            raise ValidationError({"contracts": problems})
 
     @property
     def specialists(self) -> list[str]:
@@ -166,3 +178,27 @@ class Feedback(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.rating} on {self.fire_id}"
+
+
+def contracts_problems(contracts) -> list[str]:
+    """What is wrong with per-workflow contract thresholds (empty: nothing): a workflow or field the
+    harness does not know, a count that is not a whole number from 0 to 100,000, a flag that is not a
+    boolean."""
+    if not isinstance(contracts, dict):
+        return ["an object by workflow, e.g. {\"chat\": {\"min_output_chars\": 80}}"]
+    problems = []
+    for workflow, fields in contracts.items():
+        if workflow not in WORKFLOWS:
+            problems.append(f"unknown workflow {workflow!r} (one of {', '.join(WORKFLOWS)})")
+        elif not isinstance(fields, dict):
+            problems.append(f"{workflow}: an object of thresholds")
+        else:
+            for name, value in fields.items():
+                if name not in CONTRACT_FIELDS:
+                    problems.append(f"{workflow}: unknown threshold {name!r} (one of {', '.join(CONTRACT_FIELDS)})")
+                elif name == "require_citations" and not isinstance(value, bool):
+                    problems.append(f"{workflow}.{name}: true or false")
+                elif name != "require_citations" and (isinstance(value, bool) or not isinstance(value, int)
+                                                      or not 0 <= value <= 100_000):
+                    problems.append(f"{workflow}.{name}: a whole number from 0 to 100000")
+    return problems

@@ -35,6 +35,8 @@ def preflight(state: FireQuality) -> Park | None:
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question, system=quality.prompt)
         workflow = complexity["workflow_type"]
+        if quality.contracts.get(workflow):  # the run keeps the thresholds it was classified under
+            complexity["workspace_contract"] = quality.contracts[workflow]
         selection = None
         if complexity["level"] == "COMPLEX":
             candidates = agents.plans_generate(workspace=fire.workspace, question=fire.question, complexity=complexity)

@@ -8,7 +8,14 @@ from django.utils import timezone
 from fathom.errors import ApplicationError
 from harness.fires.models import Fire
 from harness.quality.configuration import quality_settings_get, retry_policy_get
-from harness.quality.models import WORKFLOWS, Feedback, QualityRetryPolicy, QualityRun, QualitySettings
+from harness.quality.models import (
+    WORKFLOWS,
+    Feedback,
+    QualityRetryPolicy,
+    QualityRun,
+    QualitySettings,
+    contracts_problems,
+)
 from harness.quality.profile import profile_invalidate
 
 CALIBRATION_EXAMPLES = 3
@@ -22,18 +29,31 @@ RETRY_FIELDS = ("max_attempts", "good_enough_score", "low_quality_threshold")
 
 
 @transaction.atomic
-def quality_settings_update(*, workspace_id, retry_policies: dict | None = None, **fields) -> QualitySettings:
-    """Change the workspace's switches (`SETTINGS_FIELDS`: the harness, the swarm and its specialists)
-    and, per workflow named in `retry_policies`, its retry thresholds (`RETRY_FIELDS`). The next fire
-    reads them (no cache holds them)."""
+def quality_settings_update(*, workspace_id, retry_policies: dict | None = None, contracts: dict | None = None,
+                            **fields) -> QualitySettings:
+    """Change the workspace's switches (`SETTINGS_FIELDS`: the harness, the swarm and its specialists);
+    per workflow named in `retry_policies`, its retry thresholds (`RETRY_FIELDS`); per workflow named
+    in `contracts`, the contract thresholds that replace the seed's (`CONTRACT_FIELDS`; a null removes
+    one, an empty object all of the workflow's). The next fire reads them (no cache holds them)."""
     unknown = set(fields) - set(SETTINGS_FIELDS)
     if unknown:
         raise ApplicationError(f"unknown quality settings: {', '.join(sorted(unknown))}")
-    unknown = set(retry_policies or {}) - set(WORKFLOWS)
-    if unknown:
-        raise ApplicationError(f"unknown workflows: {', '.join(sorted(unknown))} (one of {', '.join(WORKFLOWS)})",
-                               details={"retry_policies": sorted(unknown)})
+    for name, by_workflow in (("retry_policies", retry_policies), ("contracts", contracts)):
+        unknown = set(by_workflow or {}) - set(WORKFLOWS)
+        if unknown:
+            raise ApplicationError(f"unknown workflows: {', '.join(sorted(unknown))} (one of {', '.join(WORKFLOWS)})",
+                                   details={name: sorted(unknown)})
     row = quality_settings_get(workspace_id=workspace_id)
+    if contracts is not None:
+        merged = {**row.contracts}
+        for workflow, thresholds in contracts.items():
+            kept = {**merged.get(workflow, {}), **thresholds} if thresholds else {}
+            merged[workflow] = {name: value for name, value in kept.items() if value is not None}
+        merged = {workflow: thresholds for workflow, thresholds in merged.items() if thresholds}
+        problems = contracts_problems(merged)
+        if problems:
+            raise ApplicationError("; ".join(problems), details={"contracts": problems})
+        fields["contracts"] = merged
     if fields:
         QualitySettings.objects.filter(pk=row.pk).update(**fields)
     if retry_policies:

@@ -114,6 +114,12 @@ def test_every_change_leaves_its_audit_record_in_the_workspace(owner, workspace,
     ({"retry_policies": {"chat": {"good_enough_score": 2}}}, "retry_policies"),
     ({"swarm_specialists": "evidence"}, "swarm_specialists"),
     ({"swarm_min_sources": 0}, "swarm_min_sources"),
+    ({"contracts": {"nonsense": {"min_output_chars": 80}}}, "contracts"),
+    ({"contracts": {"chat": {"min_output_chars": -1}}}, "contracts"),
+    ({"contracts": {"chat": {"min_output_chars": "long"}}}, "contracts"),
+    ({"contracts": {"chat": {"max_words": 80}}}, "contracts"),
+    ({"contracts": {"chat": {"require_citations": "yes"}}}, "contracts"),
+    ({"contracts": ["chat"]}, "contracts"),
 ])
 def test_bad_quality_settings_are_a_400(owner, body, field):
     response = owner.patch("/v1/quality/settings", body, format="json")

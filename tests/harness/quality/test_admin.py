@@ -4,6 +4,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from harness.fires.services import fire_create
+from harness.quality.configuration import quality_settings_get
 from harness.quality.models import QualityPrompt, QualityRun
 from harness.quality.prompts import DEFAULTS, prompt_get
 
@@ -36,3 +37,15 @@ def test_a_prompt_saved_in_admin_overrides_the_default_and_deleting_it_restores_
     assert prompt_get("verifier_system") == "Be strict."
     QualityPrompt.objects.all().delete()
     assert prompt_get("verifier_system") == DEFAULTS["verifier_system"]
+
+
+def test_contract_thresholds_edited_in_admin_are_checked(admin_client, workspace):
+    settings = quality_settings_get(workspace_id=workspace.pk)
+    url = f"/admin/quality/qualitysettings/{settings.pk}/change/"
+    form = {"workspace": workspace.pk, "enabled": "on", "swarm_min_sources": 5, "swarm_specialists": "[]",
+            "contracts": '{"chat": {"min_output_chars": "long"}}'}
+    refused = admin_client.post(url, form)
+    assert refused.status_code == 200 and "chat.min_output_chars: a whole number" in refused.content.decode()
+    assert admin_client.post(url, {**form, "contracts": '{"chat": {"min_output_chars": 80}}'}).status_code == 302
+    settings.refresh_from_db()
+    assert settings.contracts == {"chat": {"min_output_chars": 80}}

@@ -1,7 +1,11 @@
 """REST of the quality harness: POST /v1/fires/{id}/feedback (bad input, isolation) and the quality
 record in GET /v1/fires/{id}."""
 
+import io
+import json
+
 import pytest
+from django.core.management import CommandError, call_command
 
 from fathom.supervisor import stack_children
 from harness.fires.models import Fire
@@ -76,3 +80,25 @@ def test_fathom_up_runs_the_quality_queue_on_a_thread_pool_worker_sized_by_the_s
     assert int(quality[quality.index("-c") + 1]) == settings.FATHOM_QUALITY_WORKER_THREADS >= 8
     assert settings.FATHOM_QUALITY_WORKER_THREADS <= settings.FATHOM_DB_POOL_MAX_SIZE
     assert "quality" not in worker[worker.index("-Q") + 1].split(",")
+
+
+def test_fathom_quality_shows_and_sets_a_workspaces_settings_as_rest_does(workspace, other_workspace, api):
+    out = io.StringIO()
+    call_command("fathom", "quality", "set", "--workspace", workspace.slug,
+                 '{"swarm_enabled": true, "contracts": {"drafting": {"min_documents": 2}}}', stdout=out)
+    assert json.loads(out.getvalue())["contracts"] == {"drafting": {"min_documents": 2}}
+    assert api.get("/v1/quality/settings").json() == json.loads(out.getvalue())
+    out = io.StringIO()
+    call_command("fathom", "quality", "show", "--workspace", other_workspace.slug, stdout=out)
+    assert json.loads(out.getvalue())["contracts"] == {} and not json.loads(out.getvalue())["swarm_enabled"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["show", "--workspace", "nope"], "no workspace 'nope'"),
+    (["set", "--workspace", "{slug}", "{not json"], "not JSON"),
+    (["set", "--workspace", "{slug}", '{"contracts": {"chat": {"min_output_chars": -1}}}'], "min_output_chars"),
+    (["set", "--workspace", "{slug}", '{"contracts": {"poetry": {}}}'], "poetry"),
+])
+def test_fathom_quality_refuses_bad_input_with_a_message(workspace, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("fathom", "quality", *[arg.replace("{slug}", workspace.slug) for arg in args])

@@ -303,6 +303,31 @@ def test_an_attempt_that_repeats_the_healing_prompt_is_never_the_answer(roles, s
     assert output["body"] == "Hi." and output["verdict"]["status"] == "degraded"
 
 
+def test_a_workspaces_contract_thresholds_hold_its_answers_to_its_bar(roles, session, workspace, other_workspace,
+                                                                     api_client_for):
+    # given a workspace that asks 200 characters of a chat answer (over REST), and another that asks nothing
+    operator = api_client_for(workspace, "operator")
+    changed = operator.patch("/v1/quality/settings", {"contracts": {"chat": {"min_output_chars": 200}}},
+                             format="json")
+    assert changed.status_code == 200 and changed.json()["contracts"] == {"chat": {"min_output_chars": 200}}
+    assert api_client_for(other_workspace, "operator").get("/v1/quality/settings").json()["contracts"] == {}
+    # when a 64-character answer is given
+    message_send(session=session, content="hello there")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    roles.main.reply(tool_calls=[respond("Hello! I am here and ready to help with whatever you need today.")])
+    roles.verifier.reply(verdict(0.9))
+    assert session_tick(session_id=session.pk) == "parked"
+    run = QualityRun.objects.get(fire__session=session)
+    # then its contract is the workspace's, scaled by the new workspace's multiplier (0.85), and it fails
+    contract = run.attempts.get(number=1).contract
+    assert contract["contract"]["min_output_chars"] == 170 and not contract["passed"]
+    assert "Output too short: 64 chars (minimum 170)" in contract["issues"]
+    # and a null removes the threshold again
+    cleared = operator.patch("/v1/quality/settings", {"contracts": {"chat": {"min_output_chars": None}}},
+                             format="json")
+    assert cleared.json()["contracts"] == {}
+
+
 def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspace):
     # given a fire capped at two turns whose model never responds, and a verifier that fails the answer
     limits = harness_settings_get(workspace_id=workspace.pk)
