@@ -5,18 +5,24 @@ from django.conf import settings
 
 from fathom.sql import ids_next_sql
 from harness.fires.models import Fire
-from harness.quality.models import QualityRetryPolicy, QualitySettings
+from harness.quality.models import QualityRetryPolicy, QualityRun, QualitySettings
 from harness.quality.prompts import prompt_or_default, prompt_override_sql
 from harness.quality.retry import DEFAULT_RETRY_SETTINGS, RetryPolicy, RetrySettings
 
 
-def quality_settings_get(*, workspace_id, prompt: str = "", ids_for=()) -> QualitySettings:
+def quality_settings_get(*, workspace_id, prompt: str = "", ids_for=(), retry_policy: bool = False) -> QualitySettings:
     """The workspace's quality settings (a row is created on first use, enabled as
     FATHOM_QUALITY_DEFAULT_ENABLED says). `prompt`: the id of a prompt read along with them, given as
     their `.prompt` (what prompt_get would give). `ids_for`: models whose next primary keys are taken
     along with them when the harness is enabled, given as their `.new_ids` (one each; None when it is
-    not): the keys of the rows a wrapped fire inserts with its events."""
+    not): the keys of the rows a wrapped fire inserts with its events. `retry_policy`: the workspace's
+    retry policy read along with them, given as their `.retry_policy` (what retry_policy_get gives)."""
     columns, params = ["*"], []
+    if retry_policy:
+        policies = QualityRetryPolicy._meta.db_table
+        columns.append(f"(SELECT json_object_agg(p.workflow_type, json_build_array(p.max_attempts, "
+                       f"p.good_enough_score, p.low_quality_threshold)) FROM {policies} p "
+                       f"WHERE p.workspace_id = {QualitySettings._meta.db_table}.workspace_id) AS retry_policies")
     if prompt:
         columns.append(f"{prompt_override_sql()} AS prompt_override")
         params.append(prompt)
@@ -33,6 +39,10 @@ def quality_settings_get(*, workspace_id, prompt: str = "", ids_for=()) -> Quali
         found = next(iter(QualitySettings.objects.raw(sql, [*params, workspace_id])))
     if prompt:
         found.prompt = prompt_or_default(prompt, found.prompt_override)
+    if retry_policy:
+        found.retry_policy = (RetryPolicy(settings={workflow: RetrySettings(*values)
+                                                    for workflow, values in found.retry_policies.items()})
+                              if found.retry_policies else retry_policy_get(workspace_id=workspace_id))
     return found
 
 
@@ -51,6 +61,15 @@ def retry_policy_get(*, workspace_id) -> RetryPolicy:
         rows.update({row.workflow_type: row for row in missing})
     return RetryPolicy(settings={name: RetrySettings(row.max_attempts, row.good_enough_score,
                                                      row.low_quality_threshold) for name, row in rows.items()})
+
+
+def retry_policy_of(run: QualityRun) -> RetryPolicy:
+    """The retry policy a run is held to: its workflow's as the run was classified (a run made before
+    runs kept theirs: the workspace's now)."""
+    kept = run.complexity.get("retry_policy")
+    if kept is None:
+        return retry_policy_get(workspace_id=run.workspace_id)
+    return RetryPolicy(settings={run.complexity.get("workflow_type", "chat"): RetrySettings(**kept)})
 
 
 def quality_settings_summary(row: QualitySettings) -> dict:

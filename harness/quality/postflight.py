@@ -16,7 +16,7 @@ from django.utils import timezone
 from harness.fires.hooks import Park, Verdict
 from harness.fires.models import Fire, FireTurn
 from harness.quality.checks import contract_evaluate
-from harness.quality.configuration import retry_policy_get
+from harness.quality.configuration import retry_policy_of
 from harness.quality.events import Step, emitting
 from harness.quality.metrics import context_metrics
 from harness.quality.models import QualityAttempt, QualityRun
@@ -87,7 +87,7 @@ def _verifier_awaited(run: QualityRun, step: Step | None = None) -> str:
 def _decide(state: FireQuality) -> Verdict:
     fire, run, attempt = state.fire, state.run, state.attempt
     workflow = run.complexity.get("workflow_type", "chat")
-    policy = retry_policy_get(workspace_id=fire.workspace_id)
+    policy = retry_policy_of(run)
     limits = policy.for_workflow(workflow)
     contract, verifier = attempt.contract, attempt.verifier
     decision = policy.should_retry(workflow_type=workflow, attempt=attempt.number,

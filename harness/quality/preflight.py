@@ -6,6 +6,8 @@ board's moves become subtask events.
 
 Model calls: classifier 1; planner 1 (COMPLEX only); the swarm's specialists N and its aggregator 1."""
 
+from dataclasses import asdict
+
 from django.db import transaction
 
 from harness.fires.hooks import Park
@@ -30,12 +32,14 @@ def preflight(state: FireQuality) -> Park | None:
         if fire.depth or not fire.session_id:
             return None
         quality = quality_settings_get(workspace_id=fire.workspace_id, prompt="classifier_system",
-                                       ids_for=(QualityRun, QualityAttempt))
+                                       ids_for=(QualityRun, QualityAttempt), retry_policy=True)
         if not applies(fire, quality):
             return None
         complexity = agents.classify(workspace=fire.workspace, question=fire.question, system=quality.prompt)
         workflow = complexity["workflow_type"]
-        if quality.contracts.get(workflow):  # the run keeps the thresholds it was classified under
+        # the run keeps the thresholds it was classified under: its retry policy and its contract's
+        complexity["retry_policy"] = asdict(quality.retry_policy.for_workflow(workflow))
+        if quality.contracts.get(workflow):
             complexity["workspace_contract"] = quality.contracts[workflow]
         selection = None
         if complexity["level"] == "COMPLEX":

@@ -18,16 +18,16 @@ from tests.harness.support import session_tick
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
 
 # The harness's statements per SIMPLE chat fire: in its first run, the classifier's call traced (the ids
-# of its run and first attempt are read with its quality settings; the run, the attempt and
-# harness_complexity are written in one statement, the answer's contract and the verifier's wait in
-# another, the fire's claims given back with it), the answer saved apart (the fire saves it, the
+# of its run and first attempt and its retry policy are read with its quality settings; the run, the
+# attempt and harness_complexity are written in one statement, the answer's contract and the verifier's
+# wait in another, the fire's claims given back with it), the answer saved apart (the fire saves it, the
 # harness's hook then records its checks); on its way back (fire_parked_resume), the session's settings
-# and claim, the fire read and claimed, its trace's earlier runs, its QualityRun with the current attempt,
-# the retry policy, the tool results' sizes and the profile's figures (each a plain read of its own), and
-# the decision's one statement. 63 (and 14 on the quality worker) before the events of a step were
-# written at once and settings, the run and its attempt read once; 5 when the way back was one
-# hand-joined read of six tables (the fire's lifecycle hooks read what they need themselves).
-HARNESS_STATEMENTS = 14
+# and claim, the fire read and claimed, its trace's earlier runs, its QualityRun with the current attempt
+# (the run's retry policy kept in it), the tool results' sizes and the profile's figures (each a plain
+# read of its own), and the decision's one statement. 63 (and 14 on the quality worker) before the
+# events of a step were written at once and settings, the run and its attempt read once; 5 when the way
+# back was one hand-joined read of six tables (the fire's lifecycle hooks read what they need themselves).
+HARNESS_STATEMENTS = 13
 VERIFIER_STATEMENTS = 4  # the lone verifier's task: what it reads besides its message, its call traced, its verdict
 
 
