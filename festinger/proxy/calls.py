@@ -33,6 +33,8 @@ from fathom.llm.types import Completion, Message
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
 from festinger.learning import conversation_session
+from festinger.loops.conversations import ConversationName, proxied_conversation
+from festinger.loops.guard import loop_observe
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 from festinger.recollection import held
@@ -79,7 +81,7 @@ class ProxiedCall:
     workspace_id: int
     upstream: Upstream | None
     raw_messages: list[dict]
-    session: str | None
+    conversation: ConversationName
     options: dict = field(default_factory=dict)
     thinking: dict = field(default_factory=dict)  # a registry model's options that make it think (Ollama's `think`)
     request: LLMRequest | None = None
@@ -94,7 +96,7 @@ class ProxiedCall:
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), held(self.sends, self.learn_later):
+        with session_context(self.conversation), held(self.sends, self.learn_later):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -109,7 +111,7 @@ class ProxiedCall:
         call, their answers are read now (once the upstream request is out, the round trips overlap)."""
         learn_later, self.learn_later = self.learn_later, []
         if learn_later:
-            with session_context(self.session), held(self.sends):
+            with session_context(self.conversation), held(self.sends):
                 for learning in learn_later:
                     try:
                         learning()
@@ -134,11 +136,17 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
+    def observe(self, completion: Completion, cut: str | None = None) -> None:
+        """The loop guard counts the answer now, before its last byte goes out: the conversation's next
+        turn, however soon it comes, meets the state this one left (its record waits for `finish`)."""
+        if self.request is not None:
+            loop_observe(self.request, completion, cut=cut)
+
     def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
         """The call as plain JSON: the request as the middleware left it (its model without a key), and
         the answer."""
         model = self.request.model
-        return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
+        return {"workspace_id": self.workspace_id, "conversation": self.conversation.as_dict(), "call_id": self.call_id, "kind": kind,
                 "stream_cut": stream_cut, "entered": len(self.entered),
                 "upstream": {"name": self.upstream.name, "kind": self.upstream.kind, "target": self.upstream.target},
                 "model": {"name": model.name, "provider": model.provider, "model": model.model},
@@ -148,7 +156,7 @@ class ProxiedCall:
 
     def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
         """Every `after` (counting, learning, loop detection) and the trace."""
-        with session_context(self.session), call_notes_context(self.notes):
+        with session_context(self.conversation), call_notes_context(self.notes):
             with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
                       call_id=self.call_id) as call:
                 call.set(model=self.upstream.name, upstream=self.upstream.kind, target=self.upstream.target,
@@ -193,7 +201,7 @@ def proxied_calls_finish(*, outcomes: list[dict]) -> int:
 def _finish(outcome: dict) -> None:
     upstream = Upstream(**outcome["upstream"])
     call = ProxiedCall(workspace_id=outcome["workspace_id"], upstream=upstream, raw_messages=[],
-                       session=outcome["session"], call_id=outcome["call_id"],
+                       conversation=ConversationName(**outcome["conversation"]), call_id=outcome["call_id"],
                        entered=list(middleware.loaded()[:outcome["entered"]]))
     call.request = LLMRequest(workspace_id=call.workspace_id, role=PROXY_ROLE,
                               model=ResolvedModel(**outcome["model"]),
@@ -204,12 +212,15 @@ def _finish(outcome: dict) -> None:
 
 
 @contextmanager
-def session_context(session: str | None):
-    token = conversation_session.set(session)
+def session_context(conversation: ConversationName):
+    """Meanwhile, the call's conversation is the loop guard's, and learning's when the client named it."""
+    named = conversation_session.set(conversation.name if conversation.named else None)
+    proxied = proxied_conversation.set(conversation)
     try:
         yield
     finally:
-        conversation_session.reset(token)
+        proxied_conversation.reset(proxied)
+        conversation_session.reset(named)
 
 
 @contextmanager
