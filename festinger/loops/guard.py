@@ -401,13 +401,17 @@ class StreamRepetition:
         return None
 
     def cut_of(self, text: str) -> tuple[str, str] | None:
-        """A whole answer read as if it streamed in pieces of `min_chars`: (its text up to where that
-        stream would have been cut, the repeating piece), or None when it does not repeat itself."""
+        """A whole answer read as if it streamed in pieces of `min_chars`: (its text up to the end of the
+        repeating piece's `repeats`-th time, the piece), or None when it does not repeat itself. The piece
+        is taken where its repetition begins (a look mid-answer sees it turned: "ain. I will check ag")."""
         step = max(1, self.min_chars)
         for end in range(step, len(text) + step, step):
             unit = self.feed(text[end - step:end])
             if unit is not None:
-                return text[:end], unit
+                period, start = len(unit), end - len(unit)
+                while start > 0 and text[start - 1] == text[start - 1 + period]:
+                    start -= 1
+                return text[:start + period * self.repeats], text[start:start + period]
         return None
 
 
