@@ -5,9 +5,10 @@ field. Without either, it is the growing history of one exchange, named by a fin
 user message and its first answer (the assistant's first reply, text and tool calls; counted by the
 guard with the second, the first turn it follows): the system prompt
 is left out, so one that changes every turn (a timestamp) does not make every turn a new conversation,
-and two callers who open alike are told apart by what the model answered each. The caller's key (the
-Bearer secret: an API key on the main port's mount, FATHOM_PROXY_TOKEN on the own port) is part of every
-name, so two keys never share a conversation.
+and two callers who open alike are told apart by what the model answered each. Where every caller has a
+key of its own (the API keys of the main port's mount), the key is part of every name, so two keys never
+share a conversation; the own port's token is one secret shared by all its clients (and an OpenAI
+client sends some key even where none is asked), so it names no one.
 
 A call whose history holds no answer yet and which names no conversation is a one-shot request: the
 guard follows it nowhere (no state is read or written; a repetition inside its answer is still cut),
@@ -45,9 +46,9 @@ proxied_conversation: ContextVar[ConversationName | None] = ContextVar("festinge
 
 def conversation_name(*, caller: str, session: str | None, user: str | None, messages: list[dict]) -> ConversationName:
     """The conversation of a proxied call: `session` (the header) or `user` as the client named it, else
-    its history's fingerprint; `caller` (the Bearer secret, "" without one) scopes both. `messages` are
+    its history's fingerprint; `caller` (its own key's secret, "" when callers have none) scopes both. `messages` are
     the call's messages in Ollama's wire shape."""
-    scope = f"k:{hashlib.sha256(caller.encode()).hexdigest()[:12]}/" if caller else ""
+    scope = f"k:{hashlib.sha256(caller.encode()).hexdigest()[:12]}:" if caller else ""
     given = session or user
     if given:
         return ConversationName(name=(scope + given)[:SESSION_MAX_CHARS], named=True, followed=True)

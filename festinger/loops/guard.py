@@ -423,7 +423,11 @@ def stream_cut_observe(*, workspace_id: int, conversation: ConversationName, com
     if not settings.enabled:
         return
     if conversation.followed:
-        events = Conversation.of(workspace_id, conversation.name).observe(completion, cut=unit)
+        try:
+            events = Conversation.of(workspace_id, conversation.name).observe(completion, cut=unit)
+        except RedisError:
+            log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
+            return
     else:
         events = [{"kind": Kind.STREAM_REPETITION, "level": 0, "detail": _cut_detail(unit, settings)}]
     loop_events_record(workspace_id=workspace_id, session=conversation.name, events=events, model=model)

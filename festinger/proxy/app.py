@@ -19,8 +19,10 @@ The middleware's `before` runs once before the upstream call: on the event loop 
 hold what it needs, else in a thread (festinger/proxy/threads.py `prepare_from_memory`, `prepare`); the
 seen marks it sends (which messages are new to the conversation:
 festinger.learning.SeenMarks) are read once the upstream's first piece is out, so that their round trip
-overlaps the upstream's; after the client has its last byte, one message to the memory queue hands the
-rest (`after`, the trace) to a worker.
+overlaps the upstream's; the loop guard counts the answer into its conversation before the answer's
+last byte goes out (`ProxyApp.counter`), so the conversation's next turn meets that state on its way
+in; after the client has its last byte, one message to the memory queue hands the rest (`after`, the
+trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
 option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
@@ -89,11 +91,12 @@ class ProxyApp:
     `admission` lets in. `prefix` is stripped from paths (the mount under the main port)."""
 
     def __init__(self, *, workspace_of: Resolver, admission: Admission, prefix: str = "", envelope: bool = False,
-                 threads: int = 64):
+                 keyed: bool = False, threads: int = 64):
         self.workspace_of = workspace_of
         self.admission = admission
         self.prefix = prefix
         self.envelope = envelope  # errors in the API's envelope (the main port's mount)
+        self.keyed = keyed  # every caller has a key of its own (the mount's API keys): its conversations are its own
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="festinger-proxy")
         self._client: aiohttp.ClientSession | None = None
         self._background: set[asyncio.Task] = set()
@@ -360,7 +363,7 @@ class ProxyApp:
                                          "done": True, "done_reason": "load"})
                 return
         stream = body.get("stream", True) is not False
-        conversation = conversation_name(caller=request.bearer(), session=request.header(SESSION_HEADER), user=user,
+        conversation = conversation_name(caller=request.bearer() if self.keyed else "", session=request.header(SESSION_HEADER), user=user,
                                          messages=raw_messages)
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,

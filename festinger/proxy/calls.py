@@ -3,12 +3,14 @@
 For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
 project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
-images and every other field kept, changed only where the middleware changed them). Once the client
-has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
-assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
-meanwhile): `proxied_calls_finish`, in a worker, runs every `after` (counting, cues to the memory
-queue, loop detection) inside a `festinger.proxy.call` span (T33: the response never waits for the
-write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
+images and every other field kept, changed only where the middleware changed them). Once the answer
+is whole, before its last byte goes out, the loop guard counts it into its conversation's state
+(`ProxiedCall.observe`, a Redis round trip: the next turn, however soon, meets that state on its way
+in). Once the client has its last byte, its outcome (`ProxiedCall.outcome`: the request as the
+middleware left it, the assembled answer) goes to the `memory` queue (`outcomes_send`, with the other
+calls the proxy finished meanwhile): `proxied_calls_finish`, in a worker, runs every `after`
+(counting, cues to the memory queue, the loop guard's record) inside a `festinger.proxy.call` span
+(T33: the response never waits for the write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
 the same middleware itself, except when an OpenAI client asks for several choices: one turn of the
 conversation, so the proxy runs the middleware once around them as it does for Ollama (the first
 choice is the answer it learns from and watches for loops)."""

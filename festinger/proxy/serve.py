@@ -85,5 +85,6 @@ def main_port_app() -> ProxyApp:
         return key.workspace_id
 
     admission = Admission(hosts_setting="ALLOWED_HOSTS")
-    return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, threads=16)
+    return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, keyed=True,
+                    threads=16)
 

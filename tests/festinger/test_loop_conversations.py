@@ -13,7 +13,8 @@ import ollama
 import pytest
 
 from fathom.redis_client import get_redis
-from festinger.loops.guard import loop_config_update
+from festinger.loops.conversations import conversation_name
+from festinger.loops.guard import LoopSettings, StreamRepetition, loop_config_update
 from festinger.loops.models import LoopEvent
 from tests.conftest import wait_for
 from tests.festinger.proxy_support import finished_calls
@@ -176,4 +177,27 @@ def test_two_keys_with_the_same_session_name_are_two_conversations(main_port, wo
     assert turn(second)["done_reason"] == "stop"  # the other key's conversation of the same name is calm
     wait_for(lambda: Kind.BREAKER_OPENED in [event.kind for event in events(workspace)])
     sessions = {event.session for event in events(workspace)}
-    assert len(sessions) == 1 and sessions.pop().endswith("/shared")
+    assert len(sessions) == 1 and sessions.pop().endswith(":shared")
+
+
+def test_a_conversations_name_survives_a_changing_system_prompt_and_holds_its_first_answer():
+    def named(system, *rest, caller="", session=None, user=None):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": "Find it."}, *rest]
+        return conversation_name(caller=caller, session=session, user=user, messages=messages)
+
+    answer, other = {"role": "assistant", "content": "In /tmp."}, {"role": "assistant", "content": "In /srv."}
+    more = ({"role": "user", "content": "Go on."}, {"role": "assistant", "content": "Still /tmp."})
+    assert not named("It is 10:00.").followed  # a one-shot request: followed nowhere
+    assert named("It is 10:00.", answer) == named("It is 10:01.", answer, *more)  # the opening stays put
+    assert named("It is 10:00.", answer).followed and named("It is 10:00.", answer) != named("It is 10:00.", other)
+    assert named("x", answer, caller="key-1") != named("x", answer, caller="key-2")
+    assert named("x", session="agent-1").name == "agent-1" == named("y", user="agent-1").name
+    assert named("x", session="agent-1", caller="key-1").name.endswith(":agent-1")
+    assert named("x", session="agent-1").followed and not named("x", session="agent-1").first_answer_named
+
+
+def test_a_whole_answer_is_cut_where_its_stream_would_have_been():
+    settings = LoopSettings()
+    assert StreamRepetition(settings).cut_of("Let me think.\n" + SENTENCE * 40) == ("Let me think.\n" + SENTENCE * 4,
+                                                                                    SENTENCE)
+    assert StreamRepetition(settings).cut_of(" ".join(f"word{n}" for n in range(500))) is None
