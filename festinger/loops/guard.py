@@ -1,10 +1,10 @@
 """The loop detector (seed 002, T02) and its mitigations (T03), per conversation.
 
 A proxied call's conversation is named by the proxy (festinger.loops.conversations: the client's
-`X-Festinger-Session`, OpenAI's `user`, else the fingerprint of its history's opening, scoped by the
-caller's key); a one-shot request (no name, no answer in its history yet) is followed nowhere. A call
-outside the proxy (a fire's) is named by its opening within its trace, so two fires asking alike are
-not one conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the
+`X-Festinger-Session`, OpenAI's `user`, else the fingerprint of its history's opening; on the main
+port, scoped by the API key); a one-shot request (no name, no answer in its history yet) is followed
+nowhere. A call outside the proxy (a fire's) is named by its opening within its trace, so two fires
+asking alike are not one conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the
 proxy). Its state lives in Redis, so every process of the stack sees the same conversation; which
 conversations have one at all, every process knows without asking (`looping`), so a call of any other
 costs no round trip:

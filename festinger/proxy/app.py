@@ -363,8 +363,8 @@ class ProxyApp:
                                          "done": True, "done_reason": "load"})
                 return
         stream = body.get("stream", True) is not False
-        conversation = conversation_name(caller=request.bearer() if self.keyed else "", session=request.header(SESSION_HEADER), user=user,
-                                         messages=raw_messages)
+        conversation = conversation_name(caller=request.bearer() if self.keyed else "", user=user,
+                                         session=request.header(SESSION_HEADER), messages=raw_messages)
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            conversation=conversation, options=options)
@@ -421,7 +421,8 @@ class ProxyApp:
         counted = self.counter(call)
 
         async def relay(index: int, choice) -> tuple[Completion | None, str | None]:
-            watcher = Assembler(kind, StreamRepetition(call.loop_settings), streamed=forwarded.get("stream", True) is not False)
+            watcher = Assembler(kind, StreamRepetition(call.loop_settings),
+                                streamed=forwarded.get("stream", True) is not False)
             sent = dict(forwarded, options=wire.choice_options(forwarded.get("options") or {}, index)) \
                 if index else forwarded
             try:
