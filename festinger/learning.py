@@ -44,8 +44,8 @@ _CALLS_KEY = "festinger:{ws}:conversation:{conversation}:writer_calls"
 _HOUR_KEY = "festinger:{ws}:writer_calls:{hour}"
 _KNOWN_MAX = 100_000
 
-# Set by the proxy around a call: the client's X-Festinger-Session, else the proxy's fingerprint of
-# the conversation. Counting and the loop guard both key on it; fires name theirs in the options.
+# Set by the proxy around a call the client named (X-Festinger-Session, OpenAI's `user`; None otherwise:
+# its first user message names it, as it does a fire's). Fires name theirs in the options.
 conversation_session: ContextVar[str | None] = ContextVar("festinger_conversation_session", default=None)
 _known: OrderedDict[tuple, None] = OrderedDict()  # (workspace, conversation, message hash) seen already
 

@@ -46,7 +46,7 @@ from festinger.learning import (
     seen_marks_send,
     writer_calls_left,
 )
-from festinger.loops.guard import session_of
+from festinger.loops.guard import conversation_of
 from festinger.text import Triple, cues, normalise, tokenize
 
 log = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ class RecollectionMiddleware:
         if recollection.block:  # what the trace keeps (in `after`); the conversation named as the loop guard does
             request.metadata["recollection"] = {
                 "block": recollection.block[:BLOCK_RECORDED_CHARS], "recalled": list(recollection.recalled),
-                "unknown": list(recollection.unknown), "session": session_of(request)}
+                "unknown": list(recollection.unknown), "session": conversation_of(request).name}
         request.messages = inject(request.messages, recollection.block)
         request.metadata["festinger"] = {"recalled": list(recollection.recalled),
                                          "unknown": list(recollection.unknown), "cues": len(recollection.cues),

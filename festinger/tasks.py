@@ -5,7 +5,6 @@ memory.festinger_conflict_ask       the resolver model asked about one conflict 
 memory.festinger_cues_insert        facts a cue pattern stated (source `inferred`, no threshold)
 memory.festinger_concept_write      the write path for a concept that crossed the write threshold
 memory.festinger_proxy_calls_finish the work after proxied calls' responses: every `after`, the trace
-memory.festinger_stream_cut_observe a registry model's answer the proxy cut for repeating itself
 maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts into PostgreSQL
 """
 
@@ -13,11 +12,9 @@ from celery import shared_task
 
 from fathom.celery import send_task_on_commit
 from fathom.errors import ApplicationError
-from fathom.llm.types import Completion
 from fathom.models import Workspace
 from fathom.transient import retries
 from festinger.cache import counts_flush
-from festinger.loops.guard import STREAM_CUT_TASK, stream_cut_observe
 from festinger.models import Conflict, ResolutionRun
 from festinger.proxy.calls import FINISH_TASK, proxied_calls_finish
 from festinger.resolution import conflict_resolve_with_model, resolution_execute
@@ -100,13 +97,6 @@ def festinger_concept_write(workspace_id: int, token: str, context: list[str] | 
 def festinger_proxy_calls_finish(outcomes: list[dict]) -> None:
     """Every model middleware's `after` and the trace of each proxied call (its outcome as JSON)."""
     proxied_calls_finish(outcomes=outcomes)
-
-
-@shared_task(name=STREAM_CUT_TASK, ignore_result=True, **retries(), soft_time_limit=60, time_limit=90)
-def festinger_stream_cut_observe(workspace_id: int, session: str, completion: dict, unit: str, model: str) -> None:
-    """A registry model's answer the proxy cut for repeating `unit`: a detection of the loop guard."""
-    stream_cut_observe(workspace_id=workspace_id, session=session, completion=Completion.from_dict(completion),
-                       unit=unit, model=model)
 
 
 @shared_task(name="maintenance.festinger_counts_flush", acks_late=True, reject_on_worker_lost=True,

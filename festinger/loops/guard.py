@@ -1,26 +1,31 @@
 """The loop detector (seed 002, T02) and its mitigations (T03), per conversation.
 
-A conversation is named by the proxy (`conversation_session`: the client's `X-Festinger-Session`
-header, else a fingerprint of its first system message and first user message); a call outside the
-proxy (a fire's) by the same fingerprint within its trace, so two fires asking alike are not one
-conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the proxy). Its state lives in Redis, so every
-process of the stack sees the same conversation; which conversations have one at all, every process
-knows without asking (`looping`), so a call of any other costs no round trip:
+A proxied call's conversation is named by the proxy (festinger.loops.conversations: the client's
+`X-Festinger-Session`, OpenAI's `user`, else the fingerprint of its history's opening; on the main
+port, scoped by the API key); a one-shot request (no name, no answer in its history yet) is followed
+nowhere. A call outside the proxy (a fire's) is named by its opening within its trace, so two fires
+asking alike are not one conversation. Only the calls of the roles in `roles` are watched (a fire's `main` loop and the
+proxy). Its state lives in Redis, so every process of the stack sees the same conversation; which
+conversations have one at all, every process knows without asking (`looping`), so a call of any other
+costs no round trip:
 
-- detection, after each answer: the same normalised assistant output `repeat_count` times within the
-  last `window` outputs; the same tool calls with the same arguments repeating with a period of at
-  most `cycle_max_period` calls, `cycle_repeats` times; a piece of text repeating `stream_repeats`
-  times in a row inside one streamed answer (`StreamRepetition`: the proxy cuts the stream). An
-  output or call sequence once detected counts again at its next repetition.
-- mitigations, before each call, escalating with the conversation's detections: a temperature boost
-  (from the first), a system note forbidding the repeated action (`forbid_after`), the repeated turns
-  dropped from the history (`truncate_after`), and the circuit breaker (`breaker_after`): for
-  `breaker_cooldown_seconds` every call is answered that the conversation is looping, without the
-  model; after the cool-down the conversation starts again from level 0.
+- detection, as soon as an answer is whole (`loop_observe`: the proxy calls it before the answer's last
+  byte goes out, so the next turn, however soon, meets the state it left): the same normalised assistant
+  output `repeat_count` times within the last `window` outputs; the same tool calls with the same
+  arguments repeating with a period of at most `cycle_max_period` calls, `cycle_repeats` times; a piece
+  of text repeating `stream_repeats` times in a row inside one answer, streamed or whole
+  (`StreamRepetition`: the proxy cuts the answer there). An output or call sequence once detected counts
+  again at its next repetition.
+- mitigations, decided before each call from that state, escalating with the conversation's detections:
+  a temperature boost (from the first), a system note forbidding the repeated action (`forbid_after`),
+  the repeated turns dropped from the history (`truncate_after`), and the circuit breaker
+  (`breaker_after`): for `breaker_cooldown_seconds` every call is answered that the conversation is
+  looping, without the model; after the cool-down the conversation starts again from level 0.
 
 `LoopGuardMiddleware` is model middleware (settings.FATHOM_MODEL_MIDDLEWARE), so fires and proxied
 requests get the same treatment. Thresholds are `LoopConfig` rows, read again after every change
-(a version key in Redis). Every detection and mitigation is a `LoopEvent` row and a trace event."""
+(a version key in Redis). Every detection and mitigation is a `LoopEvent` row and a trace event,
+written after the response (the open breaker's answers are counted, one row)."""
 
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ from fathom.channels import Subscription, answering_from_memory, version, versio
 from fathom.llm.types import Completion, Message, StopReason
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import current_span
-from festinger.learning import conversation_session
+from festinger.loops.conversations import ConversationName, proxied_conversation
 from festinger.loops.models import LoopConfig, LoopEvent
 
 log = logging.getLogger(__name__)
@@ -47,7 +52,6 @@ log = logging.getLogger(__name__)
 CONFIG_VERSION_KEY = "festinger:loops:config:version"
 STATE_TTL_SECONDS = 24 * 3600
 BREAKER_PROVIDER = "festinger-loop-breaker"
-STREAM_CUT_TASK = "memory.festinger_stream_cut_observe"
 # Every detection and reset says "+<workspace>:<session>" or "-..." here; the sessions with a state are
 # kept in a sorted set per workspace (by the time of their last detection).
 LOOPS_CHANNEL = "festinger:loops"
@@ -128,18 +132,24 @@ def config_changed() -> None:
 
 class LoopGuardMiddleware:
     """Model middleware: mitigations before the call (or the breaker's answer instead of it), detection
-    after. Put it first in the list: it names the conversation by the messages as the caller sent them,
-    and an open breaker spares every other middleware's work."""
+    after (unless the proxy did it already, `loop_observe`), and the record. Put it first in the list: it
+    names the conversation by the messages as the caller sent them, and an open breaker spares every
+    other middleware's work."""
 
     def before(self, request):
+        settings = loop_settings(request.workspace_id)
+        if not settings.enabled or request.role not in settings.roles:
+            return None
+        conversation = conversation_of(request)
+        request.metadata["loops"] = {"session": conversation.name, "followed": conversation.followed,
+                                     "first_answer_named": conversation.first_answer_named, "events": [], "level": 0}
+        if not conversation.followed:
+            return None
         try:
-            guard = Conversation.of(request.workspace_id, session_of(request))
+            guard = Conversation.of(request.workspace_id, conversation.name)
         except RedisError:
             log.warning("festinger: Redis is unreachable; loop guard skipped", exc_info=True)
             return None
-        if guard is None or request.role not in guard.settings.roles:
-            return None
-        request.metadata["loops"] = {"session": guard.session, "events": [], "level": guard.level}
         answer = guard.mitigate(request)
         request.metadata["loops"]["level"] = guard.level
         return answer
@@ -148,33 +158,53 @@ class LoopGuardMiddleware:
         notes = request.metadata.get("loops")
         if notes is None:
             return None
-        events = notes["events"]
-        if completion.provider != BREAKER_PROVIDER:
-            try:
-                guard = Conversation.of(request.workspace_id, notes["session"])
-                if guard is not None:
-                    events.extend(guard.observe(completion, cut=request.metadata.get("loop_stream_cut")))
-            except RedisError:
-                log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
-        if events:
-            loop_events_record(workspace_id=request.workspace_id, session=notes["session"], events=events,
+        loop_observe(request, completion, cut=request.metadata.get("loop_stream_cut"))
+        if notes["events"]:
+            loop_events_record(workspace_id=request.workspace_id, session=notes["session"], events=notes["events"],
                                model=request.model.name, trace_id=request.trace_id)
         return None
 
 
-def session_of(request) -> str:
-    """The conversation's name: the proxy's, else the fingerprint of its opening within its trace."""
-    given = conversation_session.get()
-    if given:
-        return given[:128]
-    return fingerprint(next((m.content for m in request.messages if m.role == "system"), ""),
-                       next((m.content for m in request.messages if m.role == "user"), ""), scope=request.trace_id)
+def loop_observe(request, completion: Completion, *, cut: str | None = None) -> None:
+    """Count `request`'s answer into its conversation, once (the proxy calls this before the answer's last
+    byte goes out; the middleware's `after` then only records): its detections join the request's loop
+    events. `cut`: the piece whose repetition cut the answer. A one-shot request changes no state; its
+    answer cut is recorded as a detection of level 0."""
+    notes = request.metadata.get("loops")
+    if notes is None or notes.get("observed") or completion.provider == BREAKER_PROVIDER:
+        return
+    notes["observed"] = True
+    settings = loop_settings(request.workspace_id)
+    if not notes["followed"]:
+        if cut:
+            notes["events"].append({"kind": Kind.STREAM_REPETITION, "level": 0, "detail": _cut_detail(cut, settings)})
+        return
+    answers = [m for m in request.messages if m.role == "assistant"]
+    try:
+        guard = Conversation.of(request.workspace_id, notes["session"])
+        if notes.get("first_answer_named") and len(answers) == 1:  # its second turn: the first answer counts now
+            notes["events"].extend(guard.observe(Completion(text=answers[0].content,
+                                                            tool_calls=tuple(answers[0].tool_calls))))
+        notes["events"].extend(guard.observe(completion, cut=cut))
+    except RedisError:
+        log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
 
 
-def fingerprint(system: str, first_user: str, *, scope: str = "") -> str:
-    """A conversation named by its opening: its system prompt and first user message."""
-    digest = hashlib.sha256(f"{scope}\x00{system}\x00{first_user}".encode()).hexdigest()[:32]
-    return f"fp:{digest}"
+def conversation_of(request) -> ConversationName:
+    """The conversation of a call: the proxy's (festinger.loops.conversations), else a fire's: its opening
+    (system prompt and first user message) within its trace, followed from its first call."""
+    proxied = proxied_conversation.get()
+    if proxied is not None:
+        return proxied
+    return fire_conversation(trace_id=request.trace_id,
+                             system=next((m.content for m in request.messages if m.role == "system"), ""),
+                             first_user=next((m.content for m in request.messages if m.role == "user"), ""))
+
+
+def fire_conversation(*, trace_id: str, system: str, first_user: str) -> ConversationName:
+    """A fire's conversation: its system prompt and first user message, within its trace."""
+    digest = hashlib.sha256(f"{trace_id}\x00{system}\x00{first_user}".encode()).hexdigest()[:32]
+    return ConversationName(name=f"fp:{digest}", named=False, followed=True)
 
 
 @dataclass
@@ -192,10 +222,8 @@ class Conversation:
     breaker_answered: int = 0     # calls the open breaker answered since it opened
 
     @classmethod
-    def of(cls, workspace_id: int, session: str) -> Conversation | None:
+    def of(cls, workspace_id: int, session: str) -> Conversation:
         settings = loop_settings(workspace_id)
-        if not settings.enabled:
-            return None
         state = get_redis().hgetall(_key(workspace_id, session)) if looping(workspace_id, session) else {}
         return cls(workspace_id=workspace_id, session=session, settings=settings,
                    level=int(state.get("level") or 0), breaker_until=float(state.get("breaker_until") or 0),
@@ -310,7 +338,7 @@ class Conversation:
             found.append((Kind.TOOL_CYCLE, {"calls": self.repeated["calls"], "period": period or len(signatures)}))
         if cut:
             self.repeated = {"kind": "text", "text": _clip(cut)}
-            found.append((Kind.STREAM_REPETITION, {"repeated": _clip(cut), "times": settings.stream_repeats}))
+            found.append((Kind.STREAM_REPETITION, _cut_detail(cut, settings)))
         if not found:
             return []
         self.level += 1
@@ -372,16 +400,37 @@ class StreamRepetition:
             end = at + shortest - 1
         return None
 
+    def cut_of(self, text: str) -> tuple[str, str] | None:
+        """A whole answer read as if it streamed in pieces of `min_chars`: (its text up to the end of the
+        repeating piece's `repeats`-th time, the piece), or None when it does not repeat itself. The piece
+        is taken where its repetition begins (a look mid-answer sees it turned: "ain. I will check ag")."""
+        step = max(1, self.min_chars)
+        for end in range(step, len(text) + step, step):
+            unit = self.feed(text[end - step:end])
+            if unit is not None:
+                period, start = len(unit), end - len(unit)
+                while start > 0 and text[start - 1] == text[start - 1 + period]:
+                    start -= 1
+                return text[:start + period * self.repeats], text[start:start + period]
+        return None
 
-def stream_cut_observe(*, workspace_id: int, session: str, completion: Completion, unit: str,
+
+def stream_cut_observe(*, workspace_id: int, conversation: ConversationName, completion: Completion, unit: str,
                        model: str = "") -> None:
-    """An answer the proxy cut for repeating `unit`: a detection like any other, recorded."""
-    guard = Conversation.of(workspace_id, session)
-    if guard is None:
+    """An answer the proxy cut for repeating `unit`, outside the model middleware (a registry model's
+    stream): a detection like any other, counted now and recorded."""
+    settings = loop_settings(workspace_id)
+    if not settings.enabled:
         return
-    events = guard.observe(completion, cut=unit)
-    if events:
-        loop_events_record(workspace_id=workspace_id, session=session, events=events, model=model)
+    if conversation.followed:
+        try:
+            events = Conversation.of(workspace_id, conversation.name).observe(completion, cut=unit)
+        except RedisError:
+            log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
+            return
+    else:
+        events = [{"kind": Kind.STREAM_REPETITION, "level": 0, "detail": _cut_detail(unit, settings)}]
+    loop_events_record(workspace_id=workspace_id, session=conversation.name, events=events, model=model)
 
 
 # --- which conversations have a state -------------------------------------------------------------------
@@ -467,6 +516,10 @@ def loop_events_record(*, workspace_id: int, session: str, events: list[dict], m
 _SPACE = re.compile(r"\s+")
 
 
+def _cut_detail(cut: str, settings: LoopSettings) -> dict:
+    return {"repeated": _clip(cut), "times": settings.stream_repeats}
+
+
 def _key(workspace_id: int, session: str) -> str:
     return f"festinger:loop:{workspace_id}:{session}"
 
@@ -503,6 +556,6 @@ def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["STREAM_CUT_TASK", "LoopGuardMiddleware", "LoopSettings", "LoopState", "StreamRepetition", "config_changed",
-           "fingerprint", "loop_config_update",
+__all__ = ["LoopGuardMiddleware", "LoopSettings", "LoopState", "StreamRepetition", "config_changed",
+           "conversation_of", "fire_conversation", "loop_config_update", "loop_observe",
            "loop_events_record", "loop_settings", "loop_states", "stream_cut_observe"]

@@ -19,8 +19,10 @@ The middleware's `before` runs once before the upstream call: on the event loop 
 hold what it needs, else in a thread (festinger/proxy/threads.py `prepare_from_memory`, `prepare`); the
 seen marks it sends (which messages are new to the conversation:
 festinger.learning.SeenMarks) are read once the upstream's first piece is out, so that their round trip
-overlaps the upstream's; after the client has its last byte, one message to the memory queue hands the
-rest (`after`, the trace) to a worker.
+overlaps the upstream's; the loop guard counts the answer into its conversation before the answer's
+last byte goes out (`ProxyApp.counter`), so the conversation's next turn meets that state on its way
+in; after the client has its last byte, one message to the memory queue hands the rest (`after`, the
+trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
 option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
@@ -42,10 +44,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
 
+from fathom.channels import from_memory
 from fathom.llm.errors import LLMError
 from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion
-from festinger.loops.guard import StreamRepetition, fingerprint
+from festinger.loops.conversations import conversation_name
+from festinger.loops.guard import StreamRepetition
 from festinger.proxy import threads, wire
 from festinger.proxy.admission import Admission
 from festinger.proxy.calls import ProxiedCall
@@ -55,6 +59,7 @@ from festinger.proxy.relay import (
     JSON_HEADERS,
     UPSTREAM_ERRORS,
     Assembler,
+    Whole,
     error_message,
     ollama_relay,
     registry_relay,
@@ -86,11 +91,12 @@ class ProxyApp:
     `admission` lets in. `prefix` is stripped from paths (the mount under the main port)."""
 
     def __init__(self, *, workspace_of: Resolver, admission: Admission, prefix: str = "", envelope: bool = False,
-                 threads: int = 64):
+                 keyed: bool = False, threads: int = 64):
         self.workspace_of = workspace_of
         self.admission = admission
         self.prefix = prefix
         self.envelope = envelope  # errors in the API's envelope (the main port's mount)
+        self.keyed = keyed  # every caller has a key of its own (the mount's API keys): its conversations are its own
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="festinger-proxy")
         self._client: aiohttp.ClientSession | None = None
         self._background: set[asyncio.Task] = set()
@@ -189,6 +195,19 @@ class ProxyApp:
             self._finished_send()
         elif len(self._finished) == 1:
             asyncio.get_running_loop().call_later(FINISH_BATCH_SECONDS, self._finished_send)
+
+    def counter(self, call: ProxiedCall) -> Whole:
+        """How the loop guard counts the call's answer, before its last bytes go out: into the state of its
+        conversation when the proxy ran the middleware (`call.request`: from what this process holds, as
+        `prepare` left it), else (a registry model's call ran it itself) only a cut, which that call's
+        middleware never saw."""
+        async def count(completion: Completion, cut: str | None) -> None:
+            if call.request is not None:
+                with from_memory():
+                    call.observe(completion, cut)
+            elif cut is not None:
+                await self.in_thread(threads.stream_cut_count, call, completion, cut)
+        return count
 
     def queued_send(self, call: ProxiedCall) -> None:
         """What the call's recollection queued (cues, writes) goes out now, whatever the upstream answered."""
@@ -327,8 +346,9 @@ class ProxyApp:
         wire.ollama_request_check(body)
         await self.converse(request, body, kind="generate")
 
-    async def converse(self, request, body: dict, *, kind: str, answer_as=None) -> None:
-        """Answer an /api/chat or /api/generate body (`answer_as`: another API's writer of the chunks)."""
+    async def converse(self, request, body: dict, *, kind: str, answer_as=None, user: str | None = None) -> None:
+        """Answer an /api/chat or /api/generate body (`answer_as`: another API's writer of the chunks;
+        `user`: OpenAI's, which names the conversation as X-Festinger-Session does)."""
         name = wire.model_name(body)
         options = wire.options_of(body)
         if kind == "chat":
@@ -343,12 +363,11 @@ class ProxyApp:
                                          "done": True, "done_reason": "load"})
                 return
         stream = body.get("stream", True) is not False
-        session = request.header(SESSION_HEADER) or fingerprint(
-            next((m.get("content") or "" for m in raw_messages if m.get("role") == "system"), ""),
-            next((m.get("content") or "" for m in raw_messages if m.get("role") == "user"), ""))
+        conversation = conversation_name(caller=request.bearer() if self.keyed else "", user=user,
+                                         session=request.header(SESSION_HEADER), messages=raw_messages)
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
-                           session=session, options=options)
+                           conversation=conversation, options=options)
         try:
             upstream = await self.prepared(call, body, len(writer.choices))
             if upstream is None:
@@ -399,13 +418,17 @@ class ProxyApp:
         # after that piece went out, so the marks' round trip overlaps the upstream's and delays nothing.
         learn_soon = lambda: asyncio.get_running_loop().call_soon(call.learn)  # noqa: E731
 
+        counted = self.counter(call)
+
         async def relay(index: int, choice) -> tuple[Completion | None, str | None]:
-            watcher = Assembler(kind, StreamRepetition(call.loop_settings))
+            watcher = Assembler(kind, StreamRepetition(call.loop_settings),
+                                streamed=forwarded.get("stream", True) is not False)
             sent = dict(forwarded, options=wire.choice_options(forwarded.get("options") or {}, index)) \
                 if index else forwarded
             try:
                 async with request.cancelled_when_client_leaves():
-                    cut = await ollama_relay(request, self.client, url, sent, watcher, choice, answered=learn_soon)
+                    cut = await ollama_relay(request, self.client, url, sent, watcher, choice, answered=learn_soon,
+                                             whole=counted if index == 0 else None)
             except ClientGone:  # cancelling the relay closed the upstream response: Ollama stops generating
                 return None, None
             return watcher.completion, cut
@@ -427,11 +450,8 @@ class ProxyApp:
             return await self._registry_choice(request, body, call, kind, choice, index, started)
 
         completion, cut = await _each_choice(request, writer, answer)
-        if call.request is not None:  # several choices: the middleware ran here, its `after` sees the first
-            if completion is not None:
-                self.finished(call, completion, kind, cut)
-        elif cut is not None:
-            self.after_response(threads.stream_cut_queue, call, completion, cut)
+        if call.request is not None and completion is not None:  # several choices: the middleware ran here,
+            self.finished(call, completion, kind, cut)              # its `after` sees the first
 
     async def _registry_choice(self, request, body: dict, call: ProxiedCall, kind: str, writer, index: int,
                                started: float) -> tuple[Completion | None, str | None]:
@@ -440,7 +460,8 @@ class ProxyApp:
         stream = threads.RegistryStream(self.in_thread, call, body, kind, index)
         try:
             async with request.cancelled_when_client_leaves():
-                return await registry_relay(stream, writer, call.upstream.target, call.loop_settings, started)
+                return await registry_relay(stream, writer, call.upstream.target, call.loop_settings, started,
+                                            whole=self.counter(call) if index == 0 else None)
         except ClientGone:
             return None, None
         finally:
@@ -456,7 +477,7 @@ class ProxyApp:
             raise OpenAIError(400, "model is required")
         writer = OpenAIWriter(request, ollama["model"], ollama["stream"], choices=wire.openai_choices(body),
                               include_usage=bool((body.get("stream_options") or {}).get("include_usage")))
-        await self.converse(request, ollama, kind="chat", answer_as=writer)
+        await self.converse(request, ollama, kind="chat", answer_as=writer, user=body.get("user"))
 
     async def openai_models(self, request):
         names = [entry["name"] for entry in await self._ollama_models("/api/tags")]

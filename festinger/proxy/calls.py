@@ -3,12 +3,14 @@
 For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
 project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
-images and every other field kept, changed only where the middleware changed them). Once the client
-has its last byte, its outcome (`ProxiedCall.outcome`: the request as the middleware left it, the
-assembled answer) goes to the `memory` queue (`outcomes_send`, with the other calls the proxy finished
-meanwhile): `proxied_calls_finish`, in a worker, runs every `after` (counting, cues to the memory
-queue, loop detection) inside a `festinger.proxy.call` span (T33: the response never waits for the
-write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
+images and every other field kept, changed only where the middleware changed them). Once the answer
+is whole, before its last byte goes out, the loop guard counts it into its conversation's state
+(`ProxiedCall.observe`, a Redis round trip: the next turn, however soon, meets that state on its way
+in). Once the client has its last byte, its outcome (`ProxiedCall.outcome`: the request as the
+middleware left it, the assembled answer) goes to the `memory` queue (`outcomes_send`, with the other
+calls the proxy finished meanwhile): `proxied_calls_finish`, in a worker, runs every `after`
+(counting, cues to the memory queue, the loop guard's record) inside a `festinger.proxy.call` span
+(T33: the response never waits for the write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
 the same middleware itself, except when an OpenAI client asks for several choices: one turn of the
 conversation, so the proxy runs the middleware once around them as it does for Ollama (the first
 choice is the answer it learns from and watches for loops)."""
@@ -33,6 +35,8 @@ from fathom.llm.types import Completion, Message
 from fathom.redis_client import get_redis
 from fathom.tracing.spans import span
 from festinger.learning import conversation_session
+from festinger.loops.conversations import ConversationName, proxied_conversation
+from festinger.loops.guard import loop_observe
 from festinger.proxy import wire
 from festinger.proxy.upstreams import Upstream
 from festinger.recollection import held
@@ -79,7 +83,7 @@ class ProxiedCall:
     workspace_id: int
     upstream: Upstream | None
     raw_messages: list[dict]
-    session: str | None
+    conversation: ConversationName
     options: dict = field(default_factory=dict)
     thinking: dict = field(default_factory=dict)  # a registry model's options that make it think (Ollama's `think`)
     request: LLMRequest | None = None
@@ -94,7 +98,7 @@ class ProxiedCall:
     def prepare(self, *, model: ResolvedModel | None = None, store_image=None) -> None:
         """Run every middleware's `before` (for an Ollama upstream, or several answers of a registry
         `model`, whose images `store_image` keeps); sets `answer` when one answered."""
-        with session_context(self.session), held(self.sends, self.learn_later):
+        with session_context(self.conversation), held(self.sends, self.learn_later):
             model = model or ResolvedModel(name=self.upstream.name, provider="ollama", model=self.upstream.target)
             self.request = LLMRequest(workspace_id=self.workspace_id, role=PROXY_ROLE, model=model,
                                       messages=wire.to_messages(self.raw_messages, store_image=store_image),
@@ -109,7 +113,7 @@ class ProxiedCall:
         call, their answers are read now (once the upstream request is out, the round trips overlap)."""
         learn_later, self.learn_later = self.learn_later, []
         if learn_later:
-            with session_context(self.session), held(self.sends):
+            with session_context(self.conversation), held(self.sends):
                 for learning in learn_later:
                     try:
                         learning()
@@ -134,11 +138,17 @@ class ProxiedCall:
     def forwarded_options(self) -> dict:
         return self.request.options
 
+    def observe(self, completion: Completion, cut: str | None = None) -> None:
+        """The loop guard counts the answer now, before its last byte goes out: the conversation's next
+        turn, however soon it comes, meets the state this one left (its record waits for `finish`)."""
+        if self.request is not None:
+            loop_observe(self.request, completion, cut=cut)
+
     def outcome(self, completion: Completion, kind: str, stream_cut: str | None = None) -> dict:
         """The call as plain JSON: the request as the middleware left it (its model without a key), and
         the answer."""
         model = self.request.model
-        return {"workspace_id": self.workspace_id, "session": self.session, "call_id": self.call_id, "kind": kind,
+        return {"workspace_id": self.workspace_id, "conversation": self.conversation.as_dict(), "call_id": self.call_id, "kind": kind,
                 "stream_cut": stream_cut, "entered": len(self.entered),
                 "upstream": {"name": self.upstream.name, "kind": self.upstream.kind, "target": self.upstream.target},
                 "model": {"name": model.name, "provider": model.provider, "model": model.model},
@@ -148,7 +158,7 @@ class ProxiedCall:
 
     def finish(self, completion: Completion, kind: str, stream_cut: str | None = None) -> None:
         """Every `after` (counting, learning, loop detection) and the trace."""
-        with session_context(self.session), call_notes_context(self.notes):
+        with session_context(self.conversation), call_notes_context(self.notes):
             with span("festinger.proxy.call", workspace=self.workspace_id, actor_id="festinger:proxy",
                       call_id=self.call_id) as call:
                 call.set(model=self.upstream.name, upstream=self.upstream.kind, target=self.upstream.target,
@@ -193,7 +203,7 @@ def proxied_calls_finish(*, outcomes: list[dict]) -> int:
 def _finish(outcome: dict) -> None:
     upstream = Upstream(**outcome["upstream"])
     call = ProxiedCall(workspace_id=outcome["workspace_id"], upstream=upstream, raw_messages=[],
-                       session=outcome["session"], call_id=outcome["call_id"],
+                       conversation=ConversationName(**outcome["conversation"]), call_id=outcome["call_id"],
                        entered=list(middleware.loaded()[:outcome["entered"]]))
     call.request = LLMRequest(workspace_id=call.workspace_id, role=PROXY_ROLE,
                               model=ResolvedModel(**outcome["model"]),
@@ -204,12 +214,15 @@ def _finish(outcome: dict) -> None:
 
 
 @contextmanager
-def session_context(session: str | None):
-    token = conversation_session.set(session)
+def session_context(conversation: ConversationName):
+    """Meanwhile, the call's conversation is the loop guard's, and learning's when the client named it."""
+    named = conversation_session.set(conversation.name if conversation.named else None)
+    proxied = proxied_conversation.set(conversation)
     try:
         yield
     finally:
-        conversation_session.reset(token)
+        proxied_conversation.reset(proxied)
+        conversation_session.reset(named)
 
 
 @contextmanager

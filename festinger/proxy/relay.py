@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -23,15 +23,26 @@ from festinger.proxy import wire
 from festinger.proxy.request import JSON, Request
 from festinger.proxy.wire import OpenAIError, WireError
 
+# Awaited once an answer is whole (or cut), before its last bytes go out: the loop guard counts it there.
+Whole = Callable[[Completion, str | None], Awaitable[None]]
 # What a failed upstream request raises: the connection's errors, and a timeout.
 UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)
 JSON_HEADERS = {"content-type": "application/json"}
 
 
 async def ollama_relay(request: Request, client: aiohttp.ClientSession, url: str, body: dict, watcher: Assembler,
-                       writer, answered: Callable[[], None] | None) -> str | None:
+                       writer, answered: Callable[[], None] | None, whole: Whole | None) -> str | None:
     """Forward `body` to an Ollama upstream and its answer to the client as it comes (`answered` runs
-    when its first piece arrives). Returns the repeating piece when the loop guard cut the stream."""
+    when its first piece arrives; `whole(completion, cut)` is awaited once the answer is whole or cut,
+    before its last bytes go out). Returns the repeating piece when the loop guard cut the answer."""
+    counted = False
+
+    async def count(cut: str | None = None) -> None:
+        nonlocal counted
+        if whole is not None and not counted:
+            counted = True
+            await whole(watcher.completion or watcher.completion_so_far(), cut)
+
     try:
         async with client.post(url, data=json.dumps(body).encode(), headers=JSON_HEADERS) as answer:
             if answer.status != 200:
@@ -47,30 +58,41 @@ async def ollama_relay(request: Request, client: aiohttp.ClientSession, url: str
                     answered, _ = None, answered()
                 cut = watcher.feed(piece)
                 if writer.translates:
-                    for obj in watcher.take():
-                        await writer.ollama_object(obj)
                     if cut is not None:
+                        for obj in watcher.take():
+                            await writer.ollama_object(obj)
+                        await count(cut)
                         await writer.done(watcher.completion_so_far(), watcher.started,
                                           reason=wire.LOOP_DONE_REASON)
                         return cut
+                    if watcher.completion is not None:  # the closing object is among those to write
+                        await count()
+                    for obj in watcher.take():
+                        await writer.ollama_object(obj)
                     continue
                 passed = watcher.passed_bytes()
                 if cut is not None:
+                    closing = watcher.cut_chunk()
+                    await count(cut)
                     await request.write(passed)
-                    await request.end(wire.ndjson(watcher.cut_chunk()))
+                    await request.end(wire.ndjson(closing))
                     return cut
+                if watcher.completion is not None:
+                    await count()
                 if passed:
                     await request.write(passed)
+            unread = watcher.buffer  # a whole answer ("stream": false) is one object, read here
+            objects = watcher.take(final=True)
+            watcher.close()
+            await count(watcher.cut)
             if writer.translates:
-                for obj in watcher.take(final=True):
+                for obj in objects:
                     await writer.ollama_object(obj)
                 if not writer.finished:
                     await writer.done(watcher.completion_so_far(), watcher.started)
             else:
-                await request.end(watcher.buffer)  # a whole answer ("stream": false) has no closing newline:
-                watcher.take(final=True)          # read once it is out
-            watcher.close()
-            return None
+                await request.end(json.dumps(watcher.final).encode() if watcher.cut else unread)
+            return watcher.cut
     except UPSTREAM_ERRORS as exc:
         if not request.started:
             raise WireError(502, f"the Ollama upstream did not answer: {said(exc)}") from None
@@ -78,9 +100,10 @@ async def ollama_relay(request: Request, client: aiohttp.ClientSession, url: str
         return None
 
 
-async def registry_relay(stream, writer, model: str, loop_settings, started: float) -> tuple[Completion, str | None]:
+async def registry_relay(stream, writer, model: str, loop_settings, started: float,
+                         whole: Whole | None) -> tuple[Completion, str | None]:
     """Write a registry model's answer (`stream`'s chunks) to `writer`: (its completion, the repeating
-    piece when the loop guard cut it)."""
+    piece when the loop guard cut it). `whole(completion, cut)` is awaited before its last bytes go out."""
     repetition = StreamRepetition(loop_settings)
     thinking_repetition = StreamRepetition(loop_settings)  # a reasoning model's thinking loops too
     text, thinking, tool_calls = [], [], []
@@ -89,6 +112,8 @@ async def registry_relay(stream, writer, model: str, loop_settings, started: flo
         if item.completion is not None:
             completion = item.completion
             reason = wire.LOOP_DONE_REASON if completion.provider == BREAKER_PROVIDER else None
+            if whole is not None:
+                await whole(completion, None)
             await writer.done(completion, started, reason=reason)
             return completion, None
         if item.tool_call is not None:
@@ -105,6 +130,8 @@ async def registry_relay(stream, writer, model: str, loop_settings, started: flo
         if unit is not None:
             completion = Completion(text="".join(text), tool_calls=tuple(tool_calls), model=model,
                                     stop_reason=StopReason.OTHER, usage=Usage(), thinking="".join(thinking))
+            if whole is not None:
+                await whole(completion, unit)
             await writer.done(completion, started, reason=wire.LOOP_DONE_REASON)
             return completion, unit
 
@@ -113,8 +140,10 @@ class Assembler:
     """Reads an Ollama upstream's NDJSON as it passes: the answer so far (for learning and the loop
     guard's in-answer repetition) and, when asked, the objects themselves."""
 
-    def __init__(self, kind: str, repetition: StreamRepetition):
+    def __init__(self, kind: str, repetition: StreamRepetition, *, streamed: bool = True):
         self.kind = kind
+        self.streamed = streamed  # else the answer is one object ("stream": false), checked whole
+        self.cut: str | None = None  # the repeating piece a whole answer was cut at
         self.repetition = repetition
         self.thinking_repetition = StreamRepetition(repetition.settings)
         self.buffer = b""
@@ -132,6 +161,9 @@ class Assembler:
         """Take bytes of the answer; the repeating piece if the loop guard cuts the stream here (the
         bytes to pass on end with the line that made the cut)."""
         buffer = self.buffer + piece if self.buffer else piece
+        if not self.streamed:  # one object: read whole by `take(final=True)`
+            self.buffer = buffer
+            return None
         start, cut = 0, None
         while cut is None and (end := buffer.find(b"\n", start)) >= 0:
             cut = self._line(buffer[start:end])
@@ -146,6 +178,8 @@ class Assembler:
             obj = json.loads(line)
         except ValueError:
             return None
+        if not self.streamed and isinstance(obj, dict) and obj.get("done"):
+            self.cut = _whole_cut(obj, self.kind, self.repetition, self.thinking_repetition)
         self.pending.append(obj)
         self.last = obj
         message = obj.get("message") or {}
@@ -203,6 +237,22 @@ class Assembler:
     def close(self) -> None:
         if self.completion is None:
             self.completion = self.completion_so_far()
+
+
+def _whole_cut(obj: dict, kind: str, repetition: StreamRepetition, thinking_repetition: StreamRepetition) -> str | None:
+    """A whole answer's text and thinking cut, in `obj`, where a stream of them would have been (done
+    for the loop's reason); the repeating piece, or None when neither repeats itself."""
+    holder = obj.get("message") if kind == "chat" else obj
+    if not isinstance(holder, dict):
+        return None
+    found = None
+    for name, watcher in (("thinking", thinking_repetition), ("content" if kind == "chat" else "response", repetition)):
+        text = holder.get(name)
+        cut = watcher.cut_of(text) if isinstance(text, str) and text else None
+        if cut is not None:
+            holder[name], found = cut
+            obj["done_reason"] = wire.LOOP_DONE_REASON
+    return found
 
 
 def said(exc: BaseException) -> str:

@@ -37,6 +37,10 @@ class Request:
         self.headers: list[tuple[bytes, bytes]] = []  # added to the response's (CORS, for an allowed Origin)
         self._disconnected: asyncio.Future | None = None
 
+    def bearer(self) -> str:
+        """The secret of the request's `Authorization: Bearer ...`, "" without one."""
+        return bearer_of(self.scope)
+
     def header(self, name: bytes) -> str | None:
         for key, value in self.scope["headers"]:
             if key == name:
@@ -132,3 +136,12 @@ class Request:
                         return
             self._disconnected = asyncio.ensure_future(watch())
         return self._disconnected
+
+
+def bearer_of(scope) -> str:
+    """The secret of an ASGI request's `Authorization: Bearer ...`, "" without one."""
+    for key, value in scope.get("headers", ()):
+        if key == b"authorization":
+            scheme, _, secret = value.decode("latin-1").partition(" ")
+            return secret.strip() if scheme.lower() == "bearer" else ""
+    return ""

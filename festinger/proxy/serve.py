@@ -18,6 +18,7 @@ from fathom.services import apikey_authenticate, workspace_default_ensure
 from fathom.tenancy import Role, Workspace
 from festinger.proxy.admission import Admission, own_port_hosts
 from festinger.proxy.app import ProxyApp
+from festinger.proxy.request import bearer_of
 from festinger.proxy.wire import WireError
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def own_port_app(*, workspace_slug: str | None = None, token: str | None = None,
             connections.close_all()
 
     async def workspace_of(scope) -> int | None:
-        if token and not hmac.compare_digest(_bearer(scope).encode(), token.encode()):
+        if token and not hmac.compare_digest(bearer_of(scope).encode(), token.encode()):
             return None
         if not found:
             try:
@@ -76,7 +77,7 @@ def main_port_app() -> ProxyApp:
             connections.close_all()
 
     async def workspace_of(scope) -> int | None:
-        key = await asyncio.to_thread(key_of, _bearer(scope))
+        key = await asyncio.to_thread(key_of, bearer_of(scope))
         if key is None:
             return None
         if scope["path"][len(MOUNT_PREFIX):] in MODEL_CALLING_PATHS and not role_allows(key.role, Role.OPERATOR):
@@ -84,12 +85,6 @@ def main_port_app() -> ProxyApp:
         return key.workspace_id
 
     admission = Admission(hosts_setting="ALLOWED_HOSTS")
-    return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, threads=16)
+    return ProxyApp(workspace_of=workspace_of, admission=admission, prefix=MOUNT_PREFIX, envelope=True, keyed=True,
+                    threads=16)
 
-
-def _bearer(scope) -> str:
-    for key, value in scope.get("headers", ()):
-        if key == b"authorization":
-            scheme, _, secret = value.decode("latin-1").partition(" ")
-            return secret.strip() if scheme.lower() == "bearer" else ""
-    return ""

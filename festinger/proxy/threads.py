@@ -16,7 +16,6 @@ import asyncio
 import logging
 import threading
 
-from celery import signature
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -29,7 +28,7 @@ from fathom.llm.types import Completion, ImageRef, StreamChunk
 from fathom.tenancy import Workspace
 from fathom.tracing.spans import span
 from festinger import cache
-from festinger.loops.guard import STREAM_CUT_TASK, loop_settings, loop_settings_held
+from festinger.loops.guard import loop_settings, loop_settings_held, stream_cut_observe
 from festinger.proxy import wire
 from festinger.proxy.calls import (
     ProxiedCall,
@@ -143,11 +142,12 @@ def outcomes_queue(finished: list[tuple]) -> None:
     outcomes_send([call.outcome(completion, kind, stream_cut) for call, completion, kind, stream_cut in finished])
 
 
-def stream_cut_queue(call: ProxiedCall, completion: Completion, unit: str) -> None:
-    """A registry answer cut for repeating itself: the loop guard counts it like any other answer (on
-    the memory queue)."""
-    signature(STREAM_CUT_TASK).apply_async((call.workspace_id, call.session, completion.to_dict(), unit,
-                                            call.upstream.name), ignore_result=True)
+def stream_cut_count(call: ProxiedCall, completion: Completion, unit: str) -> None:
+    """A registry answer cut for repeating itself (its call ran the middleware itself): the loop guard
+    counts it like any other answer, before the answer's last byte goes out."""
+    with connections_returned():
+        stream_cut_observe(workspace_id=call.workspace_id, conversation=call.conversation,
+                           completion=completion, unit=unit, model=call.upstream.name)
 
 
 def logged(function):
@@ -192,7 +192,7 @@ def _registry_call(call: ProxiedCall, body: dict, kind: str, index: int, abandon
             raise _Abandoned
         put(chunk)
 
-    with session_context(call.session), connections_returned(), call_notes_context(call.notes):
+    with session_context(call.conversation), connections_returned(), call_notes_context(call.notes):
         try:
             tools = wire.to_tool_specs(body.get("tools"))
             response_format = wire.to_response_format(body.get("format"))

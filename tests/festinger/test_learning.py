@@ -234,7 +234,7 @@ def test_an_offline_fire_learns_the_users_words_once_and_none_of_the_harness(wor
 
 
 def test_a_proxied_conversation_is_counted_under_the_name_the_proxy_gives_it():
-    # The proxy names a conversation by its X-Festinger-Session (else a fingerprint): every request of
+    # The proxy names a conversation by its X-Festinger-Session (or `user`): every request of
     # it counts against one conversation, whatever its first user message, as the loop guard sees it.
     token = conversation_session.set("agent-zero-42")
     try:

@@ -10,6 +10,7 @@ from fathom.redis_client import get_redis
 from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.learning import SeenMarks
+from festinger.loops.conversations import ConversationName
 from festinger.models import Edge
 from festinger.proxy.calls import ProxiedCall, proxied_calls_finish
 from festinger.proxy.upstreams import upstream_for
@@ -62,7 +63,7 @@ def test_the_prompt_is_counted_once_its_seen_marks_are_read_after_the_upstream_h
 
 
 def test_learning_that_fails_leaves_the_others_of_the_call_read():
-    call = ProxiedCall(workspace_id=1, upstream=None, raw_messages=[], session="s")
+    call = ProxiedCall(workspace_id=1, upstream=None, raw_messages=[], conversation=ConversationName("s", named=True, followed=True))
     learned = []
 
     def broken():
@@ -78,7 +79,8 @@ def test_an_outcome_delivered_twice_is_finished_once(workspace, settings):
     settings.OLLAMA_HOST = "http://127.0.0.1:9"
     world_ensure(workspace=workspace)
     call = ProxiedCall(workspace_id=workspace.pk, upstream=upstream_for(workspace_id=workspace.pk, name="llama3.2"),
-                       raw_messages=[{"role": "user", "content": "Find the report."}], session="twice")
+                       raw_messages=[{"role": "user", "content": "Find the report."}],
+                       conversation=ConversationName("twice", named=True, followed=True))
     call.prepare()
     outcome = call.outcome(Completion(text="I will look in /tmp.", model="llama3.2", provider="ollama"), "chat")
 

@@ -15,7 +15,7 @@ from fathom.tracing.models import TraceEvent
 from festinger import cache
 from festinger.cache import changes, model, registry
 from festinger.learning import SeenMarks
-from festinger.loops.guard import fingerprint
+from festinger.loops.guard import fire_conversation
 from festinger.models import Concept, Conflict, Edge
 from festinger.recollection import RECOLLECTION_EVENT, held, inject, recollection_for
 from festinger.selectors import recollections_list
@@ -245,7 +245,8 @@ def test_the_trace_keeps_what_each_prompt_received(world, scripted_llm):
     assert (event.name, event.call_id, event.run_id) == ("llm.call", "llm-first", "run-1")  # the call's span
     assert event.payload == {"block": "<recollection>\ngnommoweb: [type] repo\n</recollection>",
                              "recalled": ["gnommoweb"], "unknown": [],
-                             "session": fingerprint("You help.", "What is gnommoweb?", scope=event.trace_id)}
+                             "session": fire_conversation(trace_id=event.trace_id, system="You help.",
+                                                         first_user="What is gnommoweb?").name}
     assert [row.payload["block"] for row in recollections_list(workspace=world, session=event.payload["session"])] \
         == [event.payload["block"]]
 
