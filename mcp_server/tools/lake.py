@@ -43,9 +43,10 @@ def search(query: Annotated[str, Field(description="what to recall, in words")],
     reads it: each delta's id as [<id>] (cite those ids; view_delta opens one whole), the provenance
     (named stretches of memory) that contains what surfaced, and why nothing was found when nothing was."""
     with api_call(SearchView, "POST") as caller:
-        params = validated(SearchRequestIn, {
-            "query": query, "mode": mode, "depth": depth, "limit": limit, "budget": budget,
-            "filters": {"tags": tags or [], "kind": kind, "source": source, "since": since, "until": until}})
+        filters = {name: value for name, value in (("tags", tags), ("kind", kind), ("source", source),
+                                                   ("since", since), ("until", until)) if value}
+        params = validated(SearchRequestIn, {"query": query, "mode": mode, "depth": depth, "limit": limit,
+                                             "budget": budget, "filters": filters})
         result = deltas_search(workspace=caller.workspace, query=params["query"], mode=params["mode"],
                                depth=params["depth"], filters=params["filters"], limit=params["limit"],
                                budget=params["budget"])
