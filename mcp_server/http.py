@@ -26,32 +26,33 @@ MOUNT_PATH = "/mcp"
 
 class McpHttpApp:
     """The ASGI app under MOUNT_PATH. Its session manager runs from the server's lifespan startup
-    (`startup`) to its shutdown (`close`), both called by fathom.asgi."""
+    (`startup`) to its shutdown (`close`), both called by fathom.asgi; a server started again in the
+    same process (tests do) gets a new one."""
 
     def __init__(self):
         self.server = fathom_server()
+        self.app = None
+        self.running = AsyncExitStack()
+
+    async def startup(self) -> None:
         # Host and Origin are Django's business here (ALLOWED_HOSTS, checked below): the SDK's own check
         # knows only loopback names.
         routes = self.server.streamable_http_app(
             streamable_http_path=MOUNT_PATH,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        await self.running.enter_async_context(self.server.session_manager.run())
         self.app = AuthenticationMiddleware(KeyRequired(AuthContextMiddleware(routes)),
                                             backend=BearerAuthBackend(KeyVerifier()))
-        self.running = AsyncExitStack()
-        self.started = False
-
-    async def startup(self) -> None:
-        await self.running.enter_async_context(self.server.session_manager.run())
-        self.started = True
 
     async def close(self) -> None:
+        self.app = None
         await self.running.aclose()
 
     async def __call__(self, scope, receive, send):
         host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
         if not validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS):
             await respond(send, 400, "bad_request", f"Invalid HTTP_HOST header: {host!r}")
-        elif not self.started:
+        elif self.app is None:
             await respond(send, 503, "unavailable", "the MCP endpoint runs only under a server that sends the "
                                                     "ASGI lifespan events (uvicorn does)")
         else:

@@ -8,6 +8,10 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from harness.fires.models import Fire
+from harness.fires.services import fire_create
+from harness.runtime.models import Trigger
+from harness.runtime.services import session_create
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import Proposal
@@ -63,25 +67,35 @@ def test_a_key_of_another_workspace_sees_nothing_of_this_one(connect, workspace,
                         tags=["kind:note"])
     other_key = key_of(other_workspace)
     Proposal.objects.create(workspace=workspace, tool="provenance", title="A's episode", payload={})
+    session = session_create(workspace=workspace, title="A's conversation")
+    fire = fire_create(workspace=workspace, mode=Fire.Mode.INTROSPECTIVE, question="What is the vault code?")
+
+    async def resource_error(client, uri):
+        try:
+            await client.read_resource(uri)
+        except MCPError as exc:
+            return str(exc)
+        return None
 
     async def scenario():
         async with connect(other_workspace, other_key) as client:
             found = await client.call_tool("search", {"query": "vault code harbour master", "mode": "text"})
             viewed = await client.call_tool("view_delta", {"id": note.pk})
             pending = await client.call_tool("list_pending_proposals", {})
-            try:
-                await client.read_resource(f"fathom://deltas/{note.pk}")
-                resource_error = None
-            except MCPError as exc:
-                resource_error = str(exc)
-            return found, viewed, pending, resource_error
+            asked = await client.call_tool("ask", {"question": "What is the vault code?", "session_id": str(session.pk)})
+            errors = [await resource_error(client, f"fathom://deltas/{note.pk}"),
+                      await resource_error(client, f"fathom://fires/{fire.pk}")]
+            return found, viewed, pending, asked, errors
 
-    found, viewed, pending, resource_error = anyio.run(scenario)
+    found, viewed, pending, asked, errors = anyio.run(scenario)
     # then B finds, opens and lists nothing of A's, by any tool or resource
     assert note.pk not in json.dumps(found.structured_content) and found.structured_content["rows"] == []
     assert viewed.is_error and note.pk in text_of(viewed) and "no delta" in text_of(viewed)
     assert pending.structured_content == {"proposals": []}
-    assert resource_error is not None and "no delta" in resource_error
+    assert asked.is_error and f"no session {session.pk}" in text_of(asked)
+    assert "no delta" in errors[0] and f"no fire {fire.pk}" in errors[1]
+    # and asks nothing in A's conversation
+    assert not Trigger.objects.filter(session=session).exists()
 
 
 def test_a_viewer_reads_and_never_writes(connect, workspace):
