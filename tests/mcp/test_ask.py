@@ -108,3 +108,29 @@ def test_cancelling_a_long_ask_mid_way_cancels_its_fire(connect, workspace, role
     assert (fire.status, fire.stop_reason) == ("cancelled", "cancelled")
     assert fire.cancel_requested_at is not None
     assert not after.is_error
+
+
+def test_introspect_answers_its_card(connect, workspace, roles, celery_worker):
+    # given an operator's key, and a main model that answers the introspective question at once
+    key = key_of(workspace)
+    roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "I hold notes about the harbour."}}])
+    roles.main.call_tool("skip", {"reason": "-"})
+    progress = []
+
+    async def on_progress(done, total, message):
+        progress.append(message)
+
+    async def scenario():
+        async with connect(workspace, key) as client:
+            return await client.call_tool("introspect", {"question": "What do you know?", "wait_seconds": 120},
+                                          progress_callback=on_progress)
+
+    answered = anyio.run(scenario)
+    # then the introspective fire ran on the worker and its card is the answer
+    assert not answered.is_error, text_of(answered)
+    card = answered.structured_content
+    assert (card["status"], card["body"]) == ("finished", "I hold notes about the harbour.")
+    assert text_of(answered) == "I hold notes about the harbour."
+    fire = Fire.objects.get(pk=card["fire_id"])
+    assert (fire.workspace_id, fire.mode, fire.session_id) == (workspace.pk, "introspective", None)
+    assert progress[-1] == "finished: responded"

@@ -8,6 +8,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from festinger.models import Edge
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.runtime.models import Trigger
@@ -59,6 +60,37 @@ def test_a_client_lists_the_tools_remembers_searches_and_views(connect, workspac
     assert (viewed.structured_content["id"], viewed.structured_content["content"]) == (written[1]["id"], NOTES[1])
     assert viewed.structured_content["parents"] == [] and viewed.structured_content["children"] == []
     assert json.loads(resource.contents[0].text)["content"] == NOTES[2]
+
+
+def test_the_world_model_and_proposal_tools_act_in_the_keys_workspace(connect, workspace):
+    # given an operator's key and two notes
+    key = key_of(workspace)
+    notes = [delta_create(workspace=workspace, content=text).pk for text in NOTES[:2]]
+
+    async def scenario():
+        async with connect(workspace, key) as client:
+            fact = await client.call_tool("iknowthat", {"fact": "gnommoweb -isa repo in context of Glitch University"})
+            preview = await client.call_tool("preview_recollection", {"text": "Please update gnommoweb"})
+            episode = await client.call_tool("draft_proposal", {
+                "tool": "provenance", "title": "The harbour's routines", "level": 1,
+                "payload": {"from_ids": notes, "summary": "How the harbour keeps time"}})
+            era = await client.call_tool("draft_proposal", {
+                "tool": "provenance", "title": "The harbour years", "level": 3,
+                "payload": {"from_ids": notes, "summary": "Years of the harbour"}})
+            pending = await client.call_tool("list_pending_proposals", {})
+            return fact, preview, episode, era, pending
+
+    fact, preview, episode, era, pending = anyio.run(scenario)
+    # then the fact is an edge of this workspace's world model, at full confidence
+    edge = fact.structured_content["edge"]
+    assert (fact.structured_content["result"], edge["concept"], edge["parent"], edge["confidence"]) == (
+        "edge", "gnommoweb", "repo", 1.0)
+    assert Edge.objects.filter(workspace=workspace, concept__token="gnommoweb").exists()
+    assert not preview.is_error and {"active", "block", "recalled", "unknown"} <= set(preview.structured_content)
+    # an L1 provenance is approved by the auto-policy; an L3 one waits, and is the one pending
+    assert (episode.structured_content["status"], era.structured_content["status"]) == ("approved", "pending")
+    assert episode.structured_content["producer"].startswith("apikey:")
+    assert [p["id"] for p in pending.structured_content["proposals"]] == [era.structured_content["id"]]
 
 
 def test_a_key_of_another_workspace_sees_nothing_of_this_one(connect, workspace, other_workspace):
