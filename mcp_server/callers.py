@@ -1,4 +1,5 @@
-"""Who calls: an API key of one workspace, with its role, the same keys as REST's.
+"""Who calls: an API key of one workspace, with its role, the same keys as REST's, and the same
+principal (fathom.auth.KeyPrincipal: the key's workspace, role and actor).
 
 Over HTTP the SDK's bearer middleware asks `KeyVerifier` for each request's key and keeps the
 answer (a `KeyAccessToken`) in its auth context; over stdio the command authenticates its key once
@@ -6,35 +7,15 @@ and runs the whole server `acting_as` it. Either way a tool reads the caller wit
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from pydantic import ConfigDict
 
-from fathom.models import ApiKey, Workspace
+from fathom.auth import KeyPrincipal
 from fathom.services import apikey_authenticate
 from mcp_server.threads import in_thread
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The key a call is made with: its workspace (every read and write is scoped by it) and role."""
-
-    key: ApiKey
-
-    @property
-    def workspace(self) -> Workspace:
-        return self.key.workspace
-
-    @property
-    def role(self) -> str:
-        return self.key.role
-
-    @property
-    def actor_id(self) -> str:
-        return f"apikey:{self.key.prefix}"
 
 
 class KeyAccessToken(AccessToken):
@@ -43,16 +24,16 @@ class KeyAccessToken(AccessToken):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    caller: Caller
+    caller: KeyPrincipal
 
 
-def caller_authenticate(secret: str) -> Caller | None:
+def caller_authenticate(secret: str) -> KeyPrincipal | None:
     """The caller an API key's secret stands for, or None when it is unknown or revoked."""
     key = apikey_authenticate(secret=secret) if secret else None
-    return Caller(key=key) if key is not None else None
+    return KeyPrincipal(key) if key is not None else None
 
 
-def access_token(caller: Caller, secret: str) -> KeyAccessToken:
+def access_token(caller: KeyPrincipal, secret: str) -> KeyAccessToken:
     return KeyAccessToken(token=secret, client_id=caller.actor_id, scopes=[caller.role], caller=caller)
 
 
@@ -65,7 +46,7 @@ class KeyVerifier:
 
 
 @contextmanager
-def acting_as(caller: Caller, secret: str) -> Iterator[None]:
+def acting_as(caller: KeyPrincipal, secret: str) -> Iterator[None]:
     """Run what is inside as `caller` (stdio: the whole server is one key's)."""
     reset = auth_context_var.set(AuthenticatedUser(access_token(caller, secret)))
     try:
@@ -74,7 +55,7 @@ def acting_as(caller: Caller, secret: str) -> Iterator[None]:
         auth_context_var.reset(reset)
 
 
-def current_caller() -> Caller:
+def current_caller() -> KeyPrincipal:
     """The caller of the MCP request being served; LookupError outside one (a server run without keys)."""
     token = get_access_token()
     if not isinstance(token, KeyAccessToken):

@@ -14,16 +14,16 @@ from mcp.server.mcpserver.exceptions import MCPServerError, ResourceError, Resou
 from mcp_types import CallToolResult, TextContent
 
 from fathom.api.errors import exception_handler
-from fathom.auth import HasWorkspaceRole, role_allows, role_needed
+from fathom.auth import HasWorkspaceRole, KeyPrincipal, role_allows, role_needed
 from fathom.errors import PermissionDeniedError
-from mcp_server.callers import Caller, current_caller
+from mcp_server.callers import current_caller
 
 logger = logging.getLogger(__name__)
 
 SERVER_ERROR = "the server failed to answer; the error is logged"
 
 
-def caller_allowed(view, method: str) -> Caller:
+def caller_allowed(view, method: str) -> KeyPrincipal:
     """The caller, if its role may make this call of `view` (REST's 403 otherwise)."""
     caller = current_caller()
     if not role_allows(caller.role, role_needed(view, method)):
@@ -53,7 +53,7 @@ def api_errors(*, resource: bool = False) -> Iterator[None]:
 
 
 @contextmanager
-def api_call(view, method: str, *, resource: bool = False) -> Iterator[Caller]:
+def api_call(view, method: str, *, resource: bool = False) -> Iterator[KeyPrincipal]:
     """The body of a synchronous tool or resource (run on a worker thread): the allowed caller, errors
     as `api_errors` says, the thread's database connection given back at the end."""
     with api_errors(resource=resource):

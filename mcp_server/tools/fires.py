@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from fathom.auth import KeyPrincipal
 from harness.fires.api import IntrospectView
 from harness.fires.models import Fire
 from harness.fires.selectors import fire_citations, fire_get, fire_of_message
@@ -17,7 +18,6 @@ from harness.fires.services import fire_cancel, fire_create, fire_enqueue
 from harness.runtime.api import SessionMessagesView
 from harness.runtime.selectors import session_get
 from harness.runtime.services import message_mark_addressed, message_send, session_create
-from mcp_server.callers import Caller
 from mcp_server.calls import api_errors, caller_allowed, tool_result, validated
 from mcp_server.threads import in_thread
 
@@ -122,7 +122,7 @@ def fire_state(fire: Fire | None) -> str:
     return f"{fire.status}: {fire.phase}, {fire.model_calls} model calls"
 
 
-def question_send(*, caller: Caller, session_id: str, fields: dict) -> tuple[str, str]:
+def question_send(*, caller: KeyPrincipal, session_id: str, fields: dict) -> tuple[str, str]:
     """Send the question to the session named (else a new one): (session id, message id)."""
     if session_id:
         session = session_get(workspace=caller.workspace, session_id=session_id)
@@ -134,7 +134,7 @@ def question_send(*, caller: Caller, session_id: str, fields: dict) -> tuple[str
     return str(session.pk), str(trigger.pk)
 
 
-def introspection_start(*, caller: Caller, fields: dict) -> Fire:
+def introspection_start(*, caller: KeyPrincipal, fields: dict) -> Fire:
     fire = fire_create(workspace=caller.workspace, mode=Fire.Mode.INTROSPECTIVE, question=fields["question"],
                        disabled_tools=fields["disabled_tools"])
     fire_enqueue(fire=fire)

@@ -16,13 +16,14 @@ from lake.api import (
     delta_detail,
     idempotency_key_clean,
 )
-from lake.search import MAX_LIMIT
+from lake.search import DEPTHS, MAX_LIMIT
+from lake.search import MODES as SEARCH_MODES
 from lake.selectors import deltas_search
 from lake.services import deltas_create
 from mcp_server.calls import api_call, tool_result, validated
 
-Mode = Literal["hybrid", "vector", "text"]
-Depth = Literal["shallow", "normal", "deep"]
+Mode = Literal[SEARCH_MODES]
+Depth = Literal[tuple(DEPTHS)]
 
 
 def search(query: Annotated[str, Field(description="what to recall, in words")],
