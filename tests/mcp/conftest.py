@@ -13,6 +13,9 @@ from fathom.services import apikey_create
 from tests.conftest import REPO_ROOT, worker_env
 
 TRANSPORTS = ("stdio", "http")
+# The clients of before the 2026-07-28 protocol: an initialize handshake and a session (Mcp-Session-Id), the
+# progress on the session's stream, a cancellation sent as notifications/cancelled.
+LEGACY_HTTP = "http-legacy"
 TOOLS = {"search", "view_delta", "remember", "ask", "introspect", "draft_proposal", "list_pending_proposals",
          "iknowthat", "preview_recollection"}
 
@@ -24,9 +27,10 @@ def key_of(workspace, role: str = "operator") -> str:
 @pytest.fixture(params=TRANSPORTS)
 def connect(request, transactional_db):
     """connect(workspace, key) -> an async context manager yielding an MCP Client acting with `key` in
-    `workspace`, over this test's transport."""
+    `workspace`, over this test's transport (a test may ask for LEGACY_HTTP too, with
+    `@pytest.mark.parametrize("connect", [...], indirect=True)`)."""
     transport = request.param
-    url = request.getfixturevalue("live_server_url") if transport == "http" else ""
+    url = request.getfixturevalue("live_server_url") if transport != "stdio" else ""
 
     @asynccontextmanager
     async def client(workspace, key: str):
@@ -38,7 +42,8 @@ def connect(request, transactional_db):
                 yield connected
         else:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
-                async with Client(streamable_http_client(f"{url}/mcp", http_client=http)) as connected:
+                mode = "legacy" if transport == LEGACY_HTTP else "auto"
+                async with Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as connected:
                     yield connected
 
     client.transport = transport

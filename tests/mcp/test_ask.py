@@ -10,7 +10,7 @@ from harness.fires.models import Fire
 from harness.quality.configuration import quality_settings_get
 from tests.conftest import wait_for
 from tests.harness.quality.conftest import Roles, classification, verdict
-from tests.mcp.conftest import key_of, text_of
+from tests.mcp.conftest import LEGACY_HTTP, TRANSPORTS, key_of, text_of
 
 NOTES = ("The lighthouse keeper logs the foghorn test every Tuesday at noon.",
          "The foghorn at the north mole was replaced in 2019 with an electric one.",
@@ -30,6 +30,7 @@ def roles(workspace):
     scripted.reset()
 
 
+@pytest.mark.parametrize("connect", [*TRANSPORTS, LEGACY_HTTP], indirect=True)
 def test_ask_answers_from_the_remembered_notes_with_its_verdict_and_citations(connect, workspace, roles,
                                                                                celery_worker):
     # given an operator's key, and the models' answers: a chat question, answered after a search,
@@ -78,6 +79,7 @@ def test_ask_answers_from_the_remembered_notes_with_its_verdict_and_citations(co
     assert answer["fire_id"] in fire.contents[0].text
 
 
+@pytest.mark.parametrize("connect", [*TRANSPORTS, LEGACY_HTTP], indirect=True)
 def test_cancelling_a_long_ask_mid_way_cancels_its_fire(connect, workspace, roles, celery_worker):
     # given a question whose main model call takes long
     key = key_of(workspace)

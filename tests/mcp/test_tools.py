@@ -5,6 +5,7 @@ error with the API's message, never a crash of the session."""
 import json
 
 import anyio
+import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
@@ -203,10 +204,16 @@ def test_bad_input_to_each_tool_is_a_tool_error_with_the_apis_message(connect, w
     ({"Authorization": "Bearer fth_nope_nope"}, "invalid or revoked API key"),
 ])
 def test_http_without_a_valid_key_is_a_401_in_the_apis_envelope(live_server_url, transactional_db, header, message):
-    import httpx
-
     response = httpx.post(f"{live_server_url}/mcp", headers={**header, "Accept": "application/json, text/event-stream"},
                           json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert response.status_code == 401
     assert response.json() == {"error": {"code": "not_authenticated", "message": message, "details": {}}}
     assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_http_from_a_host_not_allowed_is_a_400(live_server_url, transactional_db, workspace):
+    response = httpx.post(f"{live_server_url}/mcp", headers={"Host": "rebound.example", "Authorization":
+                                                             f"Bearer {key_of(workspace)}"},
+                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "bad_request"
