@@ -17,12 +17,12 @@ from harness.fires.selectors import fire_citations, fire_get, fire_of_message
 from harness.fires.services import fire_cancel, fire_create, fire_enqueue
 from harness.runtime.api import SessionMessagesView
 from harness.runtime.selectors import session_get
-from harness.runtime.services import message_mark_addressed, message_send, session_create
+from harness.runtime.services import message_send, message_withdraw, session_create
 from mcp_server.calls import api_errors, caller_allowed, tool_result, validated
 from mcp_server.threads import in_thread
 
 POLL_SECONDS = 0.25
-# After a cancellation, how long to look for the fire of a message no turn had taken yet.
+# After a cancellation, how long to look for the fire of a message a turn has taken (it is created at once).
 CANCEL_FIND_SECONDS = 10.0
 MAX_WAIT_SECONDS = 3600
 
@@ -50,13 +50,13 @@ async def ask(question: Annotated[str, Field(description="the question, as you w
             return await in_thread(fire_of_message)(workspace=caller.workspace, trigger_id=trigger_id)
 
         async def cancel() -> None:
-            with anyio.move_on_after(CANCEL_FIND_SECONDS):
+            if await in_thread(message_withdraw)(session_id=session_id, trigger_id=trigger_id,
+                                                 note="withdrawn: its MCP client cancelled the call"):
+                return
+            with anyio.move_on_after(CANCEL_FIND_SECONDS):  # a turn took it: its fire is on its way
                 while (fire := await find()) is None:
                     await anyio.sleep(POLL_SECONDS)
                 await in_thread(fire_cancel)(fire=fire)
-                return
-            await in_thread(message_mark_addressed)(session_id=session_id, trigger_id=trigger_id,
-                                                    note="cancelled by its MCP client before a turn took it")
 
         fire = await fire_followed(ctx, find=find, cancel=cancel, wait_seconds=wait_seconds)
         if fire is None:

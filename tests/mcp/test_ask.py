@@ -8,8 +8,10 @@ import pytest
 
 from harness.fires.models import Fire
 from harness.quality.configuration import quality_settings_get
+from harness.runtime.models import Trigger
 from tests.conftest import wait_for
 from tests.harness.quality.conftest import Roles, classification, verdict
+from tests.harness.support import session_tick
 from tests.mcp.conftest import LEGACY_HTTP, TRANSPORTS, key_of, text_of
 
 NOTES = ("The lighthouse keeper logs the foghorn test every Tuesday at noon.",
@@ -136,3 +138,30 @@ def test_introspect_answers_its_card(connect, workspace, roles, celery_worker):
     fire = Fire.objects.get(pk=card["fire_id"])
     assert (fire.workspace_id, fire.mode, fire.session_id) == (workspace.pk, "introspective", None)
     assert progress[-1] == "finished: responded"
+
+
+def test_cancelling_an_ask_no_worker_took_yet_withdraws_the_question(connect, workspace):
+    # given no worker running: the question waits in its session
+    key = key_of(workspace)
+    queued = anyio.Event()
+
+    async def on_progress(done, total, message):
+        if message.startswith("queued"):
+            queued.set()
+
+    async def scenario():
+        async with connect(workspace, key) as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: client.call_tool("ask", {"question": "Is anyone there?"},
+                                                          progress_callback=on_progress))
+                # when the client cancels the call while it waits
+                with anyio.fail_after(60):
+                    await queued.wait()
+                group.cancel_scope.cancel()
+
+    anyio.run(scenario)
+    # then the question is withdrawn: addressed, and no turn takes it
+    message = wait_for(lambda: Trigger.objects.filter(workspace=workspace, addressed=True).first(), timeout=30)
+    assert (message.state, message.addressed_note) == ("consumed", "withdrawn: its MCP client cancelled the call")
+    assert session_tick(session_id=message.session_id) == "idle"
+    assert not Fire.objects.filter(workspace=workspace).exists()
