@@ -13,9 +13,13 @@ _mounts = [(prefix.rstrip("/"), import_string(path)()) for prefix, path in setti
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "lifespan":  # Django has no lifespan; a mounted app that holds connections closes them
+    if scope["type"] == "lifespan":  # Django has no lifespan; a mounted app may start with the server, and close
         while True:
             message = await receive()
+            if message["type"] == "lifespan.startup":
+                for _prefix, app in _mounts:
+                    if hasattr(app, "startup"):
+                        await app.startup()
             if message["type"] == "lifespan.shutdown":
                 for _prefix, app in _mounts:
                     if hasattr(app, "close"):

@@ -105,8 +105,13 @@ class HasWorkspaceRole(permissions.BasePermission):
         principal = request.user
         if not getattr(principal, "is_authenticated", False) or not isinstance(principal, KeyPrincipal):
             raise exceptions.NotAuthenticated("send 'Authorization: Bearer <api key>'")
-        if request.method in permissions.SAFE_METHODS:
-            needed = getattr(view, "read_role", Role.VIEWER)
-        else:
-            needed = getattr(view, "write_role", Role.OPERATOR)
-        return role_allows(principal.role, needed)
+        return role_allows(principal.role, role_needed(view, request.method))
+
+
+def role_needed(view, method: str) -> str:
+    """The role a call of `view` with this HTTP method needs (REST's rule, which the MCP tools that wrap
+    the view follow too): any role reads, unless `view.read_role` raises the bar; writes need
+    `view.write_role`, operator by default."""
+    if method in permissions.SAFE_METHODS:
+        return getattr(view, "read_role", Role.VIEWER)
+    return getattr(view, "write_role", Role.OPERATOR)

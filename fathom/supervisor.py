@@ -102,7 +102,7 @@ def run_stack(command, *, host: str, port: int) -> None:
             signal.signal(signum, request_stop)
 
         supervisor = Supervisor(stack_children(host=host, port=port), out=out, on_start=lock.record_children)
-        out.write(f"[up] Fathom on http://{host}:{port}/  (admin: /admin/, API docs: /v1/docs/). Ctrl-C stops.")
+        out.write(f"[up] Fathom on http://{host}:{port}/  (admin: /admin/, API docs: /v1/docs/, MCP: /mcp). Ctrl-C stops.")
         if settings.FATHOM_PROXY_PORT:
             out.write(f"[up] Festinger's Ollama-compatible proxy on http://{settings.FATHOM_PROXY_HOST}:"
                       f"{settings.FATHOM_PROXY_PORT}/ (workspace {settings.FATHOM_PROXY_WORKSPACE})")

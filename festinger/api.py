@@ -62,13 +62,18 @@ class IKnowThatView(APIView):
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
-        result = iknowthat(workspace=request.workspace, fact=data.validated_data["fact"])
-        if isinstance(result, Conflict):
-            conflict = selectors.conflict_get(workspace=request.workspace, conflict_id=result.pk)
-            return Response({"result": "conflict", "edge": None, "conflict": ConflictOutput(conflict).data},
-                            status=status.HTTP_202_ACCEPTED)
-        edge = Edge.objects.select_related("concept", "parent", "dimension").get(pk=result.pk)
-        return Response({"result": "edge", "edge": EdgeOutput(edge).data, "conflict": None})
+        body = fact_store(workspace=request.workspace, fact=data.validated_data["fact"])
+        return Response(body, status=status.HTTP_202_ACCEPTED if body["conflict"] else status.HTTP_200_OK)
+
+
+def fact_store(*, workspace, fact: str) -> dict:
+    """/iknowthat's answer (FactResult): the edge it wrote, or the conflict it queued."""
+    result = iknowthat(workspace=workspace, fact=fact)
+    if isinstance(result, Conflict):
+        conflict = selectors.conflict_get(workspace=workspace, conflict_id=result.pk)
+        return {"result": "conflict", "edge": None, "conflict": ConflictOutput(conflict).data}
+    edge = Edge.objects.select_related("concept", "parent", "dimension").get(pk=result.pk)
+    return {"result": "edge", "edge": EdgeOutput(edge).data, "conflict": None}
 
 
 class ConflictListView(generics.ListAPIView):

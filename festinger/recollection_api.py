@@ -35,10 +35,14 @@ class RecollectionView(APIView):
     def get(self, request):
         params = self.Params(data=request.query_params)
         params.is_valid(raise_exception=True)
-        workspace_id = request.workspace.pk
-        recollection = recollection_for(workspace_id=workspace_id, text=params.validated_data["text"], learn=False)
-        body = {"active": cache.world(workspace_id) is not None, **recollection.as_dict()}
-        return Response(RecollectionOut(body).data)
+        return Response(recollection_preview(workspace_id=request.workspace.pk, text=params.validated_data["text"]))
+
+
+def recollection_preview(*, workspace_id: int, text: str) -> dict:
+    """The recollection a model call with this text would get now (RecollectionOut); nothing is
+    counted, nothing learned."""
+    recollection = recollection_for(workspace_id=workspace_id, text=text, learn=False)
+    return RecollectionOut({"active": cache.world(workspace_id) is not None, **recollection.as_dict()}).data
 
 
 class ReloadOut(serializers.Serializer):

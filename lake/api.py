@@ -127,9 +127,7 @@ class DeltaListCreateView(generics.ListAPIView):
             data = DeltaIn(data=request.data)
             data.is_valid(raise_exception=True)
             items = [data.validated_data]
-        key = request.headers.get("Idempotency-Key", "").strip()
-        if len(key) > 255:
-            raise serializers.ValidationError({"Idempotency-Key": ["at most 255 characters"]})
+        key = idempotency_key_clean(request.headers.get("Idempotency-Key", ""))
         written = deltas_create(workspace=request.workspace, items=items, idempotency_key=key)
         body = DeltaOut(written.deltas, many=True).data if many else DeltaOut(written.deltas[0]).data
         headers = {"Idempotent-Replayed": "true"} if written.replayed else {}
@@ -137,16 +135,28 @@ class DeltaListCreateView(generics.ListAPIView):
                         headers=headers)
 
 
+def idempotency_key_clean(key: str) -> str:
+    """A write's idempotency key as given (REST's Idempotency-Key header, MCP's argument), at most 255
+    characters."""
+    key = key.strip()
+    if len(key) > 255:
+        raise serializers.ValidationError({"Idempotency-Key": ["at most 255 characters"]})
+    return key
+
+
 class DeltaDetailView(APIView):
     @extend_schema(responses=DeltaDetailOut, summary="One delta by id or unique prefix (8+ hex), with its "
                                                      "provenance parents and children")
     def get(self, request, id_or_prefix: str):
-        delta = delta_get(workspace=request.workspace, id_or_prefix=id_or_prefix)
-        parents = [ancestor.delta for ancestor in
-                   provenance_parents(workspace=request.workspace, delta_ids=[delta.id], max_levels=1)]
-        children = provenance_children(workspace=request.workspace, delta=delta)
-        context = {"parents": parents, "children": children}
-        return Response(DeltaDetailOut(delta, context=context).data)
+        return Response(delta_detail(workspace=request.workspace, id_or_prefix=id_or_prefix))
+
+
+def delta_detail(*, workspace, id_or_prefix: str) -> dict:
+    """One delta of the workspace whole, with its provenance parents and children (DeltaDetailOut)."""
+    delta = delta_get(workspace=workspace, id_or_prefix=id_or_prefix)
+    parents = [ancestor.delta for ancestor in provenance_parents(workspace=workspace, delta_ids=[delta.id], max_levels=1)]
+    children = provenance_children(workspace=workspace, delta=delta)
+    return DeltaDetailOut(delta, context={"parents": parents, "children": children}).data
 
 
 class SearchFiltersIn(serializers.Serializer):

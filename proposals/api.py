@@ -78,14 +78,19 @@ class ProposalDraftView(APIView):
     def post(self, request):
         data = self.Input(data=request.data)
         data.is_valid(raise_exception=True)
-        fields = data.validated_data
-        proposal = services.proposal_draft(
-            workspace=request.workspace, tool=fields["tool"], title=fields["title"], payload=fields["payload"],
-            rationale=fields["rationale"], level=fields["level"],
-            producer=fields.get("producer") or request.user.actor_id,
-        )
-        proposal = selectors.proposal_get(workspace=request.workspace, proposal_id=proposal.pk)
-        return Response(ProposalOutput(proposal).data, status=status.HTTP_201_CREATED)
+        body = proposal_draft_output(workspace=request.workspace, fields=data.validated_data,
+                                     actor_id=request.user.actor_id)
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def proposal_draft_output(*, workspace, fields: dict, actor_id: str) -> dict:
+    """Draft the proposal `fields` (ProposalDraftView.Input, validated) describe, drafted by `actor_id`
+    unless they name a producer: the proposal as it stands after the gate (ProposalOutput)."""
+    proposal = services.proposal_draft(
+        workspace=workspace, tool=fields["tool"], title=fields["title"], payload=fields["payload"],
+        rationale=fields["rationale"], level=fields["level"], producer=fields.get("producer") or actor_id,
+    )
+    return ProposalOutput(selectors.proposal_get(workspace=workspace, proposal_id=proposal.pk)).data
 
 
 class ProposalDetailView(APIView):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
-APPS = ("fathom", "lake", "festinger", "proposals", "harness", "dashboard")
+APPS = ("fathom", "lake", "festinger", "proposals", "harness", "dashboard", "mcp_server")
 
 # The layers, lowest first (docs/architecture.md): an app imports its own modules and the layers below it.
 # Apps that share a layer are peers and import neither each other nor anything above.
@@ -22,7 +22,7 @@ LAYERS = (
     ("harness.runtime",),
     ("harness.fires",),
     ("harness.quality", "harness.conductor", "harness.autonomy"),
-    ("dashboard",),
+    ("dashboard", "mcp_server"),  # the operator's pages and the MCP server: peers over every app
 )
 LAYER = {app: rank for rank, apps in enumerate(LAYERS) for app in apps}
 

@@ -9,7 +9,7 @@ from fathom.selectors import workspace_row_get
 from fathom.tracing.models import TraceEvent
 from harness.fires import hooks
 from harness.fires.models import Fire, FireToolCall
-from harness.runtime.models import Session
+from harness.runtime.models import Session, Trigger
 from lake.models import ID_LENGTH, Delta
 
 TRACE_FIELDS = ["at", "kind", "name", "status", "span_id", "parent_span_id", "call_id", "actor_id", "duration_ms",
@@ -25,6 +25,12 @@ def fire_get(*, workspace, fire_id) -> Fire:
 def fires_list(*, workspace, session: Session | None = None):
     fires = Fire.objects.filter(workspace=workspace)
     return fires.filter(session=session) if session is not None else fires
+
+
+def fire_of_message(*, workspace, trigger_id) -> Fire | None:
+    """The fire answering a user message (of the session turn that took it), once a turn has taken it."""
+    turn_id = Trigger.objects.filter(workspace=workspace, pk=trigger_id).values_list("turn_id", flat=True).first()
+    return Fire.objects.filter(workspace=workspace, turn_id=turn_id, depth=0).first() if turn_id else None
 
 
 def fire_with_journal(*, fire: Fire) -> Fire:

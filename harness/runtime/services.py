@@ -94,6 +94,18 @@ def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: 
     return trigger
 
 
+def message_withdraw(*, session_id, trigger_id, note: str = "") -> bool:
+    """Take back a user message no turn has taken yet: it is consumed and addressed with `note`, and no
+    turn answers it. False when a turn has taken it already (its fire is the one to cancel). Under the
+    session's lock, as a turn's start takes its messages, so the two cannot both have it."""
+    with transaction.atomic():
+        Session.objects.select_for_update(no_key=True).filter(pk=session_id).first()
+        withdrawn = Trigger.objects.filter(session_id=session_id, pk=uuid_or_none(trigger_id),
+                                           kind=Trigger.Kind.USER_MESSAGE, state=Trigger.State.QUEUED).update(
+            state=Trigger.State.CONSUMED, addressed=True, addressed_note=note, addressed_at=timezone.now())
+    return bool(withdrawn)
+
+
 def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger:
     """Tick a user message off the unaddressed list (the mark_addressed tool). Idempotent."""
     trigger = Trigger.objects.filter(session_id=session_id, pk=uuid_or_none(trigger_id),

@@ -270,3 +270,24 @@ def test_the_sweep_does_not_wait_for_a_runner_that_died_on_this_host(workspace):
     Session.objects.filter(pk=session.pk).update(runner=f"{host}:{dead.pid}:1", runner_heartbeat_at=claims.timezone.now())
     # then the sweep ticks it at once
     assert session.pk in sessions_sweep()
+
+
+def test_a_message_is_withdrawn_only_while_no_turn_has_taken_it(workspace):
+    # given two messages in a session, the first taken by a turn (its work never ends: it parks)
+    session = session_create(workspace=workspace)
+    taken = message_send(session=session, content="first")
+
+    def park(snapshot):
+        raise services.TurnParked("waits")
+
+    assert session_tick(session_id=session.pk, work=park) == "parked"
+    waiting = message_send(session=session, content="second")
+    # when both are withdrawn
+    withdrawn = [services.message_withdraw(session_id=session.pk, trigger_id=t.pk, note="cancelled")
+                 for t in (taken, waiting)]
+    # then only the one no turn had taken is: consumed and addressed, so no turn answers it
+    assert withdrawn == [False, True]
+    waiting.refresh_from_db()
+    assert (waiting.state, waiting.addressed, waiting.addressed_note) == ("consumed", True, "cancelled")
+    taken.refresh_from_db()
+    assert (taken.state, taken.addressed) == ("snapshotted", False)
