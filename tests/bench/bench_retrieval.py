@@ -57,6 +57,8 @@ from proposals.services import proposal_draft
 SCALE = float(os.environ.get("RETRIEVAL_BENCH_SCALE", "1"))
 TOPIC_COUNT = int(os.environ.get("RETRIEVAL_BENCH_TOPICS", "40"))
 SEED = int(os.environ.get("RETRIEVAL_BENCH_SEED", "21"))
+# The embedders the whole run is repeated with: the local semantic model and the hashing fallback.
+EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v2").split(",")
 K = 10
 MODES = ("hybrid", "vector", "text", "pgvector")
 CLASSES = ("fact", "fact-log", "paraphrase", "episode", "topic")
@@ -156,7 +158,9 @@ class Question:
     gold: dict = field(default_factory=dict)  # id -> grade
 
 
-def test_retrieval_quality(db, monkeypatch):
+@pytest.mark.parametrize("embedder", EMBEDDERS)
+def test_retrieval_quality(db, monkeypatch, settings, embedder):
+    settings.EMBEDDER, settings.EMBEDDING_MODEL = embedder.split(":")
     rng = random.Random(SEED)
     # Ids from the seed too: rankings break ties by id, so random ids moved a class by a question.
     ids = random.Random(SEED)
