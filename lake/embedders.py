@@ -38,9 +38,6 @@ class EmbeddingFailed(Exception):
 class Embedder(Protocol):
     name: str  # "<embedder>:<model>", stored on each delta it embeds
     dimensions: int
-    # Search's vector relevance floor for this embedder (cosine distance; 1.0: none), unless
-    # FATHOM_SEARCH_VECTOR_MAX_DISTANCE sets one.
-    relevance_floor: float
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -85,9 +82,6 @@ class HashingEmbedder:
         legacy = model == HASHING_V1
         self._words = words if legacy else stems
         self._buckets = 1 if legacy else 4
-        # Calibrated on tests/bench/bench_retrieval.py: between the labelled questions' best relevant
-        # hits (p99 0.79) and the absent queries' best neighbours (0.81 and up). v1 has none.
-        self.relevance_floor = 1.0 if legacy else 0.78
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._embed_one(text) for text in texts]
@@ -125,7 +119,6 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         self.model = model
         self.name = f"openai:{model}"
-        self.relevance_floor = 1.0
         self._client = openai.OpenAI(api_key=api_key or "unset", base_url=base_url or None, timeout=timeout,
                                      max_retries=0)
 
@@ -169,7 +162,6 @@ class LocalEmbedder:
             raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local: {exc}") from exc
         self.dimensions = dimensions
         self.name = f"local:{model}"
-        self.relevance_floor = 1.0
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return self._encoder.encode(texts).tolist()
