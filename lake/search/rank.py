@@ -148,12 +148,14 @@ def text_confidence(by_text: list[Candidate], step: int, words: int) -> float:
 
 def leaning_vector_weight(tuning: Tuning, confidence: float) -> float:
     """The vector half's weight for a step whose text half is `confidence` sure: the configured
-    weight when the best text match holds every query word, rising to the text half's own weight
-    as it holds fewer (a paraphrase, a query whose words the lake does not use): then the
-    vector ranking, which matches meaning, decides."""
+    weight when the best text match holds every query word, rising with the square of the share
+    it misses to the text half's own weight when it holds none (a paraphrase, a query whose words
+    the lake does not use): then the vector ranking, which matches meaning, decides. The square
+    leaves a match that misses one word of four most of its say (rising linearly, the benchmark's
+    two-turn "which came first" questions lost a turn to its vector neighbours)."""
     if tuning.vector_weight >= tuning.text_weight:
         return tuning.vector_weight
-    return tuning.vector_weight + (1.0 - confidence) * (tuning.text_weight - tuning.vector_weight)
+    return tuning.vector_weight + (1.0 - confidence) ** 2 * (tuning.text_weight - tuning.vector_weight)
 
 
 def provenance_cap(*, hits: int, share: float, moments: bool = True) -> int:

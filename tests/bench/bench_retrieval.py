@@ -169,7 +169,7 @@ class Question:
 
 
 @pytest.mark.parametrize("embedder", EMBEDDERS)
-def test_retrieval_quality(db, monkeypatch, settings, embedder):
+def test_retrieval_quality(transactional_db, monkeypatch, settings, embedder):
     settings.EMBEDDER, settings.EMBEDDING_MODEL = embedder.split(":")
     rng = random.Random(SEED)
     # Ids from the seed too: rankings break ties by id, so random ids moved a class by a question.
