@@ -7,7 +7,8 @@ every candidate of a step carries both its vector distance and its text rank (wh
 found it), and SEARCH_FUSION chooses how they combine, per step, summed over the plan's steps:
 
 - `weighted` (the default, chosen on the labelled benchmark): a convex combination of the two
-  scores, each in [0, 1]: vector_weight x (1 - distance x factor) + text_weight x
+  scores, each in [0, 1]: vector_weight x (floor - distance x factor) / floor (similarity above
+  chance: 0 at the embedder's relevance floor, 1 at distance 0) + text_weight x
   (text rank / factor) / (query words + 1), the text rank being the query words a delta holds
   plus a length-normalised ts_rank_cd below 1 (`execute.TEXT_RANK_SQL`). The scores carry what
   ranks lose: a long log that holds every word of a question but sits far from it as a whole
@@ -115,8 +116,10 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
                     fused[candidate.id] += weight / (tuning.rrf_k + position) if weight else 1e-9 / position
         if tuning.fusion == "weighted":
             vector_weight = leaning_vector_weight(tuning, text_confidence(by_text, step, words.get(step, 0)))
+            floor = max(tuning.vector_max_distance, 1e-6)
             for candidate in by_vector:
-                similarity = max(0.0, 1 - candidate.step_distances[step] * factors[candidate.id])
+                # Similarity above chance: 0 at the floor, 1 at distance 0 (plain 1 - distance with no floor).
+                similarity = max(0.0, (floor - candidate.step_distances[step] * factors[candidate.id]) / floor)
                 fused[candidate.id] += vector_weight * similarity or 1e-9
             for candidate in by_text:
                 coverage = candidate.step_text_ranks[step] / factors[candidate.id] / (words.get(step, 0) + 1)
