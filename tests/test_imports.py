@@ -37,7 +37,7 @@ ALLOWED = {
     "festinger/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "proposals/apps.py": "AppConfig.ready: wiring once the app registry is ready",
     "lake/apps.py": "AppConfig.ready: wiring once the app registry is ready",
-    "lake/embedders.py": "optional packages of the embedders not in use (openai, sentence-transformers)",
+    "lake/embedders.py": "the openai SDK loads only when that embedder is in use",
     "festinger/wordscan.py": "the C extension is optional: its import is tried, the Python loops otherwise",
 }
 

@@ -30,6 +30,7 @@ from lake.models import level_of
 from lake.search.budget import Packing, pack
 from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
+from lake.search.floor import NO_FLOOR, vector_floor
 from lake.search.plan import (
     MAX_STEPS,
     MODES,
@@ -170,7 +171,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     words = {index: run_step(workspace_id=workspace.pk, index=index, step=step, query_vector=vectors.get(step.query),
                              pool=pool, candidates=candidates)
              for index, step in enumerate(plan.steps)}
-    tuning = Tuning.from_settings(embedder_floor=getattr(get_embedder(), "relevance_floor", 1.0) if vectors else 1.0)
+    tuning = Tuning.from_settings(embedder_floor=vector_floor(get_embedder()) if vectors else NO_FLOOR)
     hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
                             limit=limit, share=tuning.provenance_share)
     if not hits:

@@ -7,18 +7,22 @@ every candidate of a step carries both its vector distance and its text rank (wh
 found it), and SEARCH_FUSION chooses how they combine, per step, summed over the plan's steps:
 
 - `weighted` (the default, chosen on the labelled benchmark): a convex combination of the two
-  scores, each in [0, 1]: vector_weight x (1 - distance x factor) + text_weight x
+  scores, each in [0, 1]: vector_weight x (floor - distance x factor) / floor (similarity above
+  chance: 0 at the embedder's relevance floor, 1 at distance 0) + text_weight x
   (text rank / factor) / (query words + 1), the text rank being the query words a delta holds
   plus a length-normalised ts_rank_cd below 1 (`execute.TEXT_RANK_SQL`). The scores carry what
   ranks lose: a long log that holds every word of a question but sits far from it as a whole
-  vector beats the short notes that hold two of its words.
+  vector beats the short notes that hold two of its words. The vector weight leans with the text
+  half's confidence (`leaning_vector_weight`): as set when the best text match holds every word
+  the query looked for, up to the text weight when it holds none, so a paraphrase is ranked by
+  meaning rather than by the one word it happens to share with the wrong note.
 - `rrf`: reciprocal rank fusion, sum over rankings of weight / (k + position), each ranking being
   the half's own candidates (a smaller k lets first places count for more).
 
 Ties go to the smaller reranked distance, then to the newer moment.
 
 The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
-beyond SEARCH_VECTOR_MAX_DISTANCE (by default the embedder's own floor), a text rank below
+beyond SEARCH_VECTOR_MAX_DISTANCE (by default calibrated for the embedder: `floor.py`), a text rank below
 SEARCH_TEXT_MIN_RANK. A candidate in neither half is not a hit, so a query that matches nothing
 well returns no hits.
 
@@ -111,9 +115,12 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
                     # A ranking with no weight still places its candidates, behind every weighted one.
                     fused[candidate.id] += weight / (tuning.rrf_k + position) if weight else 1e-9 / position
         if tuning.fusion == "weighted":
+            vector_weight = leaning_vector_weight(tuning, text_confidence(by_text, step, words.get(step, 0)))
+            floor = max(tuning.vector_max_distance, 1e-6)
             for candidate in by_vector:
-                similarity = max(0.0, 1 - candidate.step_distances[step] * factors[candidate.id])
-                fused[candidate.id] += tuning.vector_weight * similarity or 1e-9
+                # Similarity above chance: 0 at the floor, 1 at distance 0 (plain 1 - distance with no floor).
+                similarity = max(0.0, (floor - candidate.step_distances[step] * factors[candidate.id]) / floor)
+                fused[candidate.id] += vector_weight * similarity or 1e-9
             for candidate in by_text:
                 coverage = candidate.step_text_ranks[step] / factors[candidate.id] / (words.get(step, 0) + 1)
                 fused[candidate.id] += tuning.text_weight * coverage or 1e-9
@@ -132,6 +139,26 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
     ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
+
+
+def text_confidence(by_text: list[Candidate], step: int, words: int) -> float:
+    """How sure the text half of a step is, in [0, 1]: the share of the query's words (those it
+    looked for: rare enough, not stopwords) that its best match holds. 0 when nothing matched."""
+    if not words or not by_text:
+        return 0.0
+    return min(1.0, max(math.floor(c.step_text_ranks[step]) for c in by_text) / words)
+
+
+def leaning_vector_weight(tuning: Tuning, confidence: float) -> float:
+    """The vector half's weight for a step whose text half is `confidence` sure: the configured
+    weight when the best text match holds every query word, rising with the square of the share
+    it misses to the text half's own weight when it holds none (a paraphrase, a query whose words
+    the lake does not use): then the vector ranking, which matches meaning, decides. The square
+    leaves a match that misses one word of four most of its say (rising linearly, the benchmark's
+    two-turn "which came first" questions lost a turn to its vector neighbours)."""
+    if tuning.vector_weight >= tuning.text_weight:
+        return tuning.vector_weight
+    return tuning.vector_weight + (1.0 - confidence) ** 2 * (tuning.text_weight - tuning.vector_weight)
 
 
 def provenance_cap(*, hits: int, share: float, moments: bool = True) -> int:

@@ -1,12 +1,20 @@
-"""Retrieval quality on a labelled lake: recall@10, MRR@10, nDCG@10 and the provenance share of the
-top 10, per search mode and per question class, with latency and answer size. Prints figures;
-asserts nothing about them.
+"""Retrieval quality on two labelled lakes, a working notebook and a conversation: recall@10,
+MRR@10, nDCG@10 and the provenance share of the top 10, per search mode and per question class,
+with latency and answer size, then the targets (hybrid at least the better of its halves in every
+class; on average 3 points above each and 10 above plain pgvector). The whole run is made once per
+embedder: the local semantic model and the hashing fallback. Prints figures; asserts nothing about
+them.
 
     .venv/bin/python -m pytest tests/bench/bench_retrieval.py -s -q -o python_files='bench_*.py'
     RETRIEVAL_BENCH_SCALE=3 ...       # three times the notes per episode and between episodes
     RETRIEVAL_BENCH_TOPICS=20 ...     # fewer topics (at most 40) for a quicker run
+    RETRIEVAL_BENCH_EMBEDDERS=hashing:hashing-v2 ...   # one embedder only
 
-The corpus is generated, deterministically, like a working notebook: 40 topics (a project, a hobby,
+The conversation (`retrieval_conversation.py`): months of chat between two friends, a delta a
+turn, with single-hop, paraphrased, multi-hop (two turns of different sessions) and temporal
+questions (answered by the turns' dates).
+
+The notebook is generated, deterministically: 40 topics (a project, a hobby,
 a chore), each with its own nouns; notes written from a few sentence shapes with a person, a verb in
 any of its forms, two of the topic's nouns, a measured detail and the small words people write. Each
 topic has three episodes (runs of notes on two of its nouns) and the notes between them. The
@@ -53,10 +61,14 @@ from lake.models import Delta
 from lake.search import deltas_search
 from lake.services import deltas_create, deltas_embed
 from proposals.services import proposal_draft
+from tests.bench.retrieval_conversation import CLASSES as CHAT_CLASSES
+from tests.bench.retrieval_conversation import SESSIONS, SPEAKERS, conversation
 
 SCALE = float(os.environ.get("RETRIEVAL_BENCH_SCALE", "1"))
 TOPIC_COUNT = int(os.environ.get("RETRIEVAL_BENCH_TOPICS", "40"))
 SEED = int(os.environ.get("RETRIEVAL_BENCH_SEED", "21"))
+# The embedders the whole run is repeated with: the local semantic model and the hashing fallback.
+EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v2").split(",")
 K = 10
 MODES = ("hybrid", "vector", "text", "pgvector")
 CLASSES = ("fact", "fact-log", "paraphrase", "episode", "topic")
@@ -156,7 +168,9 @@ class Question:
     gold: dict = field(default_factory=dict)  # id -> grade
 
 
-def test_retrieval_quality(db, monkeypatch):
+@pytest.mark.parametrize("embedder", EMBEDDERS)
+def test_retrieval_quality(transactional_db, monkeypatch, settings, embedder):
+    settings.EMBEDDER, settings.EMBEDDING_MODEL = embedder.split(":")
     rng = random.Random(SEED)
     # Ids from the seed too: rankings break ties by id, so random ids moved a class by a question.
     ids = random.Random(SEED)
@@ -176,7 +190,46 @@ def test_retrieval_quality(db, monkeypatch):
           f"built in {built_s:.1f} s; load average {os.getloadavg()[0]:.1f} (timings are noisy on a shared host)")
 
     results = {mode: _run(workspace, mode, questions + absent) for mode in MODES}
-    _print_tables(results, questions, absent, corpus.provenance_ids)
+    recalls = _print_tables(results, questions, absent, corpus.provenance_ids, CLASSES)
+
+    chat = Workspace.objects.create(slug="bench-conversation", name="Conversation benchmark")
+    turns, chat_questions = conversation(SEED)
+    _write_conversation(chat, turns)
+    questions = [Question(q.kind, q.text, {turn.id: 2 for turn in q.turns}) for q in chat_questions]
+    print(f"\nconversation: {len(turns)} turns of {SPEAKERS[0]} and {SPEAKERS[1]} in {SESSIONS} sessions; "
+          f"{len(questions)} questions ({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in CHAT_CLASSES)})"
+          f" and {len(absent)} absent")
+    results = {mode: _run(chat, mode, questions + absent) for mode in MODES}
+    chat_recalls = _print_tables(results, questions, absent, set(), CHAT_CLASSES)
+    recalls = {mode: recalls[mode] | chat_recalls[mode] for mode in MODES}
+    _print_targets(get_embedder().name, recalls)
+
+
+def _write_conversation(workspace, turns):
+    """One delta a turn, "Speaker: text", at its session's time."""
+    items = [{"content": turn.content, "tags": ["kind:chat", f"session:{turn.session}"], "source": "chat",
+              "created_at": turn.at} for turn in turns]
+    for turn, delta in zip(turns, deltas_create(workspace=workspace, items=items).deltas, strict=True):
+        turn.id = delta.id
+    deltas_embed(delta_ids=[turn.id for turn in turns])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE lake_delta")
+
+
+def _print_targets(embedder, recalls):
+    """The targets, per class: hybrid recall@10 at least that of text-only and of vector-only; on
+    average over the classes, 3 points above each and 10 above plain pgvector."""
+    classes = list(recalls["hybrid"])
+    print(f"\ntargets with {embedder} (recall@10 x 100; hybrid - the better half per class):")
+    for kind in classes:
+        best = max(recalls["text"][kind], recalls["vector"][kind])
+        print(f"  {kind:<16} hybrid {100 * recalls['hybrid'][kind]:5.1f}  text {100 * recalls['text'][kind]:5.1f}  "
+              f"vector {100 * recalls['vector'][kind]:5.1f}  pgvector {100 * recalls['pgvector'][kind]:5.1f}  "
+              f"{100 * (recalls['hybrid'][kind] - best):+5.1f} {'ok' if recalls['hybrid'][kind] >= best - 1e-9 else 'BELOW'}")
+    mean = {mode: _mean(recalls[mode][kind] for kind in classes) for mode in MODES}
+    print(f"  mean over classes: hybrid {100 * mean['hybrid']:.1f}, {100 * (mean['hybrid'] - mean['text']):+.1f} "
+          f"over text, {100 * (mean['hybrid'] - mean['vector']):+.1f} over vector, "
+          f"{100 * (mean['hybrid'] - mean['pgvector']):+.1f} over pgvector (targets +3, +3, +10)")
 
 
 # --- running -----------------------------------------------------------------------------------------
@@ -241,16 +294,19 @@ def _scores(question: Question, hits: list[str]) -> tuple[float, float, float]:
     return recall, rr, dcg / idcg
 
 
-def _print_tables(results, questions, absent, provenance_ids):
+def _print_tables(results, questions, absent, provenance_ids, classes) -> dict:
+    """Prints the tables; returns recall@10 per mode and class."""
     n = len(questions)
+    recalls: dict = {mode: {} for mode in MODES}
     header = f"{'mode':<9} {'class':<11} {'n':>4} {'recall@10':>9} {'MRR@10':>7} {'nDCG@10':>8} {'prov@10':>8}"
     print("\n" + header)
     print("-" * len(header))
     for mode in MODES:
         outcomes = results[mode][:n]
-        for kind in (*CLASSES, "all"):
+        for kind in (*classes, "all"):
             chosen = [(q, o) for q, o in zip(questions, outcomes, strict=True) if kind in ("all", q.kind)]
             scores = [_scores(q, o.hits) for q, o in chosen]
+            recalls[mode][kind] = _mean(s[0] for s in scores)
             slots = sum(len(o.hits[:K]) for _, o in chosen)
             provenance = sum(1 for _, o in chosen for i in o.hits[:K] if i in provenance_ids)
             print(f"{mode:<9} {kind:<11} {len(chosen):>4} {_mean(s[0] for s in scores):>9.3f} "
@@ -273,6 +329,7 @@ def _print_tables(results, questions, absent, provenance_ids):
     _print_floor_calibration(results, questions, absent)
     print(f"\n(rows, chars, JSON KB: the mean answer to a labelled question at the default depth; absent: "
           f"{', '.join(repr(q.text) for q in absent[:4])}, ...)")
+    return {mode: {kind: value for kind, value in by_kind.items() if kind != "all"} for mode, by_kind in recalls.items()}
 
 
 def _print_floor_calibration(results, questions, absent):

@@ -1,12 +1,12 @@
 """The hashing embedder (hashing-v2): stopwords out, word forms folded, collisions spread; and the
-re-embed command that migrates a lake embedded by hashing-v1."""
+re-embed command that migrates a lake embedded by hashing-v1, or by hashing to the local model."""
 
 from io import StringIO
 
 from django.core.management import call_command
 from django_celery_beat.models import PeriodicTask
 
-from lake.embedders import HashingEmbedder
+from lake.embedders import HashingEmbedder, get_embedder
 from lake.models import Delta
 from lake.tasks import reembed_stale
 
@@ -74,3 +74,18 @@ def test_beat_migrates_a_lake_to_a_new_embedder_in_bounded_batches(workspace, mo
     rows = Delta.objects.filter(pk__in=[n.id for n in notes])
     assert {d.embedding_model for d in rows} == {"hashing:hashing-v2"}
     assert Delta.objects.get(pk=waiting.id).embedding is None  # the embedding task's, not the migration's
+
+
+def test_a_hashing_lake_moves_to_the_local_model_with_reembed_stale(workspace, moments, settings):
+    notes = moments("Priya repaired the brake pads on her bicycle", "the sourdough starter needs feeding")
+    settings.EMBEDDER, settings.EMBEDDING_MODEL = "local", "all-MiniLM-L6-v2"
+
+    out = StringIO()
+    call_command("fathom", "lake", "reembed", "--workspace", workspace.slug, "--stale", stdout=out, stderr=StringIO())
+
+    assert "embedded 2 delta(s)" in out.getvalue()
+    rows = Delta.objects.filter(pk__in=[n.id for n in notes])
+    assert {d.embedding_model for d in rows} == {"local:all-MiniLM-L6-v2"}
+    bike = Delta.objects.get(pk=notes[0].id)
+    (question,) = get_embedder().embed(["when did someone fix her bike?"])
+    assert sum(x * y for x, y in zip(question, bike.embedding, strict=True)) > 0.5  # a meaning, not shared words

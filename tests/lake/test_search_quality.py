@@ -5,7 +5,10 @@ from datetime import timedelta
 
 import pytest
 
+from lake.embedders import HashingEmbedder, LocalEmbedder
 from lake.search import deltas_search
+from lake.search.floor import vector_floor
+from lake.search.rank import Tuning, leaning_vector_weight
 from tests.lake.conftest import T0
 
 TOPICS = {
@@ -37,6 +40,17 @@ QUESTIONS = {
 
 @pytest.fixture
 def labelled(moments, provenance):
+    return _labelled(moments, provenance)
+
+
+@pytest.fixture(params=["hashing:hashing-v2", "local:all-MiniLM-L6-v2"])
+def labelled_by_each_embedder(request, settings, moments, provenance):
+    """The labelled lake embedded by the hashing fallback, then by the local semantic model."""
+    settings.EMBEDDER, settings.EMBEDDING_MODEL = request.param.split(":")
+    return _labelled(moments, provenance)
+
+
+def _labelled(moments, provenance):
     notes = []
     for day, texts in enumerate(TOPICS.values()):
         made = moments(*texts, start=T0 + timedelta(days=day))
@@ -58,8 +72,8 @@ def _recall(workspace, mode, notes, limit=2):
     return scores
 
 
-def test_hybrid_is_never_below_the_better_of_its_halves(workspace, labelled):
-    hybrid, vector, text = (_recall(workspace, mode, labelled) for mode in ("hybrid", "vector", "text"))
+def test_hybrid_is_never_below_the_better_of_its_halves(workspace, labelled_by_each_embedder):
+    hybrid, vector, text = (_recall(workspace, mode, labelled_by_each_embedder) for mode in ("hybrid", "vector", "text"))
 
     for kind in QUESTIONS:
         assert hybrid[kind] >= max(vector[kind], text[kind]), (kind, hybrid, vector, text)
@@ -135,7 +149,7 @@ def test_the_cap_is_a_share_of_the_hits_returned_not_of_the_limit(api, moments, 
 
 @pytest.mark.parametrize("query", ["what do we have and what does it", "zqxv blorf wug", "the of and to in it"])
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
-def test_stopword_only_and_nonsense_queries_find_nothing_and_say_so(api, labelled, query, mode):
+def test_stopword_only_and_nonsense_queries_find_nothing_and_say_so(api, labelled_by_each_embedder, query, mode):
     response = api.post("/v1/search", {"query": query, "mode": mode}, format="json")
 
     assert response.status_code == 200
@@ -226,3 +240,20 @@ def test_the_openapi_schema_describes_the_search_request_and_response(client, db
     assert {"mode", "nothing_found", "budget", "rendered", "rows"} <= set(components[response]["properties"])
     row = components["SearchRowOut"]["properties"]
     assert "scores" in row and "left_out_hits" in components["SearchBudgetOut"]["properties"]
+
+
+def test_the_vector_floor_is_calibrated_for_each_embedder(settings):
+    hashing = vector_floor(HashingEmbedder(384))
+    local = vector_floor(LocalEmbedder(model="all-MiniLM-L6-v2", dimensions=384))
+
+    # hashing-v2's floor was once calibrated by hand at 0.78; the semantic model's unrelated texts sit closer.
+    assert 0.75 < hashing < 0.83 and 0.55 < local < 0.69
+
+
+def test_a_weak_text_match_leans_fusion_on_the_vector_ranking():
+    tuning = Tuning(vector_weight=0.25, text_weight=1.0, vector_max_distance=1.0, text_min_rank=0.0,
+                    provenance_share=0.3)
+
+    assert leaning_vector_weight(tuning, 1.0) == 0.25  # the best text match holds every word: as configured
+    assert leaning_vector_weight(tuning, 0.0) == 1.0  # it holds none: the vector ranking weighs as much
+    assert 0.25 < leaning_vector_weight(tuning, 0.5) < 1.0
