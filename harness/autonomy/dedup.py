@@ -23,7 +23,7 @@ MAX_GROUPS = 50  # per workspace and run: the next run takes the rest
 MAX_MARKERS = 200  # per fold
 DEDUP_TAG = "qa-dedup"
 # The notes machine triggers leave as a fire's question ("[Heartbeat] tick"): no one asked them.
-MACHINE_NOTES = [f"[{label.lower()}]%" for kind, label in Trigger.Kind.choices if kind != Trigger.Kind.USER_MESSAGE]
+MACHINE_NOTES = [f"[{label.lower()}]%" for kind, label in Trigger.Kind.choices if kind in Trigger.MACHINE_KINDS]
 
 
 def markers_dedup(*, workspace: Workspace, min_markers: int = MIN_MARKERS) -> list[Proposal]:

@@ -22,7 +22,6 @@ from lake.services import deltas_create, provenance_create
 ARTIFACT_KINDS = ("insight", "recommendation", "document")
 # What a degraded answer would assert, so is not written (docs/quality.md, "Degraded answers").
 WITHHELD_WHEN_DEGRADED = ("card", "artifacts", "affirms", "refutes", "qa_marker")
-MACHINE_TRIGGERS = frozenset(Trigger.Kind.values) - {Trigger.Kind.USER_MESSAGE}
 
 
 def fire_writes(fire: Fire, *, shown: set[str] = frozenset()) -> None:
@@ -100,7 +99,7 @@ def asked(fire: Fire) -> str:
     """What someone asked the fire: its messages but the notes of machine triggers (a heartbeat, a
     cron, a task done), which are no question; "" when only those woke it (no Q/A marker then)."""
     messages = fire.work_set.get("messages") or [{"content": fire.question}]
-    return "\n\n".join(m["content"] for m in messages if m.get("source") not in MACHINE_TRIGGERS).strip()
+    return "\n\n".join(m["content"] for m in messages if m.get("source") not in Trigger.MACHINE_KINDS).strip()
 
 
 def _asserting_items(fire: Fire, seen: dict[str, Delta], common: list, source: str):
