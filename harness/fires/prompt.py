@@ -164,18 +164,18 @@ def _history(fire: Fire, limit: int) -> list:
                .order_by("-created_at").values_list("work_set", "response")[: limit + COMPACTED_HISTORY_ENTRIES])
     entries = []
     for work_set, response in reversed(earlier):
-        entries += [("user", m) for m in work_set.get("messages", [])]
+        entries += [{"role": "user", **m} for m in work_set.get("messages", [])]
         if response.get("body"):
-            entries.append(("assistant", response["body"]))
+            entries.append({"role": "assistant", "content": response["body"]})
     older, recent = entries[:-limit], entries[-limit:]
     rendered = []
     if older:
-        lines = "\n".join(f"- {role}: {_one_line(text if role == 'assistant' else text['content'], 160)}"
-                          for role, text in older[-COMPACTED_HISTORY_ENTRIES:])
+        lines = "\n".join(f"- {entry['role']}: {_one_line(entry['content'], 160)}"
+                          for entry in older[-COMPACTED_HISTORY_ENTRIES:])
         rendered.append(Message.note(f"earlier in this conversation (compacted, {len(older)} "
                                      f"messages):\n{lines}"))
-    for role, text in recent:
-        rendered.append(_said(text) if role == "user" else Message.assistant(text))
+    for entry in recent:
+        rendered.append(Message.assistant(entry["content"]) if entry["role"] == "assistant" else _said(entry))
     return rendered
 
 
