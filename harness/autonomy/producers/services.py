@@ -24,7 +24,8 @@ from proposals.services import proposal_draft
 logger = logging.getLogger(__name__)
 RUN_TASK = "fires.producer_run"
 ROLE = "producer"
-# The sources of what the harness and the producers write themselves: never material to name.
+# The sources of the agent's own output (lake.models.AGENT_SOURCES: the harness's, the producers' and
+# the proposals' writes) and of provenance: never material to name, nor pressure to name it.
 OWN_SOURCES = (*sorted(AGENT_SOURCES), "provenance")
 MAX_OFFERED = 200
 OFFLINE_EPISODE = 25
