@@ -1,4 +1,5 @@
-"""`gutask iknowthat` (seed 002, T21): the manual write path. A fact such as
+"""`iknowthat` (seed 002, T21, where it is `gutask iknowthat`): the manual write path, over REST
+(`POST /v1/festinger/iknowthat`) and the shell (`fathom festinger iknowthat`). A fact such as
 'gnommoweb -isa repo in context of glitch_university' goes into the graph at confidence 1.0 from
 source gutask; a collision becomes a priority conflict."""
 

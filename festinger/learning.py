@@ -5,14 +5,18 @@
   `cited_ids`, `dispatch_helper`), and tool results are what tools printed (files, logs, the lake's
   rendering with its ids), neither said by anyone: the seed's cue patterns are statements "agents and
   humans" make, and counting the harness's vocabulary filled recollections with zero hits for `ids`
-  and `s`. A user message that starts with `[harness]` is a note the harness wrote into the
-  conversation (the active plan, the turn cap), not the user's words.
+  and `s`. A user message opened by `[harness]` (fathom.llm.types.HARNESS_NOTE: `Message.note`) is a
+  note the harness wrote into the conversation (the active plan, the turn cap, a heartbeat's or a
+  task's notice, a healing prompt), and a text opened by `[offline]` is the offline model's (Fathom's
+  own deterministic stand-in: "answering without a language model"), neither the user's words nor a
+  model's: counting them filled a recollection with `offline`, `taskdone`, `missing_requirement`.
 - The conversation. The `conversation` option of the call names it (`complete(..., conversation=key)`:
   the proxy's session, a caller's thread); `conversation=False` says the call is no conversation (a
   review pass reading a brief Fathom composed) and nothing is learned from it. Without the option, the
   conversation is the fingerprint of its first user message (what stays put while the history grows),
-  and calls of the roles Fathom uses to talk to itself (`SELF_TALK_ROLES`, the writer and the resolver)
-  learn nothing.
+  and calls of the roles Fathom uses to talk to itself (`SELF_TALK_ROLES`: reading what it composed
+  from the lake, as a producer reading forty deltas, or judging an answer; the writer and the
+  resolver) learn nothing: their reading is no encounter.
 - Once. Each message is known by a hash of its role, content and how many identical messages precede
   it, marked seen per conversation in a Redis set (SADD answers which were unseen, atomically: of two
   processes seeing the same message, one counts it) for `SEEN_SECONDS` after the conversation's last
@@ -33,11 +37,13 @@ from contextvars import ContextVar
 
 from redis.exceptions import RedisError
 
+from fathom.llm.offline import OFFLINE_NOTICE
+from fathom.llm.types import HARNESS_NOTE
 from fathom.redis_client import get_redis
 
 LEARNED_ROLES = ("user", "assistant")
-HARNESS_NOTE = "[harness]"
-SELF_TALK_ROLES = frozenset({"classifier", "planner", "verifier", "focus", "embedder"})
+SELF_TALK_ROLES = frozenset({"classifier", "planner", "verifier", "focus", "embedder", "producer", "judge",
+                             "specialist", "aggregator", "conductor"})
 SEEN_SECONDS = 7 * 86400
 _SEEN_KEY = "festinger:{ws}:conversation:{conversation}:seen"
 _CALLS_KEY = "festinger:{ws}:conversation:{conversation}:writer_calls"
@@ -52,9 +58,12 @@ _known: OrderedDict[tuple, None] = OrderedDict()  # (workspace, conversation, me
 
 def conversation_messages(messages) -> list:
     """The messages whose words are the conversation's own (see the module docstring)."""
-    return [message for message in messages
-            if message.role in LEARNED_ROLES and message.content
-            and not (message.role == "user" and message.content.startswith(HARNESS_NOTE))]
+    return [message for message in messages if message.role in LEARNED_ROLES and said(message.content)]
+
+
+def said(text: str) -> bool:
+    """Whether `text` is someone's words: not empty, not a harness note, not the offline model's."""
+    return bool(text) and not text.startswith((HARNESS_NOTE, OFFLINE_NOTICE))
 
 
 def conversation_key(*, role: str, options: dict, messages) -> str | None:

@@ -12,7 +12,9 @@ fire's calls and a proxied request get the same treatment. Per call, from the ca
    recollection query's semantics:
    the concept's own edges (depth 1), confidence >= the floor, confirmed within the recency window,
    dimensions in descending id order; `[dim?]` where a conflict is pending in that dimension;
-3. a salient concept with no edge at all gets the zero-hit prompt (store it with iknowthat);
+3. a salient concept with no edge at all gets the zero-hit prompt (teach it with iknowthat, over REST
+   or `fathom festinger iknowthat`), unless it is an ordinary word (in the dictionary, or a regular
+   form of one: `nightly`);
 4. the cue patterns of the text become facts (source `inferred`, no threshold) and concepts that
    crossed the write threshold go to the writer: both on the `memory` queue, never on this path.
 
@@ -43,17 +45,20 @@ from festinger.learning import (
     conversation_key,
     conversation_messages,
     reply_unseen,
+    said,
     seen_marks_send,
     writer_calls_left,
 )
 from festinger.loops.guard import conversation_of
-from festinger.text import Triple, cues, normalise, tokenize
+from festinger.text import Triple, cues, normalise, ordinary, tokenize
 
 log = logging.getLogger(__name__)
 
-ZERO_HIT = ("? {token}: no recollection. If not a typo, store it before proceeding:\n"
-            "  gutask iknowthat '{token} -isa <parent> in context of <dimension>'\n"
-            "  gutask iknowthat '{token} -ispart <system> in context of <dimension>'")
+# Teaching Fathom a fact, with what it ships: the REST call, or the command on the server.
+ZERO_HIT = ("? {token}: no recollection. If it names something real, teach Fathom what it is before proceeding:\n"
+            "  POST /v1/festinger/iknowthat {{\"fact\": \"{token} -isa <parent> in context of <dimension>\"}}\n"
+            "  or: python manage.py fathom festinger iknowthat '{token} -ispart <system> in context of <dimension>'"
+            " --workspace <slug>")
 # A cue restating a fact the world holds is sent again (it confirms the edge) at most this often.
 RECONFIRM_SECONDS = 24 * 3600
 _RECENT_CUES_MAX = 10_000
@@ -141,7 +146,8 @@ def render(world: cache.World, salient, now: float | None = None) -> tuple[str, 
             continue
         edges = world.urd_by_concept.get(concept_id, ()) if concept_id is not None else ()
         if not edges:
-            unknown.append(token)
+            if not ordinary(token, world.dictionary):  # "nightly" is a word, not a concept to teach
+                unknown.append(token)
             continue
         parts = [f"[{edge.dimension}{'?' if (concept_id, edge.dim_id) in pending else ''}] {edge.parent}"
                  for edge in edges if edge.confidence >= floor and edge.confirmed >= cutoff]
@@ -215,7 +221,7 @@ class RecollectionMiddleware:
         if injected is not None:
             event(RECOLLECTION_EVENT, **injected)
         noted = request.metadata.get("festinger")
-        if not noted or not noted["conversation"] or not completion.text:
+        if not noted or not noted["conversation"] or not said(completion.text):
             return None
         try:
             world = cache.world(request.workspace_id)

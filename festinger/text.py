@@ -63,9 +63,31 @@ def tokenize(text: str) -> tuple[str, ...]:
 
 def canonical(phrase: str) -> str:
     """One token for a phrase naming one concept (a fact's parent, a dimension, a writer's answer):
-    its tokens joined by underscores, so `Glitch University`, `glitch university` and
-    `glitch_university` are the same concept. Empty when the phrase has no token."""
-    return "_".join(_tokens(phrase))
+    its tokens joined by underscores, a leading article left out as the compound rule leaves it out
+    of a run, so `The Glitch University`, `glitch university` and `glitch_university` are the same
+    concept as the one a chat message names. Empty when the phrase has no token."""
+    tokens = _tokens(phrase)
+    if len(tokens) > 1 and tokens[0] in ARTICLES:
+        tokens = tokens[1:]
+    return "_".join(tokens)
+
+
+def ordinary(token: str, dictionary) -> bool:
+    """Whether `token` is an ordinary word: in `dictionary`, or a regular form of one of its words
+    (`nightly` of `night`, `pools` of `pool`, `hiding` of `hide`). Such a word
+    is no unknown concept to be taught. A compound (`glitch_university`) never is one."""
+    if token in dictionary:
+        return True
+    if not token.isalpha():
+        return False
+    for suffix, endings in _SUFFIXES:
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            stem = token[: -len(suffix)]
+            if any(stem + ending in dictionary for ending in endings):
+                return True
+            if stem[-1:] == stem[-2:-1] and stem[:-1] in dictionary:  # a doubled consonant: "running"
+                return True
+    return False
 
 
 # Cached: a tool loop sends the same history messages on every call.
@@ -95,6 +117,13 @@ def _merged(text: str) -> str:
 
 def _join_run(match: re.Match) -> str:
     return _SPACES_RE.sub("_", match.group())
+
+
+ARTICLES = frozenset({"the", "a", "an"})
+# Regular English endings and what the word before them may have ended with ("happily" <- "happy").
+_SUFFIXES = (("ly", ("", "le", "l")), ("ily", ("y",)), ("ness", ("",)), ("ment", ("", "e")), ("ments", ("", "e")),
+             ("less", ("",)), ("ful", ("",)), ("ies", ("y",)), ("es", ("", "e")), ("s", ("",)), ("ied", ("y",)),
+             ("ed", ("", "e")), ("ing", ("", "e")), ("ings", ("", "e")))
 
 
 # --- cues -----------------------------------------------------------------------------------------------

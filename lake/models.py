@@ -32,6 +32,20 @@ LEVEL_PREFIX = "provenance-level:"
 PROVENANCE_TAG = "kind:provenance"
 SEDIMENT_TAG = "kind:sediment"
 QA_MARKER_TAG = "kind:qa-marker"
+# The agent's own output: what a fire wrote (answers' cards and artifacts, Q/A markers, its standpoint,
+# engagements, judge axes), what producers, the marker dedup and proposals recorded (proposals,
+# decisions, the folds of markers, reflections over its own writes). Search ranks it as what it is,
+# an echo of the sources, below them (lake.search.own_output); producers never take it for material.
+AGENT_SOURCES = frozenset({"harness", "harness-introspect", "producer", "autonomy", "proposals"})
+AGENT_TAGS = frozenset({
+    QA_MARKER_TAG, "kind:card", "kind:insight", "kind:recommendation", "kind:document", "kind:proposal",
+    "kind:decision", "kind:standpoint-attestation", "kind:mood-shift", "kind:directive", "kind:engagement-attest",
+    "kind:judge-axes", "qa-dedup", "producer:reflective"})
+
+
+def is_agent_output(*, source: str, tags) -> bool:
+    """Whether a delta is the agent's own output (AGENT_SOURCES, AGENT_TAGS) rather than a source."""
+    return source in AGENT_SOURCES or not AGENT_TAGS.isdisjoint(tags)
 
 
 def new_delta_id() -> str:

@@ -18,6 +18,7 @@ from fathom.errors import ApplicationError, NotFoundError
 from fathom.models import Workspace
 from lake.embedders import embedder_name
 from lake.models import (
+    FROM_PREFIX,
     ID_LENGTH,
     KIND_PREFIX,
     LEVEL_PREFIX,
@@ -119,6 +120,16 @@ class Ancestor:
     delta: Delta
     child_id: str  # the delta it contains on the way up
     depth: int  # 1 = directly contains one of the starting deltas
+
+
+def provenance_same(*, workspace: Workspace, child_ids: Sequence[str], level: int) -> Delta | None:
+    """The provenance of `level` over exactly `child_ids` (full ids), if the lake holds one: the same
+    material named twice is the same provenance (one query, on the tags' GIN index)."""
+    wanted = set(child_ids)
+    candidates = Delta.objects.filter(workspace=workspace, tags__contains=[
+        PROVENANCE_TAG, f"{LEVEL_PREFIX}{level}", *(f"{FROM_PREFIX}{child}" for child in wanted)])
+    return next((delta for delta in candidates.order_by("created_at", "id")[:20] if set(delta.from_ids) == wanted),
+                None)
 
 
 def provenance_parents(*, workspace: Workspace, delta_ids: Sequence[str],

@@ -171,19 +171,9 @@ def provenance_create(*, workspace: Workspace, title: str, child_ids: list[str],
     children = deltas_resolve(workspace=workspace, ids_or_prefixes=child_ids)
     children = list({child.id: child for child in children}.values())  # the same child twice counts once
 
-    highest_child = max(children, key=_level_as_constituent)
-    minimum = provenance_level_minimum(children=children)
     if level is None:
         level = provenance_level_default(children=children)
-    if level < 0:
-        raise ApplicationError(f"provenance level must be 0 or more, not {level}", code="provenance_level",
-                               details={"field": "level", "level": level})
-    if level < minimum:
-        raise ApplicationError(
-            f"a provenance must sit strictly above its children: {highest_child.id} is at level "
-            f"{_level_as_constituent(highest_child)}, so this provenance needs level {minimum} or higher, not {level}",
-            code="provenance_level",
-            details={"field": "level", "level": level, "minimum_level": minimum, "highest_child": highest_child.id})
+    provenance_level_check(children=children, level=level)
 
     extra_tags = _clean_tags(tags, field="tags")
     for tag in extra_tags:
@@ -198,6 +188,23 @@ def provenance_create(*, workspace: Workspace, title: str, child_ids: list[str],
     delta.refresh_from_db(fields=["provenance_embedding"])
     embedding_enqueue(delta_ids=[delta.id])
     return delta
+
+
+def provenance_level_check(*, children: Sequence[Delta], level: int) -> None:
+    """Raise ApplicationError (code `provenance_level`, naming the rule) unless a provenance at `level`
+    may wrap `children`: a level of 0 or more, strictly above the highest child. The one home of the
+    rule: the lake's writes and the proposals' drafts call it."""
+    if level < 0:
+        raise ApplicationError(f"provenance level must be 0 or more, not {level}", code="provenance_level",
+                               details={"field": "level", "level": level})
+    minimum = provenance_level_minimum(children=children)
+    if level < minimum:
+        highest_child = max(children, key=_level_as_constituent)
+        raise ApplicationError(
+            f"a provenance must sit strictly above its children: {highest_child.id} is at level "
+            f"{_level_as_constituent(highest_child)}, so this provenance needs level {minimum} or higher, not {level}",
+            code="provenance_level",
+            details={"field": "level", "level": level, "minimum_level": minimum, "highest_child": highest_child.id})
 
 
 def provenance_level_minimum(*, children: Iterable[Delta]) -> int:

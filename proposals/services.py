@@ -1,6 +1,11 @@
 """The proposal lifecycle: draft, the auto-approve gate, approve, deny. Every producer (REST, the
 harness's tools, scripts, the admin) goes through these functions.
 
+A draft is refused (ApplicationError, a 400 naming the rule) when approving it would fail: the
+handler's checks run at draft as at approval. Every draft is mirrored in the lake as a
+`kind:proposal` delta and every decision as a `kind:decision` delta, in the same transaction, so
+the feed shows them whatever the entry point (REST, CLI, admin, a fire's tool, a producer).
+
 Approval executes the proposal in the same transaction as its decision, under a row lock: two
 approvals racing execute once, and the second returns the first's result. When execution fails the
 decision is still recorded and the proposal is marked failed with the reason; an operator may fix the
@@ -8,11 +13,13 @@ payload and approve it again.
 """
 
 import logging
+from collections.abc import Sequence
 
 from django.db import transaction
 from django.utils import timezone
 
 from fathom.errors import ApplicationError, ConflictError
+from proposals import lake_io
 from proposals.handlers import get_handler
 from proposals.models import Decision, DecisionAction, Proposal, ProposalPolicy, ProposalStatus
 
@@ -23,10 +30,11 @@ AUTO_POLICY = "auto-policy"
 
 @transaction.atomic
 def proposal_draft(*, workspace, tool: str, title: str, payload: dict, rationale: str = "", producer: str,
-                   level: int | None = None) -> Proposal:
-    """Validate and record a proposal, then run the gate: a provenance proposal at or below the
-    workspace's threshold (default 2) is approved at once by the auto-policy; anything else waits
-    for an operator. Returns the proposal in its resulting state."""
+                   level: int | None = None, tags: Sequence[str] = ()) -> Proposal:
+    """Validate and record a proposal (refused with the rule it breaks when approval would fail),
+    mirror it into the lake as a kind:proposal delta (with `tags`), then run the gate: a provenance
+    proposal at or below the workspace's threshold (default 2) is approved at once by the
+    auto-policy; anything else waits for an operator. Returns the proposal in its resulting state."""
     handler = get_handler(tool)
     title = (title or "").strip()
     if not title:
@@ -44,6 +52,7 @@ def proposal_draft(*, workspace, tool: str, title: str, payload: dict, rationale
         workspace=workspace, tool=tool, title=title[:300], payload=cleaned, level=handler.level_of(cleaned),
         rationale=rationale or "", producer=producer.strip()[:200],
     )
+    lake_io.proposal_delta_write(proposal=proposal, tags=tags)
     threshold = proposal_policy_get(workspace=workspace).auto_approve_max_level
     if handler.auto_approve_by_level and proposal.level is not None and proposal.level <= threshold:
         proposal = proposal_approve(proposal=proposal, decided_by=f"{AUTO_POLICY}:level<={threshold}")
@@ -82,6 +91,7 @@ def proposal_approve(*, proposal: Proposal, decided_by: str, payload: dict | Non
     else:
         locked.status, locked.failure_reason, locked.result_ref = ProposalStatus.APPROVED, "", decision.result_ref
     decision.save()
+    lake_io.decision_delta_write(proposal=locked, decision=decision)
     if handler.has_level:
         locked.level = handler.level_of(approved)
     locked.decided_at = timezone.now()
@@ -103,10 +113,11 @@ def proposal_deny(*, proposal: Proposal, decided_by: str, reason: str) -> Propos
     reason = (reason or "").strip()
     if not reason:
         raise ApplicationError("reason: say why the proposal is denied", code="invalid")
-    Decision.objects.create(workspace=locked.workspace, proposal=locked, action=DecisionAction.DENY,
-                            decided_by=decided_by, payload=locked.payload, reason=reason)
+    decision = Decision.objects.create(workspace=locked.workspace, proposal=locked, action=DecisionAction.DENY,
+                                       decided_by=decided_by, payload=locked.payload, reason=reason)
     locked.status, locked.decided_at = ProposalStatus.DENIED, timezone.now()
     locked.save(update_fields=["status", "decided_at"])
+    lake_io.decision_delta_write(proposal=locked, decision=decision)
     return locked
 
 

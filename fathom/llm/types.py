@@ -10,6 +10,9 @@ from enum import StrEnum
 from typing import Any
 
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+# Opens a user message the caller's machinery wrote into a conversation (a harness's plan, a trigger's
+# notice, a healing prompt), said by no one: model middleware that learns from conversations skips it.
+HARNESS_NOTE = "[harness]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,11 @@ class Message:
     @classmethod
     def user(cls, content: str, images=()) -> Message:
         return cls("user", content, images=tuple(images))
+
+    @classmethod
+    def note(cls, content: str, images=()) -> Message:
+        """A harness note: a user message opened by HARNESS_NOTE."""
+        return cls("user", f"{HARNESS_NOTE} {content}", images=tuple(images))
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls=()) -> Message:

@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from fathom.redis_client import get_redis
 from festinger.cache import keys
 from festinger.models import WorldConfig
-from festinger.text import normalise
+from festinger.text import normalise, ordinary
 from festinger.wordscan import Lexicon
 
 WRITE_RETRY_SECONDS = 600.0  # a concept whose write came to nothing is asked about again after this
@@ -229,8 +229,8 @@ class World:
         return found
 
     def to_write(self, salient: list[tuple[str, float]]) -> list[str]:
-        """Of these (token, saliency) pairs, the tokens that crossed the write threshold and were never
-        written (novelty 0),
+        """Of these (token, saliency) pairs, the tokens that crossed the write threshold, were never
+        written (novelty 0) and are no ordinary word (festinger.text.ordinary: `nightly` needs no writer),
         each returned once per process every WRITE_RETRY_SECONDS (a write that failed or got lost is
         asked again; the writer's lock keeps two from running at once)."""
         threshold = self.settings.write_threshold
@@ -240,7 +240,7 @@ class World:
             if value < threshold or now - self.write_requested.get(token, -WRITE_RETRY_SECONDS) < WRITE_RETRY_SECONDS:
                 continue
             row = self.soas_by_token.get(token)
-            if row is None or row.novelty == 0:
+            if (row is None or row.novelty == 0) and not ordinary(token, self.dictionary):
                 self.write_requested[token] = now
                 found.append(token)
         return found

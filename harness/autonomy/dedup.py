@@ -1,7 +1,9 @@
-"""Q/A marker dedup (seed 000's "Smaller substrate items"): markers (level 0, one per fire that cited
-moments) that ask the same question are folded into one level-1 provenance, drafted through the
-proposals gate (an L1 approves at once by default) and mirrored in the lake like a producer's. A
-slow beat job; a marker already wrapped by a provenance is never folded again.
+"""Q/A marker dedup (seed 000's "Smaller substrate items"): markers (level 0, one per fire that
+answered a question and cited moments) that ask the same question are folded into one level-1
+provenance, drafted through the proposals gate (an L1 approves at once by default; the gate mirrors
+the draft and its decision in the lake). A slow beat job; a marker already wrapped by a provenance is
+never folded again, and a marker of a machine trigger (a heartbeat's, a cron's: `[Heartbeat] ...`,
+written before fires stopped marking them) is no question and never folded.
 
 "The same question" is the marker's title (its first line: the fire's question) lowercased with
 its whitespace collapsed."""
@@ -10,7 +12,7 @@ from django.db import connection
 
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
-from harness.autonomy.producers.services import proposal_mirror
+from harness.runtime.models import Trigger
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, Delta
 from proposals.models import Proposal, ProposalStatus
 from proposals.services import proposal_draft
@@ -19,6 +21,9 @@ PRODUCER = "autonomy:marker-dedup"
 MIN_MARKERS = 2  # a question asked this many times is folded
 MAX_GROUPS = 50  # per workspace and run: the next run takes the rest
 MAX_MARKERS = 200  # per fold
+DEDUP_TAG = "qa-dedup"
+# The notes machine triggers leave as a fire's question ("[Heartbeat] tick"): no one asked them.
+MACHINE_NOTES = [f"[{label.lower()}]%" for kind, label in Trigger.Kind.choices if kind in Trigger.MACHINE_KINDS]
 
 
 def markers_dedup(*, workspace: Workspace, min_markers: int = MIN_MARKERS) -> list[Proposal]:
@@ -36,10 +41,9 @@ def markers_dedup(*, workspace: Workspace, min_markers: int = MIN_MARKERS) -> li
             proposal = proposal_draft(
                 workspace=workspace, tool="provenance", title=title, level=1, producer=PRODUCER,
                 rationale=f"{len(marker_ids)} Q/A markers ask the same question; one episode names them",
-                payload={"from_ids": marker_ids, "summary": summary, "tags": ["qa-dedup"]})
+                payload={"from_ids": marker_ids, "summary": summary, "tags": [DEDUP_TAG]}, tags=[DEDUP_TAG])
         except ApplicationError:
             continue  # a marker vanished meanwhile: the next run sees the group as it is
-        proposal_mirror(proposal=proposal, by="Q/A marker dedup", tags=["qa-dedup"])
         folded.append(proposal)
     return folded
 
@@ -58,8 +62,9 @@ def duplicate_questions(*, workspace_id: int, min_markers: int) -> list[tuple[st
                   AND NOT EXISTS (SELECT 1 FROM {table} p WHERE p.workspace_id = %(ws)s
                                   AND p.tags @> ARRAY[%(provenance)s, 'from:' || m.id]::varchar[]
                                   AND NOT p.tags @> ARRAY[%(marker)s]::varchar[])) AS markers
-            WHERE q <> '' GROUP BY q HAVING count(*) >= %(min)s ORDER BY count(*) DESC, q LIMIT {MAX_GROUPS}""",
-                       {"ws": workspace_id, "marker": QA_MARKER_TAG, "provenance": PROVENANCE_TAG, "min": min_markers})
+            WHERE q <> '' AND NOT q LIKE ANY(%(machine)s) GROUP BY q HAVING count(*) >= %(min)s ORDER BY count(*) DESC, q LIMIT {MAX_GROUPS}""",
+                       {"ws": workspace_id, "marker": QA_MARKER_TAG, "provenance": PROVENANCE_TAG, "min": min_markers,
+                        "machine": MACHINE_NOTES})
         return cursor.fetchall()
 
 

@@ -14,14 +14,13 @@ from django.utils import timezone
 
 from festinger.selectors import pending_count
 from harness.autonomy.models import AutonomyDecision, AutonomySettings, InboxMark
+from harness.autonomy.producers.services import OWN_SOURCES
 from harness.fires.models import Fire
 from harness.runtime.models import Session, Trigger
 from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, Delta
 
 DIRECTIVE_TAG = "kind:directive"
 MOOD_SHIFT_TAG = "kind:mood-shift"
-# The harness's own writes (cards, attestations, markers, judge axes) are not new material.
-OWN_SOURCES = ("harness", "harness-introspect", "provenance", "autonomy")
 SALIENT_HOURS = 24
 MOOD_HOURS = 24
 DORMANT_DAYS = 14

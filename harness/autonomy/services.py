@@ -37,7 +37,7 @@ from harness.autonomy.models import (
     PressureSample,
 )
 from harness.autonomy.pressure import SIGNAL_NAMES, Reading, pressure_read
-from harness.autonomy.producers.services import decisions_mirror, producers_pressure_start
+from harness.autonomy.producers.services import producers_pressure_start
 from harness.autonomy.selectors import inbox_item_get
 from harness.runtime.models import Session, Trigger, Turn
 from harness.runtime.services import message_send, session_create
@@ -137,7 +137,6 @@ def autonomy_sweep(*, now: datetime | None = None) -> dict:
     PressureSample.objects.bulk_create(samples)
     AutonomyDecision.objects.bulk_create(decisions)
     _prune(now)
-    decisions_mirror(since=now - timedelta(days=1))
     return counts
 
 

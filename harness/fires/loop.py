@@ -25,6 +25,7 @@ from django.utils import timezone
 from fathom.llm import LLMError, Message, ToolCall, complete
 from fathom.llm.errors import LLMBudgetExceeded
 from fathom.llm.offline import OFFLINE_NOTICE, SearchThenRespond, request_digest
+from fathom.llm.types import HARNESS_NOTE
 from fathom.tracing import SpanContext, continue_trace, current_span, end_of, flush, span
 from fathom.tracing.names import words
 from fathom.tracing.services import run_spans
@@ -471,7 +472,7 @@ def _model_turn(fire: Fire, number: int, phase: str, messages: list, specs: list
         offline_policy=OFFLINE_REVIEW if phase == REVIEW else SearchThenRespond(
             "semantic", respond_tool="respond", text_argument="body", citations_argument="cited_ids",
             cards_argument="cards", question=fire.question, extra_arguments={"depth": "shallow"},
-            path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=("[TaskDone]",)),
+            path_tools=OFFLINE_PATH_TOOLS, relay_prefixes=(f"{HARNESS_NOTE} [TaskDone]",)),
     )
     listeners.close(completion)
     usage = completion.usage

@@ -10,6 +10,7 @@ from harness.fires.journal import JournalTurn
 from harness.fires.models import Fire
 from harness.fires.tools.base import MAIN, REGISTRY, tools_for
 from harness.fires.tools.plan import render as render_plan
+from harness.runtime.models import Trigger
 from harness.runtime.profiles import profile_copy
 from harness.runtime.selectors import agent_profile_default_get
 from lake.selectors import orient_current
@@ -118,7 +119,7 @@ def render_preamble(fire: Fire, *, history_limit: int) -> list:
     messages = [Message.system(system_message(fire))]
     messages += _history(fire, history_limit)
     for entry in fire.work_set.get("messages", []):
-        messages.append(Message.user(entry["content"]))
+        messages.append(_said(entry))
     return messages
 
 
@@ -144,11 +145,11 @@ def render_messages(fire: Fire, turns: list[JournalTurn], *, history_limit: int,
             messages.append(Message.tool(call["id"], result, name=call["name"]))
         if opened:  # tool messages carry text only: the opened images follow them as a user part
             names = ", ".join(image.media_hash for image in opened)
-            messages.append(Message.user(f"[harness] the image(s) you opened with see_image: {names}", images=opened))
+            messages.append(Message.note(f"the image(s) you opened with see_image: {names}", images=opened))
     if fire.plan:
-        messages.append(Message.user(f"[harness] active plan:\n{render_plan(fire.plan)}"))
+        messages.append(Message.note(f"active plan:\n{render_plan(fire.plan)}"))
     if forced:
-        messages.append(Message.user(f"[harness] the turn cap ({max_turns}) is reached: call respond now with what "
+        messages.append(Message.note(f"the turn cap ({max_turns}) is reached: call respond now with what "
                                      "you have, saying what is left open."))
     return messages
 
@@ -163,18 +164,27 @@ def _history(fire: Fire, limit: int) -> list:
                .order_by("-created_at").values_list("work_set", "response")[: limit + COMPACTED_HISTORY_ENTRIES])
     entries = []
     for work_set, response in reversed(earlier):
-        entries += [("user", m["content"]) for m in work_set.get("messages", [])]
+        entries += [{"role": "user", **m} for m in work_set.get("messages", [])]
         if response.get("body"):
-            entries.append(("assistant", response["body"]))
+            entries.append({"role": "assistant", "content": response["body"]})
     older, recent = entries[:-limit], entries[-limit:]
     rendered = []
     if older:
-        lines = "\n".join(f"- {role}: {_one_line(text, 160)}" for role, text in older[-COMPACTED_HISTORY_ENTRIES:])
-        rendered.append(Message.user(f"[harness] earlier in this conversation (compacted, {len(older)} "
+        lines = "\n".join(f"- {entry['role']}: {_one_line(entry['content'], 160)}"
+                          for entry in older[-COMPACTED_HISTORY_ENTRIES:])
+        rendered.append(Message.note(f"earlier in this conversation (compacted, {len(older)} "
                                      f"messages):\n{lines}"))
-    for role, text in recent:
-        rendered.append(Message.user(text) if role == "user" else Message.assistant(text))
+    for entry in recent:
+        rendered.append(Message.assistant(entry["content"]) if entry["role"] == "assistant" else _said(entry))
     return rendered
+
+
+def _said(entry: dict) -> Message:
+    """A work set's message as the model reads it: a machine trigger's notice (a heartbeat, a task
+    done) is a harness note, asked by no one; anything else is said by its author."""
+    if entry.get("source") in Trigger.MACHINE_KINDS:
+        return Message.note(entry["content"])
+    return Message.user(entry["content"])
 
 
 def _hosts_block(fire: Fire) -> str:

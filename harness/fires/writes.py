@@ -14,7 +14,7 @@ from harness.fires.models import Fire
 from harness.fires.selectors import fire_returned_ids
 from harness.fires.tools.respond import MOOD_SHIFT
 from harness.runtime.events import event_emit
-from harness.runtime.models import SessionEvent
+from harness.runtime.models import SessionEvent, Trigger
 from harness.runtime.services import message_mark_addressed, message_send
 from lake.models import QA_MARKER_TAG, Delta
 from lake.services import deltas_create, provenance_create
@@ -82,16 +82,24 @@ def lake_writes(fire: Fire, *, shown: set[str] = frozenset()) -> dict:
         else:
             written[kind] = delta.pk
     moments = [i for i in response.get("cited_ids", []) if i in seen and not seen[i].is_provenance]
-    if moments:
+    question = asked(fire)
+    if moments and question:
         marker = provenance_create(
-            workspace=fire.workspace, title=_one_line(fire.question, 200), child_ids=moments, level=0,
-            content=f"Q: {fire.question}\n\nA: {response['body']}", tags=[QA_MARKER_TAG, *common], source=source)
+            workspace=fire.workspace, title=_one_line(question, 200), child_ids=moments, level=0,
+            content=f"Q: {question}\n\nA: {response['body']}", tags=[QA_MARKER_TAG, *common], source=source)
         written["qa_marker"] = marker.pk
     if degraded:
         written["withheld"] = list(WITHHELD_WHEN_DEGRADED)
     _judge_axes_enqueue(fire)
     written["judge_axes"] = "queued"
     return written
+
+
+def asked(fire: Fire) -> str:
+    """What someone asked the fire: its messages but the notes of machine triggers (a heartbeat, a
+    cron, a task done), which are no question; "" when only those woke it (no Q/A marker then)."""
+    messages = fire.work_set.get("messages") or [{"content": fire.question}]
+    return "\n\n".join(m["content"] for m in messages if m.get("source") not in Trigger.MACHINE_KINDS).strip()
 
 
 def _asserting_items(fire: Fire, seen: dict[str, Delta], common: list, source: str):

@@ -40,13 +40,13 @@ def _preamble(fire: Fire, run: QualityRun, attempt: QualityAttempt, base: list, 
     system = Message.system("\n\n".join([base[0].content, *additions]))
     briefs = []  # what ran before the main pass: the swarm's aggregate, the parallel subtasks' answers
     if run.swarm.get("aggregate"):
-        briefs.append(Message.user(f"[harness] the specialist swarm's analysis of the sources, merged:\n"
+        briefs.append(Message.note(f"the specialist swarm's analysis of the sources, merged:\n"
                                    f"{run.swarm['aggregate']}"))
     answers = subtasks.answers_message(run)
     if answers is not None:
         briefs.append(answers)
     if attempt.healing_prompt:  # a retry keeps the briefs, before the earlier attempts' turns
-        return [system, *briefs, *earlier[1:], Message.user(attempt.healing_prompt)]
+        return [system, *briefs, *earlier[1:], Message.note(attempt.healing_prompt)]
     return [system, *base[1:], *briefs]
 
 

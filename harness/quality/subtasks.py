@@ -98,5 +98,5 @@ def answers_message(run: QualityRun) -> Message | None:
         answer = answered[step]
         body = answer.get("body") or f"(the subtask's fire ended {answer.get('status')}: {answer.get('error', '')})"
         parts.append(f"## {step}. {answer.get('title', '')}\n{body[:ANSWER_CHARS]}")
-    return Message.user("[harness] the plan's parallel subtasks were answered by child fires; use their answers:\n\n"
+    return Message.note("the plan's parallel subtasks were answered by child fires; use their answers:\n\n"
                         + "\n\n".join(parts))

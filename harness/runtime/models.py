@@ -95,7 +95,8 @@ class Session(WorkspaceScoped, Claimable):
 
 class Trigger(WorkspaceScoped):
     """An input to a session. Queued until a turn snapshots it; consumed when that turn ends.
-    A user message also carries whether the agent addressed it (and its note)."""
+    A user message also carries whether the agent addressed it (and its note). Every other kind is a
+    machine trigger (MACHINE_KINDS): a notice of what happened, asked by no one."""
 
     class Kind(models.TextChoices):
         USER_MESSAGE = "user_message", "UserMessage"
@@ -103,6 +104,8 @@ class Trigger(WorkspaceScoped):
         HEARTBEAT = "heartbeat", "Heartbeat"
         CRON = "cron", "Cron"
         REFRESH_PROFILE = "refresh_profile", "RefreshProfile"
+
+    MACHINE_KINDS = frozenset({Kind.TASK_DONE, Kind.HEARTBEAT, Kind.CRON, Kind.REFRESH_PROFILE})
 
     class State(models.TextChoices):
         QUEUED = "queued"

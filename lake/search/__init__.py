@@ -4,7 +4,8 @@
 2. execution (`execute.py`): per step, vector (summary and centroid) and full-text candidates;
 3. timeline strips and 4. provenance expansion down and up (`expand.py`);
 5. valence rerank, fusion of the vector and text scores (weighted, or reciprocal rank fusion), the
-   relevance floor and the provenance cap (`rank.py`);
+   relevance floor and the provenance cap (`rank.py`), the sources before the agent's own output
+   (`own_output.py`);
 6. provenance rows match on LEAST(summary distance, centroid distance), the centroid only where it
    is meaningfully closer, both reported;
 7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips, packed into
@@ -31,6 +32,7 @@ from lake.search.budget import Packing, pack
 from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
 from lake.search.floor import NO_FLOOR, vector_floor
+from lake.search.own_output import sources_first
 from lake.search.plan import (
     MAX_STEPS,
     MODES,
@@ -42,7 +44,7 @@ from lake.search.plan import (
     with_filters,
     with_mode,
 )
-from lake.search.rank import Ranked, Tuning, fuse, rerank_factor, top_hits
+from lake.search.rank import Ranked, Tuning, fuse, rerank_factor
 from lake.search.render import is_named_stretch, render, row_cost
 from lake.words import content_words
 
@@ -172,8 +174,8 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
                              pool=pool, candidates=candidates)
              for index, step in enumerate(plan.steps)}
     tuning = Tuning.from_settings(embedder_floor=vector_floor(get_embedder()) if vectors else NO_FLOOR)
-    hits, capped = top_hits(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
-                            limit=limit, share=tuning.provenance_share)
+    hits, capped = sources_first(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
+                                 limit=limit, share=tuning.provenance_share)
     if not hits:
         return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
                               warnings=warnings)

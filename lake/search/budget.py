@@ -1,7 +1,7 @@
 """The answer's budget: a search packs the best of what it surfaced into a number of characters of
 rendered recall (what a model reads; about 4 characters a token), and says what it left out.
 
-Priority: every hit before any context (by rank), then each hit's context in the hits' order (a
+Priority: every hit before any context (by rank, the sources' before the agent's own output), then each hit's context in the hits' order (a
 provenance hit's constituents, a moment's neighbours on its strip), then the containers (nearest
 first). A row that does not fit is left out and smaller ones after it may still fit; context whose
 hit was left out goes too. The rendered text ends with one line naming the hits left out, so a
@@ -9,6 +9,8 @@ model can open them (`expand`, or a search with a bigger budget)."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from lake.models import is_agent_output
 
 ROLES = ("hit", "child", "neighbour", "container")
 # Room kept for the closing line that names what was left out.
@@ -57,7 +59,9 @@ def pack(rows: list, *, budget: int, line_cost: Callable[[object], int], render:
 
 
 def _priority(rows: list) -> list:
-    hits = sorted((row for row in rows if row.role == "hit"), key=lambda row: row.rank or 0)
+    # The sources' hits before the agent's own (lake.search.own_output): an echo never costs a source its room.
+    hits = sorted((row for row in rows if row.role == "hit"),
+                  key=lambda row: (is_agent_output(source=row.source, tags=row.tags), row.rank or 0))
     rank_of = {row.id: row.rank or 0 for row in hits}
     context = sorted((row for row in rows if row.role in ("child", "neighbour")),
                      key=lambda row: (rank_of.get(row.anchor_id, 1 << 30), row.role != "child"))

@@ -4,7 +4,7 @@ episode L1, topic L2, era L3). Approval writes a kind:provenance delta with its 
 from django.utils.html import format_html, format_html_join
 from rest_framework import serializers
 
-from lake.services import provenance_level_default
+from lake.services import provenance_level_check, provenance_level_default
 from proposals import lake_io
 from proposals.handlers import ProposalHandler, register
 
@@ -30,13 +30,25 @@ class ProvenanceHandler(ProposalHandler):
 
     def clean(self, *, workspace, payload, check=True):
         """Constituents resolve to full ids (prefixes allowed, unknown ones refused); a missing level
-        becomes the lowest the constituents allow."""
-        cleaned = super().clean(workspace=workspace, payload=payload, check=check)
+        becomes the lowest the constituents allow. With `check`, what approval would refuse is
+        refused now (`check`)."""
+        cleaned = super().clean(workspace=workspace, payload=payload, check=False)
         children = lake_io.constituents_resolve(workspace=workspace, ids=cleaned["from_ids"])
         cleaned["from_ids"] = list(dict.fromkeys(child.id for child in children))
         if cleaned.get("level") is None:
             cleaned["level"] = provenance_level_default(children=children)
+        if check:
+            self.check(workspace=workspace, payload=cleaned)
         return cleaned
+
+    def check(self, *, workspace, payload):
+        """The lake's rules, checked before anything is recorded: the level sits strictly above every
+        constituent (`provenance_level`), and the same material at the same level is not named twice
+        (`provenance_exists`: the lake holds a provenance over exactly these constituents)."""
+        children = lake_io.constituents_resolve(workspace=workspace, ids=payload["from_ids"])
+        provenance_level_check(children=children, level=payload["level"])
+        lake_io.provenance_unnamed_check(workspace=workspace, child_ids=[child.id for child in children],
+                                         level=payload["level"])
 
     def execute(self, *, proposal, payload, decided_by):
         tags = [*payload["tags"], f"approved-from-proposal:{proposal.pk}", f"decided-by:{decided_by}"]

@@ -1,10 +1,13 @@
 """REST for the world model: /iknowthat, the conflict queue, operator overrides, resolve/run."""
 
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from festinger.models import Conflict, Edge, EdgeHistory, ResolutionRun
-from festinger.services import insert_fact
+from festinger.recollection import recollection_for
+from festinger.services import insert_fact, world_ensure
 
 
 def test_iknowthat_stores_a_manual_fact_at_full_confidence(api):
@@ -156,3 +159,19 @@ def test_resolve_run_queues_a_run(api, workspace, django_capture_on_commit_callb
     assert run.workspace_id == workspace.pk and run.trigger.startswith("operator:apikey:")
     assert len(callbacks) == 1  # the task is sent after commit
     assert api.get(f"/v1/festinger/resolve/runs/{run.pk}").json()["status"] in ("queued", "running", "finished")
+
+
+def test_a_leading_article_is_no_part_of_the_concept_whatever_the_entry_point(api, workspace):
+    # given the fact taught with an article, over REST and from the shell
+    world_ensure(workspace=workspace)
+    edge = api.post("/v1/festinger/iknowthat", {"fact": "The Glitch University -isa school"}, format="json").json()["edge"]
+    call_command("fathom", "festinger", "iknowthat", "the glitch university -ispart the Open Campus",
+                 "--workspace", workspace.slug, stdout=StringIO())
+    # then both stored the concept a chat message names, and the message recalls it
+    assert edge["concept"] == "glitch_university"
+    assert set(Edge.objects.filter(workspace=workspace, concept__token="glitch_university")
+               .values_list("parent__token", flat=True)) == {"school", "open_campus"}
+    assert not Edge.objects.filter(workspace=workspace, concept__token__startswith="the_").exists()
+    for _ in range(5):  # salient by now
+        recollection = recollection_for(workspace_id=workspace.pk, text="I study at The Glitch University")
+    assert "glitch_university: [membership] open_campus [type] school" in recollection.block, recollection.block

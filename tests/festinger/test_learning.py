@@ -216,7 +216,7 @@ def test_an_offline_fire_learns_the_users_words_once_and_none_of_the_harness(wor
         "delay": staticmethod(lambda *args: writes.append(args[1]) if name.endswith("concept_write") else None)}))
     session = session_create(workspace=world, title="offline")
     said = ["Please update gnommoweb to use FastAPI instead", "Is gnommoweb deployed yet?",
-            "Thanks, and what about the tests of gnommoweb?"]
+            "Thanks, and what about the tests of gnommoweb?", "And the nightly build of gnommoweb?"]
 
     for text in said:
         with django_capture_on_commit_callbacks(execute=True):
@@ -224,12 +224,16 @@ def test_an_offline_fire_learns_the_users_words_once_and_none_of_the_harness(wor
             session_tick(session_id=session.pk)
 
     answers = [fire.response["body"] for fire in Fire.objects.filter(session=session).order_by("created_at")]
-    # each message once: the three questions, and the answers the later fires sent back as history
-    expected = sum(text.lower().count("gnommoweb") for text in said + answers[:-1])
-    assert encounters(world, "gnommoweb") == expected
+    # each message once: the three questions; the offline model's answers (Fathom's own stand-in, sent
+    # back as history) are not the conversation's words
+    assert all(answer.startswith("[offline]") for answer in answers)
+    assert encounters(world, "gnommoweb") == sum(text.lower().count("gnommoweb") for text in said)
+    for token in ("offline", "answering", "searched"):
+        assert encounters(world, token) == 0, token
     for token in ("dispatch_helper", "mark_addressed", "ids", "cited_ids", "provenance", "s", "i"):
         assert encounters(world, token) == 0, token
-    # the writer: gnommoweb alone crossed the write threshold (was 14 writes over these three fires)
+    # the writer: gnommoweb alone crossed the write threshold (was 14 writes over these fires before
+    # Festinger left the harness's words out, and more before it left the offline model's out)
     assert writes == ["gnommoweb"]
 
 

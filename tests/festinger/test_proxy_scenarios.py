@@ -44,8 +44,9 @@ def test_a_an_unknown_concept_is_not_recalled_until_salient_then_gets_the_zero_h
     for _ in range(50):
         world.count("gnommoweb")
     forwarded = agent("Please update gnommoweb to use FastAPI instead")
-    assert forwarded.startswith("<recollection>\n? gnommoweb: no recollection. If not a typo, store it before "
-                                "proceeding:\n  gutask iknowthat 'gnommoweb -isa <parent> in context of <dimension>'")
+    assert forwarded.startswith("<recollection>\n? gnommoweb: no recollection. If it names something real, teach "
+                                'Fathom what it is before proceeding:\n  POST /v1/festinger/iknowthat {"fact": '
+                                '"gnommoweb -isa <parent> in context of <dimension>"}')
     assert forwarded.count("<recollection>") == 1 and forwarded.endswith(SYSTEM)
     assert not Conflict.objects.filter(workspace=workspace).exists()
 

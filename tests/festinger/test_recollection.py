@@ -50,12 +50,25 @@ def test_a_salient_concept_without_edges_gets_the_zero_hit_prompt(world):
     assert recollection.unknown == ("gnommoweb",)
     assert recollection.block == (
         "<recollection>\n"
-        "? gnommoweb: no recollection. If not a typo, store it before proceeding:\n"
-        "  gutask iknowthat 'gnommoweb -isa <parent> in context of <dimension>'\n"
-        "  gutask iknowthat 'gnommoweb -ispart <system> in context of <dimension>'\n"
+        "? gnommoweb: no recollection. If it names something real, teach Fathom what it is before proceeding:\n"
+        '  POST /v1/festinger/iknowthat {"fact": "gnommoweb -isa <parent> in context of <dimension>"}\n'
+        "  or: python manage.py fathom festinger iknowthat 'gnommoweb -ispart <system> in context of <dimension>'"
+        " --workspace <slug>\n"
         "</recollection>")
     assert not Conflict.objects.filter(workspace=world).exists()
     assert cache.world(world.pk).pending_conflicts == set()
+
+
+def test_an_ordinary_word_missing_from_the_dictionary_gets_no_zero_hit_prompt_nor_a_writer(world):
+    # "nightly", "tidepools" and "rebuilding" are regular forms of dictionary words; "gnommoweb" is a name
+    for token in ("nightly", "rebuilding", "gnommoweb"):
+        seen(world, token, 50)
+
+    recollection = recollection_for(workspace_id=world.pk, text="the nightly build is rebuilding gnommoweb")
+
+    assert recollection.unknown == ("gnommoweb",)
+    assert "nightly" not in recollection.block and "rebuilding" not in recollection.block
+    assert cache.world(world.pk).to_write([("nightly", 9.0), ("zorbweb", 9.0)]) == ["zorbweb"]
 
 
 def test_the_second_encounter_reaches_the_read_threshold(world):

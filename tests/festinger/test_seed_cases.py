@@ -48,8 +48,9 @@ def test_test_a_an_unknown_concept_recalls_nothing_until_salient_then_asks_to_be
     block = recollection(api, prompt)
 
     assert block.startswith("<recollection>\n? gnommoweb: no recollection.") and block.endswith("</recollection>")
-    assert "gutask iknowthat 'gnommoweb -isa <parent> in context of <dimension>'" in block
-    assert "gutask iknowthat 'gnommoweb -ispart <system> in context of <dimension>'" in block
+    # the prompt names how to teach Fathom with what it ships (seed 002 wrote `gutask iknowthat`)
+    assert 'POST /v1/festinger/iknowthat {"fact": "gnommoweb -isa <parent> in context of <dimension>"}' in block
+    assert "fathom festinger iknowthat 'gnommoweb -ispart <system> in context of <dimension>'" in block
     assert "fastapi" not in block and "please" not in block
     assert api.get("/v1/festinger/conflicts").json()["results"] == []
 

@@ -6,6 +6,7 @@ import pytest
 
 from lake.models import Delta
 from lake.search import Plan, Step, deltas_search
+from lake.services import deltas_create, deltas_embed
 from tests.lake.conftest import T0
 
 NAVIER_STOKES = [
@@ -230,3 +231,23 @@ def test_a_word_the_statistics_find_everywhere_leaves_the_full_text_step(api, mo
     # Below the threshold the same word is a match like any other.
     monkeypatch.setattr("lake.search.execute.COMMON_WORD_ROWS", 2000)
     assert len([row for row in _search(api, "weather glacier", depth="shallow")["rows"] if row["role"] == "hit"]) == 9
+
+
+def test_the_agents_own_output_takes_one_of_each_five_hits_and_the_sources_keep_their_room(workspace):
+    # given the agent's cards that repeat a question's words word for word, and the notes they came from
+    echo = "where did the heron nest by the weir this spring"
+    written = deltas_create(workspace=workspace, items=[
+        *({"content": f"{echo}? the heron nested by the weir this spring ({i}) " + "and so on " * 40,
+           "source": "harness", "tags": ["kind:card"]} for i in range(6)),
+        *({"content": f"heron nest {i} spotted by the weir", "source": "notes"} for i in range(6))]).deltas
+    deltas_embed(delta_ids=[d.id for d in written])
+    # when it is searched with a small budget
+    result = deltas_search(workspace=workspace, query=echo, limit=10, budget=1500)
+    # then at most one of any five consecutive hits is the agent's, and every kept hit before it is a source
+    hits = [row for row in [*result.rows, *result.budget.left_out] if row.role == "hit"]
+    own = sorted(row.rank for row in hits if "kind:card" in row.tags)
+    assert own and all(b - a >= 5 for a, b in zip(own, own[1:], strict=False)), own
+    assert len([rank for rank in own if rank <= 5]) == 1
+    # and the budget keeps the sources, leaving out the agent's long cards first
+    assert {row.id for row in result.hits if row.source == "notes"} == {d.id for d in written[6:]}
+    assert {row.id for row in result.budget.left_out} <= {d.id for d in written[:6]}

@@ -3,6 +3,8 @@
 import pytest
 from django_celery_beat.models import PeriodicTask
 
+from lake.models import Delta
+from lake.services import delta_create, provenance_create
 from proposals.models import Decision, Proposal, Routine
 from proposals.services import proposal_draft
 from tests.proposals.conftest import routine_payload
@@ -166,3 +168,37 @@ def test_listing_costs_the_same_queries_for_one_or_many(workspace, api, django_a
 def test_an_unknown_proposal_is_404(api):
     assert api.get("/v1/proposals/999999").status_code == 404
     assert api.post("/v1/proposals/999999/approve", {}, format="json").status_code == 404
+
+
+def provenance_draft(api, level, from_ids, title="Rover week"):
+    return api.post("/v1/proposals/draft", {"tool": "provenance", "title": title, "level": level,
+                                             "payload": {"from_ids": from_ids, "summary": "s"}}, format="json")
+
+
+def test_a_draft_that_approval_would_fail_is_refused_at_draft_naming_the_rule(workspace, api):
+    # given an L1 episode over two moments
+    notes = [delta_create(workspace=workspace, content=f"rover log {i}") for i in range(2)]
+    episode = provenance_create(workspace=workspace, title="Rover week", child_ids=[n.id for n in notes])
+    # when an L1 is drafted over that L1, and an L1 over exactly the episode's moments
+    over_itself = provenance_draft(api, 1, [episode.id])
+    again = provenance_draft(api, 1, [n.id for n in notes])
+    # then both are refused with a 400 naming the rule, and nothing was recorded or mirrored
+    assert over_itself.status_code == 400, over_itself.content
+    assert over_itself.json()["error"]["code"] == "provenance_level"
+    assert "strictly above its children" in over_itself.json()["error"]["message"]
+    assert again.status_code == 400 and again.json()["error"]["code"] == "provenance_exists"
+    assert episode.id in again.json()["error"]["message"]
+    assert not Proposal.objects.filter(workspace=workspace).exists()
+    # and the same material one level up is a fine draft
+    assert provenance_draft(api, 2, [episode.id]).status_code == 201
+
+
+def test_every_draft_and_decision_is_a_delta_in_the_lake(workspace, api):
+    # given drafts through REST (pending) and a denial
+    body = draft(api).json()
+    api.post(f"/v1/proposals/{body['id']}/deny", {"reason": "not now"}, format="json")
+    # then the lake holds the draft as kind:proposal and the denial as kind:decision
+    [mirrored] = Delta.objects.filter(workspace=workspace, tags__contains=["kind:proposal", f"proposal:{body['id']}"])
+    assert mirrored.title == "Morning review" and "tool:routines" in mirrored.tags
+    [decision] = Delta.objects.filter(workspace=workspace, tags__contains=["kind:decision", f"proposal:{body['id']}"])
+    assert "decision:denied" in decision.tags and decision.content.endswith("not now")

@@ -6,6 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from lake.models import Delta
 from proposals.models import Decision, Proposal
 from tests.proposals.conftest import routine_payload
 
@@ -35,3 +36,11 @@ def test_the_shell_reports_refusals_as_command_errors(workspace):
                "--payload", '{"name": "a", "schedule": "* * * * *"}')
     with pytest.raises(CommandError, match="no proposal 424242"):
         fathom("deny", "424242", "--reason", "r")
+
+
+def test_a_draft_from_the_shell_is_a_proposal_delta_in_the_lake(workspace):
+    fathom("draft", "--workspace", workspace.slug, "--tool", "routines", "--title", "Morning",
+           "--payload", json.dumps(routine_payload()))
+    proposal = Proposal.objects.get()
+    assert Delta.objects.filter(workspace=workspace, tags__contains=["kind:proposal", f"proposal:{proposal.pk}"],
+                                content__startswith="Morning").count() == 1

@@ -152,12 +152,13 @@ def test_a_host_removed_after_approval_never_runs_the_job(workspace, tmp_path, d
 def test_approval_queues_one_job_on_the_fires_queue_after_commit(workspace, tmp_path,
                                                                   django_capture_on_commit_callbacks):
     counting_host(workspace, tmp_path / "marker")
+    drafted = draft_dispatch(workspace)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        proposal = proposal_approve(proposal=draft_dispatch(workspace), decided_by="operator:ops")
+        proposal = proposal_approve(proposal=drafted, decided_by="operator:ops")
 
     job = HelperJob.objects.get()
     assert proposal.result_ref == f"helper-job:{job.pk}" and job.status == HelperJobStatus.QUEUED
-    assert len(callbacks) == 1
+    assert len(callbacks) == 2  # the job, and the embedding of the decision's delta in the lake
     from proposals.tasks import helper_job_run
 
     assert app.amqp.router.route({}, helper_job_run.name)["queue"].name == "fires"

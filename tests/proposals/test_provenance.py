@@ -23,8 +23,10 @@ def ladder(workspace, moments):
     levels = {0: moments}
     for level in (1, 2, 3):
         below = levels[level - 1]
+        # one moment more than the level below, so a proposal over that level alone is new material
+        aside = delta_create(workspace=workspace, content=f"an aside at level {level}", source="test")
         levels[level] = [provenance_create(workspace=workspace, title=f"level {level} stretch",
-                                           child_ids=[d.id for d in below], level=level)]
+                                           child_ids=[*(d.id for d in below), aside.id], level=level)]
     return levels
 
 
@@ -85,24 +87,24 @@ def test_an_l3_waits_for_an_operator_who_approves_it_over_rest(workspace, ladder
     assert any(tag.startswith("decided-by:operator:apikey:") for tag in delta.tags)
 
 
-def test_a_level_not_strictly_above_its_children_fails_the_proposal_with_the_reason(workspace, ladder):
-    proposal = draft_provenance(workspace, ladder[2], level=2)  # over a level-2 child: must be 3+
+def test_a_level_not_strictly_above_its_children_is_refused_at_draft_with_the_rule(workspace, ladder):
+    with pytest.raises(ApplicationError, match="strictly above its children.*needs level 3 or higher") as refused:
+        draft_provenance(workspace, ladder[2], level=2)  # over a level-2 child: must be 3+
 
-    assert proposal.status == ProposalStatus.FAILED
-    assert "strictly above its children" in proposal.failure_reason
-    assert "needs level 3 or higher" in proposal.failure_reason
-    assert not Delta.objects.filter(tags__contains=[f"approved-from-proposal:{proposal.pk}"]).exists()
+    assert refused.value.code == "provenance_level"
+    assert not Proposal.objects.filter(workspace=workspace).exists()
 
 
-def test_the_operator_fixes_a_failed_level_and_approves(workspace, ladder):
-    proposal = draft_provenance(workspace, ladder[1], level=1)
-    assert proposal.status == ProposalStatus.FAILED
+def test_an_edit_below_the_rule_fails_the_approval_and_the_operator_fixes_it(workspace, ladder):
+    proposal = draft_provenance(workspace, ladder[2], level=3)
 
-    fixed = proposal_approve(proposal=proposal, decided_by="operator:ops",
-                             payload={**proposal.payload, "level": 3})
+    failed = proposal_approve(proposal=proposal, decided_by="operator:ops", payload={**proposal.payload, "level": 2})
+    assert failed.status == ProposalStatus.FAILED and "strictly above its children" in failed.failure_reason
 
-    assert fixed.status == ProposalStatus.APPROVED and fixed.level == 3
-    assert "provenance-level:3" in written(fixed).tags
+    fixed = proposal_approve(proposal=proposal, decided_by="operator:ops", payload={**proposal.payload, "level": 4})
+
+    assert fixed.status == ProposalStatus.APPROVED and fixed.level == 4
+    assert "provenance-level:4" in written(fixed).tags
 
 
 def test_a_missing_level_is_the_lowest_the_constituents_allow(workspace, ladder):

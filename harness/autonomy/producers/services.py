@@ -18,17 +18,15 @@ from fathom.errors import ApplicationError
 from fathom.llm import LLMError, Message, ToolCall, ToolSpec, complete
 from fathom.models import Workspace
 from harness.autonomy.models import ProducerRun
-from lake.models import LEVEL_PREFIX, PROVENANCE_TAG, QA_MARKER_TAG, Delta
-from lake.services import deltas_create
-from proposals.lake_io import tag_safe
-from proposals.models import Proposal, ProposalStatus
+from lake.models import AGENT_SOURCES, LEVEL_PREFIX, PROVENANCE_TAG, QA_MARKER_TAG, Delta
 from proposals.services import proposal_draft
 
 logger = logging.getLogger(__name__)
 RUN_TASK = "fires.producer_run"
 ROLE = "producer"
-# The sources of what the harness and the producers write themselves: never material to name.
-OWN_SOURCES = ("harness", "harness-introspect", "provenance", "autonomy", "producer")
+# The sources of the agent's own output (lake.models.AGENT_SOURCES: the harness's, the producers' and
+# the proposals' writes) and of provenance: never material to name, nor pressure to name it.
+OWN_SOURCES = (*sorted(AGENT_SOURCES), "provenance")
 MAX_OFFERED = 200
 OFFLINE_EPISODE = 25
 PROPOSAL_ITEM = {
@@ -131,8 +129,8 @@ class Offered:
 
 def substrate(run: ProducerRun) -> dict[str, Offered]:
     """What the run is shown, by id: un-provenanced moments of the window (topical window),
-    episodes no topic holds (topical l2), or its own reflective writes and the named stretches
-    (reflective)."""
+    episodes no topic holds (topical l2), or its own reflective writes and the named stretches that
+    no provenance wraps yet (reflective: the same material is not offered twice)."""
     since = timezone.now() - timedelta(hours=run.hours)
     if run.producer == "topical" and run.mode == "window":
         rows = _uncontained(run.workspace_id, since=since, level=None, contained_by=1)
@@ -146,7 +144,23 @@ def substrate(run: ProducerRun) -> dict[str, Offered]:
         named = (lake.filter(tags__contains=[PROVENANCE_TAG]).exclude(tags__contains=[QA_MARKER_TAG])
                  .order_by("-created_at")[:40])
         rows = [(d.id, d.content, d.level) for d in [*own, *sits, *named]]
+        unwrapped = _unwrapped(run.workspace_id, [row[0] for row in rows])
+        rows = [row for row in rows if row[0] in unwrapped]  # what a provenance names already is not offered again
     return {delta_id: Offered(delta_id, content, level) for delta_id, content, level in rows}
+
+
+def _unwrapped(workspace_id: int, ids: list[str]) -> set[str]:
+    """Of `ids`, those no provenance above level 0 wraps yet (a Q/A marker names no stretch)."""
+    table = Delta._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            SELECT d.id FROM unnest(%(ids)s::varchar[]) AS d(id)
+            WHERE NOT EXISTS (SELECT 1 FROM {table} p WHERE p.workspace_id = %(ws)s
+                              AND p.tags @> ARRAY[%(provenance)s, 'from:' || d.id]::varchar[]
+                              AND NOT p.tags && ARRAY[%(marker)s, %(level0)s]::varchar[])""",
+                       {"ids": ids, "ws": workspace_id, "provenance": PROVENANCE_TAG, "marker": QA_MARKER_TAG,
+                        "level0": f"{LEVEL_PREFIX}0"})
+        return {row[0] for row in cursor.fetchall()}
 
 
 def _uncontained(workspace_id: int, *, since: datetime, level: int | None, contained_by: int) -> list:
@@ -200,82 +214,23 @@ def offline_proposals(run: ProducerRun, offered: dict[str, Offered]) -> list[dic
 
 
 def _draft(run: ProducerRun, item: dict, offered: dict[str, Offered]) -> dict:
-    """One proposal through the gate, and its mirror in the lake: kind:proposal, and kind:decision
-    when the gate decided at once. An invalid proposal is reported in the run, not raised."""
+    """One proposal through the gate (which mirrors it, and its decision, into the lake). An invalid
+    proposal, or one naming material already named at its level, is reported in the run, not raised."""
     from_ids = [i for i in dict.fromkeys(item["from_ids"]) if i in offered]
     level = item.get("level") or (2 if run.mode == "l2" else 1)
     if run.producer == "topical":
         level = 2 if run.mode == "l2" else 1
     if not from_ids:
         return {"title": item["title"], "error": "none of its from_ids were among the deltas shown"}
-    producer = f"producer:{run.producer}:run:{run.pk}"
+    tags = [f"producer:{run.producer}", f"producer-run:{run.pk}"]
     try:
         proposal = proposal_draft(workspace=run.workspace, tool="provenance", title=item["title"], level=level,
-                                  rationale=item.get("rationale", ""), producer=producer, payload={
-                                      "from_ids": from_ids, "summary": item.get("summary", ""),
-                                      "test_questions": item.get("test_questions", []),
-                                      "tags": [f"producer:{run.producer}", f"producer-run:{run.pk}"]})
+                                  rationale=item.get("rationale", ""), producer=f"producer:{run.producer}:run:{run.pk}",
+                                  tags=tags, payload={"from_ids": from_ids, "summary": item.get("summary", ""),
+                                                      "test_questions": item.get("test_questions", []), "tags": tags})
     except ApplicationError as exc:
         return {"title": item["title"], "error": exc.message}
-    mirrored = proposal_mirror(proposal=proposal, by=f"the {run.producer} producer",
-                               tags=[f"producer:{run.producer}", f"producer-run:{run.pk}"])
-    return {"id": proposal.pk, "level": proposal.level, "status": proposal.status, "result": proposal.result_ref,
-            **mirrored}
-
-
-def proposal_mirror(*, proposal, by: str, tags: list[str]) -> dict:
-    """A drafted provenance proposal in the lake (seed 000's flow, so the feed shows it): a
-    kind:proposal delta, and a kind:decision delta when the gate decided at once. Returns their ids."""
-    common = [f"proposal:{proposal.pk}", *tags]
-    count = len(proposal.payload.get("from_ids", []))
-    items = [{"content": f"{proposal.title}\n\nLevel {proposal.level} provenance over {count} deltas, proposed "
-                         f"by {by}. {proposal.rationale}".strip(),
-              "tags": ["kind:proposal", f"tool:{proposal.tool}", f"level:{proposal.level}", *common],
-              "source": "producer"}]
-    if proposal.status != ProposalStatus.PENDING:
-        decision = proposal.decisions.order_by("-created_at", "-id").first()
-        items.append({"content": f"{proposal.status}: {proposal.title} ({decision.decided_by})"
-                                 + (f": {proposal.failure_reason}" if proposal.failure_reason else ""),
-                      "tags": ["kind:decision", f"decision:{proposal.status}", tag_safe(f"decided-by:{decision.decided_by}"),
-                               *([f"result:{proposal.result_ref}"] if proposal.result_ref else []), *common],
-                      "source": "producer"})
-    written = deltas_create(workspace=proposal.workspace, items=items).deltas
-    return {"delta": written[0].id, "decision": written[1].id if len(written) > 1 else None}
-
-
-def decision_mirror(*, proposal, tags: list[str]) -> str:
-    """The kind:decision delta of a mirrored proposal an operator decided later (approved, denied,
-    or failed); returns its id."""
-    decision = proposal.decisions.order_by("-created_at", "-id").first()
-    text = f"{proposal.status}: {proposal.title} ({decision.decided_by})" + (
-        f": {decision.reason or proposal.failure_reason}" if (decision.reason or proposal.failure_reason) else "")
-    return deltas_create(workspace=proposal.workspace, items=[{
-        "content": text, "source": "producer",
-        "tags": ["kind:decision", f"decision:{proposal.status}", tag_safe(f"decided-by:{decision.decided_by}"),
-                 *([f"result:{proposal.result_ref}"] if proposal.result_ref else []), f"proposal:{proposal.pk}",
-                 *tags]}]).deltas[0].id
-
-
-def decisions_mirror(*, since: datetime) -> int:
-    """Mirror the decisions operators took since `since` on proposals that were mirrored into the lake
-    (a producer's, the marker dedup's) and have no decision delta yet: one query when there are none.
-    Run by the autonomy sweep, so the feed shows an L3's approval or denial within a minute."""
-    proposal_table, delta_table = Proposal._meta.db_table, Delta._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(f"""
-            SELECT pr.id FROM {proposal_table} pr
-            WHERE pr.decided_at >= %s AND pr.status <> 'pending'
-              AND (pr.producer LIKE 'producer:%%' OR pr.producer = 'autonomy:marker-dedup')
-              AND EXISTS (SELECT 1 FROM {delta_table} d WHERE d.workspace_id = pr.workspace_id
-                          AND d.tags @> ARRAY['kind:proposal', 'proposal:' || pr.id]::varchar[])
-              AND NOT EXISTS (SELECT 1 FROM {delta_table} d WHERE d.workspace_id = pr.workspace_id
-                              AND d.tags @> ARRAY['kind:decision', 'proposal:' || pr.id]::varchar[])
-            LIMIT 100""", [since])
-        ids = [row[0] for row in cursor.fetchall()]
-    for proposal in Proposal.objects.filter(pk__in=ids).select_related("workspace"):
-        producer = proposal.producer.split(":")
-        decision_mirror(proposal=proposal, tags=[f"producer:{producer[1]}"] if producer[0] == "producer" else [])
-    return len(ids)
+    return {"id": proposal.pk, "level": proposal.level, "status": proposal.status, "result": proposal.result_ref}
 
 
 class _Offline:

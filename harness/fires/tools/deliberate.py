@@ -32,8 +32,10 @@ def run(ctx: ToolContext, args: dict):
 def _voice(workspace, voice: str, question: str, context: str) -> str:
     try:
         prompt = f"{question}\n\nContext:\n{context}" if context else question
+        # The voices read a brief the fire composed (its question and the lake's context): Fathom
+        # talking to itself, no conversation for Festinger to learn from.
         return complete(workspace=workspace, role="main", messages=[Message.system(VOICES[voice]),
-                                                                     Message.user(prompt)]).text
+                                                                     Message.user(prompt)], conversation=False).text
     except LLMError as exc:
         return f"(this voice failed: {exc})"
     finally:

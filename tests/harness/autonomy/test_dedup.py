@@ -48,3 +48,11 @@ def test_in_search_markers_take_at_most_the_provenance_share_of_the_top_k(worksp
     markers = [row for row in top if "kind:qa-marker" in row.tags]
     assert len(top) == limit
     assert len(markers) <= max(1, int(settings.SEARCH_PROVENANCE_SHARE * limit))
+
+
+def test_markers_of_machine_triggers_are_no_question_and_never_folded(workspace):
+    moment = delta_create(workspace=workspace, content="the rover crossed the dune at dawn")
+    for _ in range(8):
+        marker(workspace, "[Heartbeat] every 60s", moment)
+    assert markers_dedup(workspace=workspace) == []
+    assert not Proposal.objects.filter(workspace=workspace).exists()

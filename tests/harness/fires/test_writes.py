@@ -4,7 +4,8 @@ proposal, and the offline model answering from the lake."""
 from harness.fires.models import Fire, FireToolCall
 from harness.fires.services import fire_create, fire_run
 from harness.fires.writes import fire_writes
-from harness.runtime.services import message_send
+from harness.runtime.models import Trigger
+from harness.runtime.services import message_send, trigger_enqueue
 from lake.models import Delta
 from lake.services import delta_create, provenance_create
 from proposals.models import Proposal
@@ -122,3 +123,17 @@ def test_offline_the_fire_searches_the_lake_and_cites_what_it_found(session):
     assert f"[{found.pk}]" in fire.response["body"] and "the lighthouse keeper logs the storms" in fire.response["body"]
     assert Delta.objects.filter(tags__contains=["kind:card", f"fire:{fire.pk}"]).exists()
 
+
+
+def test_a_machine_trigger_is_no_question_for_the_qa_marker(scripted_llm, session):
+    note = delta_create(workspace=session.workspace, content="the tide turns at noon")
+    for triggers in ([(Trigger.Kind.HEARTBEAT, "every 60s")],
+                     [(Trigger.Kind.HEARTBEAT, "every 60s"), (Trigger.Kind.USER_MESSAGE, "when does the tide turn?")]):
+        scripted_llm.reply(tool_calls=[{"id": "v", "name": "view_full", "arguments": {"delta_id": note.pk}}])
+        scripted_llm.reply(tool_calls=[respond(body="At noon.", cited_ids=[note.pk])]).call_tool("skip")
+        for kind, content in triggers:
+            trigger_enqueue(session=session, kind=kind, content=content)
+        session_tick(session_id=session.pk)
+    # a heartbeat alone leaves no Q/A marker; with a message, the marker's question is the message's
+    [marker] = Delta.objects.filter(workspace=session.workspace, tags__contains=["kind:qa-marker"])
+    assert marker.title == "when does the tide turn?" and "Heartbeat" not in marker.content

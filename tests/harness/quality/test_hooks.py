@@ -220,9 +220,9 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     assert session_tick(session_id=session.pk) == "ended"
     fire = Fire.objects.get(session=session)
     run.refresh_from_db()
-    # then the second attempt read the healing prompt after its first attempt's turns
+    # then the second attempt read the healing prompt (a harness note) after its first attempt's turns
     healing = roles.main.sent[2].messages[-1].content
-    assert healing.startswith("Synthesise what we know about the zephyrine rover and lake\n"
+    assert healing.startswith("[harness] Synthesise what we know about the zephyrine rover and lake\n"
                               "[SELF-CORRECTION: Attempt 2 of 3]\n")
     assert "MISSING REQUIREMENT: Citations required but none found" in healing
     assert "QUALITY ISSUE: Claims lack attribution\nReviewer feedback: Quote the sources." in healing

@@ -126,6 +126,7 @@ def test_a_retry_of_the_parent_keeps_the_subtasks_answers_and_runs_no_child_agai
     assert session_tick(session_id=session.pk) == "ended"
     retry_prompt = [m.content or "" for m in roles.main.sent[5].messages]
     assert any(m.startswith("[harness] the plan's parallel subtasks") for m in retry_prompt)
-    assert any(m.startswith(QUESTION) and "[SELF-CORRECTION: Attempt 2 of 2]" in m for m in retry_prompt)
+    assert any(m.startswith(f"[harness] {QUESTION}") and "[SELF-CORRECTION: Attempt 2 of 2]" in m
+               for m in retry_prompt)  # the healing prompt: a harness note, never learned as the user's words
     assert Fire.objects.filter(parent__session=session).count() == 2
     assert roles.calls() == {"classifier": 1, "planner": 1, "main": 7, "verifier": 2}

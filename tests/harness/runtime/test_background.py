@@ -171,7 +171,8 @@ def test_task_done_is_consumed_by_the_next_turn_which_reads_the_result(session, 
     fire = Fire.objects.get(turn=done.turn)
     assert fire.work_set["messages"][0]["source"] == "task_done"
     sent = [m.content for m in scripted_llm.sent[0].messages if m.role == "user"]
-    assert sent[-1] == f"[TaskDone] task {task.pk} fs_read(fs://notes/todo.md) Succeeded:\n- buy milk"
+    # a machine trigger's notice: a harness note, asked by no one
+    assert sent[-1] == f"[harness] [TaskDone] task {task.pk} fs_read(fs://notes/todo.md) Succeeded:\n- buy milk"
 
 
 def test_a_turn_with_a_message_and_a_task_done_sees_both_the_message_last(session, home, dispatched, scripted_llm):
@@ -181,7 +182,7 @@ def test_a_turn_with_a_message_and_a_task_done_sees_both_the_message_last(sessio
     scripted_llm.call_tool("skip")
     session_tick(session_id=session.pk)
     sent = [m.content for m in scripted_llm.sent[0].messages if m.role == "user"]
-    assert sent[-2].startswith("[TaskDone]") and sent[-1] == "what is on my list?"
+    assert sent[-2].startswith("[harness] [TaskDone]") and sent[-1] == "what is on my list?"
 
 
 def test_the_offline_agent_lists_and_reads_files_then_relays_the_results(session, home, dispatched):

@@ -1,19 +1,23 @@
 """The producers: one model call per run, proposals through the gate (L1/L2 approved at once, L3
-waiting), each mirrored into the lake as kind:proposal (and kind:decision once decided); started
+waiting), each mirrored into the lake as kind:proposal (and kind:decision once decided), never twice over the same
+material; started
 by pressure (once per window), by REST and by the CLI."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from celery import signature
 from django.core.management import call_command
 
 from harness.autonomy.models import ProducerRun
+from harness.autonomy.producers.schedules import BEAT_TASK
 from harness.autonomy.producers.services import producer_run, producer_run_request
 from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from lake.models import Delta
 from lake.services import deltas_create, provenance_create
 from proposals.models import Proposal
 from proposals.services import proposal_deny
+from tests.conftest import wait_for
 
 NOON = datetime(2026, 11, 25, 12, 0, 30, tzinfo=UTC)
 
@@ -61,7 +65,7 @@ def test_a_reflective_era_waits_for_the_operator(workspace, scripted_llm):
         {"level": 3, "title": "The tidal era", "from_ids": [topic.id], "rationale": "who I became"}]})
     run = producer_run(run_id=run.pk)
     [entry] = run.proposals
-    assert entry["status"] == "pending" and entry["decision"] is None
+    assert entry["status"] == "pending"
     assert Proposal.objects.get(pk=entry["id"]).level == 3
     assert len(kinds(workspace, "kind:proposal")) == 1 and kinds(workspace, "kind:decision") == []
     assert not [d for d in kinds(workspace, "kind:provenance") if d.level == 3]
@@ -146,19 +150,48 @@ def test_the_reflective_producers_provenance_lands_in_the_inbox_as_a_reflection(
     assert [(i["kind"], i["content"].splitlines()[0]) for i in items] == [("reflection", "What I notice")]
 
 
-def test_an_operators_later_decision_is_mirrored_by_the_next_sweep(workspace, scripted_llm):
+def test_an_operators_later_decision_is_mirrored_when_it_is_taken(workspace, scripted_llm):
     notes = moments(workspace, 2)
     episode = provenance_create(workspace=workspace, title="episode", child_ids=[n.id for n in notes])
     topic = provenance_create(workspace=workspace, title="topic", child_ids=[episode.id], level=2)
     run = producer_run_request(workspace=workspace, producer="reflective", origin="api")
     scripted_llm.call_tool("propose", {"proposals": [{"level": 3, "title": "An era", "from_ids": [topic.id]}]})
     proposal = Proposal.objects.get(pk=producer_run(run_id=run.pk).proposals[0]["id"])
-    autonomy_sweep()
     assert kinds(workspace, "kind:decision") == []  # still pending
     proposal_deny(proposal=proposal, decided_by="operator:user:ada", reason="not an era yet")
-    autonomy_sweep()
-    autonomy_sweep()
     [decision] = kinds(workspace, "kind:decision")
     assert {"decision:denied", "decided-by:operator:user:ada", f"proposal:{proposal.pk}", "producer:reflective"} <= set(
         decision.tags)
     assert decision.content.endswith("not an era yet")
+
+
+def test_a_producer_proposing_material_already_named_drafts_nothing(workspace, scripted_llm):
+    own = deltas_create(workspace=workspace, items=[{"content": f"I reread the tide notes {i}",
+                                                     "tags": ["kind:standpoint-attestation"]} for i in range(3)]).deltas
+    entries = []
+    for _ in range(2):
+        run = producer_run_request(workspace=workspace, producer="reflective", origin="api")
+        scripted_llm.call_tool("propose", {"proposals": [{"level": 1, "title": "Tides", "from_ids": [d.id for d in own]}]})
+        entries += producer_run(run_id=run.pk).proposals
+    assert entries[0]["status"] == "approved" and "error" in entries[1]
+    assert len([d for d in kinds(workspace, "kind:provenance") if d.level == 1]) == 1
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_the_reflective_producer_run_three_times_by_beat_makes_one_provenance(workers, workspace, autonomy):
+    # given the agent's own reflective writes, autonomy on, and a worker (the offline model answers)
+    deltas_create(workspace=workspace, items=[{"content": f"I noticed the tides turn {i}",
+                                               "tags": ["kind:standpoint-attestation"]} for i in range(4)])
+    autonomy(mode="on")
+    workers()
+    # when the producers' beat entry fires three times over the same deltas
+    for round_ in range(1, 4):
+        signature(BEAT_TASK).apply_async()
+        wait_for(lambda n=round_: ProducerRun.objects.filter(workspace=workspace, producer="reflective",
+                                                             status="done").count() == n, timeout=60)
+    # then one reflective provenance names them, drafted once
+    reflections = Delta.objects.filter(workspace=workspace, tags__contains=["kind:provenance", "producer:reflective"])
+    assert reflections.count() == 1
+    assert Proposal.objects.filter(workspace=workspace, producer__startswith="producer:reflective").count() == 1
+    assert ProducerRun.objects.filter(workspace=workspace, producer="reflective").count() == 3

@@ -145,7 +145,7 @@ def test_state_pending_intents_proposals_mood_crystal_and_recent(scripted_llm, s
     assert mood[1:3] == ["- calm: -0.20", "- curiosity: +0.15"]
     assert "drifting toward robotics" in results["crystal"] and "I like maps" in results["crystal"]
     assert "in the river" in results["river"] and "I like maps" not in results["river"]
-    assert results["recent"].startswith("most recent deltas, newest first (3 of 6")
+    assert results["recent"].startswith("most recent deltas, newest first (3 of 7")  # the draft's kind:proposal too
 
 
 def test_state_without_a_session_says_so(scripted_llm, workspace):
