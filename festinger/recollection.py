@@ -54,11 +54,12 @@ from festinger.text import Triple, cues, normalise, ordinary, tokenize
 
 log = logging.getLogger(__name__)
 
-# Teaching Fathom a fact, with what it ships: the REST call, or the command on the server.
+# Teaching Fathom a fact, with what it ships: the REST call, the command on the server, or the MCP tool.
 ZERO_HIT = ("? {token}: no recollection. If it names something real, teach Fathom what it is before proceeding:\n"
             "  POST /v1/festinger/iknowthat {{\"fact\": \"{token} -isa <parent> in context of <dimension>\"}}\n"
             "  or: python manage.py fathom festinger iknowthat '{token} -ispart <system> in context of <dimension>'"
-            " --workspace <slug>")
+            " --workspace <slug>\n"
+            "  or, as an MCP client: the iknowthat tool")
 # A cue restating a fact the world holds is sent again (it confirms the edge) at most this often.
 RECONFIRM_SECONDS = 24 * 3600
 _RECENT_CUES_MAX = 10_000

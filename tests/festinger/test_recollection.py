@@ -54,6 +54,7 @@ def test_a_salient_concept_without_edges_gets_the_zero_hit_prompt(world):
         '  POST /v1/festinger/iknowthat {"fact": "gnommoweb -isa <parent> in context of <dimension>"}\n'
         "  or: python manage.py fathom festinger iknowthat 'gnommoweb -ispart <system> in context of <dimension>'"
         " --workspace <slug>\n"
+        "  or, as an MCP client: the iknowthat tool\n"
         "</recollection>")
     assert not Conflict.objects.filter(workspace=world).exists()
     assert cache.world(world.pk).pending_conflicts == set()
