@@ -9,8 +9,9 @@ proxy). Its state lives in Redis, so every process of the stack sees the same co
 conversations have one at all, every process knows without asking (`looping`), so a call of any other
 costs no round trip:
 
-- detection, as soon as an answer is whole (`loop_observe`: the proxy calls it before the answer's last
-  byte goes out, so the next turn, however soon, meets the state it left): the same normalised assistant
+- detection, as soon as an answer is whole (`loop_observe`: the proxy calls it as the answer's last bytes
+  go out, and the conversation's next turn waits for it, so that turn, however soon, meets the state it
+  left): the same normalised assistant
   output `repeat_count` times within the last `window` outputs; the same tool calls with the same
   arguments repeating with a period of at most `cycle_max_period` calls, `cycle_repeats` times; a piece
   of text repeating `stream_repeats` times in a row inside one answer, streamed or whole
@@ -166,8 +167,8 @@ class LoopGuardMiddleware:
 
 
 def loop_observe(request, completion: Completion, *, cut: str | None = None) -> None:
-    """Count `request`'s answer into its conversation, once (the proxy calls this before the answer's last
-    byte goes out; the middleware's `after` then only records): its detections join the request's loop
+    """Count `request`'s answer into its conversation, once (the proxy calls this as the answer's last bytes
+    go out; the middleware's `after` then only records): its detections join the request's loop
     events. `cut`: the piece whose repetition cut the answer. A one-shot request changes no state; its
     answer cut is recorded as a detection of level 0."""
     notes = request.metadata.get("loops")
@@ -404,6 +405,8 @@ class StreamRepetition:
         """A whole answer read as if it streamed in pieces of `min_chars`: (its text up to the end of the
         repeating piece's `repeats`-th time, the piece), or None when it does not repeat itself. The piece
         is taken where its repetition begins (a look mid-answer sees it turned: "ain. I will check ag")."""
+        if len(text) < self.min_chars * self.repeats:  # too short to hold any piece `repeats` times
+            return None
         step = max(1, self.min_chars)
         for end in range(step, len(text) + step, step):
             unit = self.feed(text[end - step:end])

@@ -19,10 +19,10 @@ The middleware's `before` runs once before the upstream call: on the event loop 
 hold what it needs, else in a thread (festinger/proxy/threads.py `prepare_from_memory`, `prepare`); the
 seen marks it sends (which messages are new to the conversation:
 festinger.learning.SeenMarks) are read once the upstream's first piece is out, so that their round trip
-overlaps the upstream's; the loop guard counts the answer into its conversation before the answer's
-last byte goes out (`ProxyApp.counter`), so the conversation's next turn meets that state on its way
-in; after the client has its last byte, one message to the memory queue hands the rest (`after`, the
-trace) to a worker.
+overlaps the upstream's; the loop guard counts the answer into its conversation as its last bytes go
+out (`AnswerCount`: a cut before them, any other answer in a thread after them), and the conversation's
+next turn waits for that count on its way in; after the client has its last byte, one message to the
+memory queue hands the rest (`after`, the trace) to a worker.
 
 Ollama's `think` is passed to an Ollama upstream untouched; a registry model is sent its provider's
 option for it (`fathom.llm.providers.thinking_options`), or the request is Ollama's 400 when the model
@@ -48,7 +48,7 @@ from fathom.channels import from_memory
 from fathom.llm.errors import LLMError
 from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion
-from festinger.loops.conversations import conversation_name
+from festinger.loops.conversations import ConversationName, conversation_name
 from festinger.loops.guard import StreamRepetition
 from festinger.proxy import threads, wire
 from festinger.proxy.admission import Admission
@@ -59,7 +59,6 @@ from festinger.proxy.relay import (
     JSON_HEADERS,
     UPSTREAM_ERRORS,
     Assembler,
-    Whole,
     error_message,
     ollama_relay,
     registry_relay,
@@ -102,6 +101,7 @@ class ProxyApp:
         self._background: set[asyncio.Task] = set()
         self._finished: list[tuple] = []
         self._finished_chars = 0
+        self._counting: dict[tuple[int, str], asyncio.Task] = {}  # (workspace, conversation): its answer's count
 
     @property
     def client(self) -> aiohttp.ClientSession:
@@ -196,18 +196,28 @@ class ProxyApp:
         elif len(self._finished) == 1:
             asyncio.get_running_loop().call_later(FINISH_BATCH_SECONDS, self._finished_send)
 
-    def counter(self, call: ProxiedCall) -> Whole:
-        """How the loop guard counts the call's answer, before its last bytes go out: into the state of its
-        conversation when the proxy ran the middleware (`call.request`: from what this process holds, as
-        `prepare` left it), else (a registry model's call ran it itself) only a cut, which that call's
-        middleware never saw."""
-        async def count(completion: Completion, cut: str | None) -> None:
-            if call.request is not None:
-                with from_memory():
-                    call.observe(completion, cut)
-            elif cut is not None:
-                await self.in_thread(threads.stream_cut_count, call, completion, cut)
-        return count
+    def counter(self, call: ProxiedCall) -> AnswerCount:
+        """How the loop guard counts the call's answer once it is whole (`AnswerCount`)."""
+        return AnswerCount(self, call)
+
+    def count_soon(self, call: ProxiedCall, completion: Completion, cut: str | None) -> asyncio.Task:
+        """Count a followed conversation's answer in a thread from the event loop's next turn on (once
+        what the caller writes now is out), known to the conversation's next turn until it is done."""
+        key = (call.workspace_id, call.conversation.name)
+
+        async def count() -> None:
+            await self.in_thread(threads.logged(threads.answer_count), call, completion, cut)
+
+        task = self._counting[key] = asyncio.ensure_future(count())
+        task.add_done_callback(lambda done: self._counting.pop(key) if self._counting.get(key) is done else None)
+        return task
+
+    async def counted(self, workspace_id: int, conversation: ConversationName) -> None:
+        """The conversation's last answer counted into its state, when this process is counting it still
+        (its next turn meets that state on its way in)."""
+        counting = self._counting.get((workspace_id, conversation.name))
+        if counting is not None:
+            await asyncio.shield(counting)
 
     def queued_send(self, call: ProxiedCall) -> None:
         """What the call's recollection queued (cues, writes) goes out now, whatever the upstream answered."""
@@ -368,6 +378,8 @@ class ProxyApp:
         writer = answer_as or (ChatWriter if kind == "chat" else GenerateWriter)(request, name, stream)
         call = ProxiedCall(workspace_id=request.workspace_id, upstream=None, raw_messages=raw_messages,
                            conversation=conversation, options=options)
+        if conversation.followed:
+            await self.counted(request.workspace_id, conversation)
         try:
             upstream = await self.prepared(call, body, len(writer.choices))
             if upstream is None:
@@ -435,6 +447,7 @@ class ProxyApp:
 
         completion, cut = await _each_choice(request, writer, relay)
         call.learn()  # (a whole answer: its marks are read here, once it is out) before its outcome is queued
+        await counted.done()  # the outcome carries what the count found
         if completion is not None and call.request is not None:  # (a raw prompt skips the middleware)
             self.finished(call, completion, kind, cut)
 
@@ -446,22 +459,26 @@ class ProxyApp:
             self.finished(call, call.answer, kind)
             return
 
+        counted = self.counter(call)
+
         async def answer(index: int, choice) -> tuple[Completion | None, str | None]:
-            return await self._registry_choice(request, body, call, kind, choice, index, started)
+            return await self._registry_choice(request, body, call, kind, choice, index, started,
+                                               counted if index == 0 else None)
 
         completion, cut = await _each_choice(request, writer, answer)
+        await counted.done()
         if call.request is not None and completion is not None:  # several choices: the middleware ran here,
             self.finished(call, completion, kind, cut)              # its `after` sees the first
 
     async def _registry_choice(self, request, body: dict, call: ProxiedCall, kind: str, writer, index: int,
-                               started: float) -> tuple[Completion | None, str | None]:
+                               started: float, counted: AnswerCount | None) -> tuple[Completion | None, str | None]:
         """One answer of a registry model, streamed to `writer`: (its completion, the repeating piece if
         the loop guard cut it); (None, None) when the client went away."""
         stream = threads.RegistryStream(self.in_thread, call, body, kind, index)
         try:
             async with request.cancelled_when_client_leaves():
                 return await registry_relay(stream, writer, call.upstream.target, call.loop_settings, started,
-                                            whole=self.counter(call) if index == 0 else None)
+                                            whole=counted)
         except ClientGone:
             return None, None
         finally:
@@ -484,6 +501,38 @@ class ProxyApp:
         names += [name for name, _ in await self.in_thread(threads.registry_names_of, request.workspace_id) if name not in names]
         await request.json(200, {"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "fathom"} for name in names]})
+
+
+class AnswerCount:
+    """The loop guard's count of one call's answer, awaited once the answer is whole (relay.py's `Whole`).
+    A cut is a detection: counted before the answer's last bytes go out. Any other answer is counted in a
+    thread started once they are out (the task runs at the event loop's next turn, after the relay wrote
+    them), so its Redis round trip delays no byte; the conversation's next turn in this process waits for
+    it (`ProxyApp.counted`), and so does the call's outcome (`done`). A one-shot request's answer needs no
+    round trip (no state is kept for it): counted here. A registry model's call ran the middleware itself:
+    only its cut, which that middleware never saw, is counted."""
+
+    def __init__(self, app: ProxyApp, call: ProxiedCall):
+        self.app, self.call = app, call
+        self.task: asyncio.Task | None = None
+
+    async def __call__(self, completion: Completion, cut: str | None) -> None:
+        call = self.call
+        if call.request is None:
+            if cut is not None:
+                await self.app.in_thread(threads.stream_cut_count, call, completion, cut)
+            return
+        if not call.conversation.followed:
+            with from_memory():
+                call.observe(completion, cut)
+            return
+        self.task = self.app.count_soon(call, completion, cut)
+        if cut is not None:
+            await self.task
+
+    async def done(self) -> None:
+        if self.task is not None:
+            await asyncio.shield(self.task)
 
 
 async def _each_choice(request: Request, writer, run) -> tuple[Completion | None, str | None]:

@@ -2,18 +2,19 @@
 
 For an Ollama upstream the proxy runs the middleware itself around the bytes it forwards:
 `ProxiedCall.prepare` (in a thread, before the request goes upstream) turns Ollama's messages into the
-project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with
-images and every other field kept, changed only where the middleware changed them). Once the answer
-is whole, before its last byte goes out, the loop guard counts it into its conversation's state
-(`ProxiedCall.observe`, a Redis round trip: the next turn, however soon, meets that state on its way
-in). Once the client has its last byte, its outcome (`ProxiedCall.outcome`: the request as the
-middleware left it, the assembled answer) goes to the `memory` queue (`outcomes_send`, with the other
-calls the proxy finished meanwhile): `proxied_calls_finish`, in a worker, runs every `after`
-(counting, cues to the memory queue, the loop guard's record) inside a `festinger.proxy.call` span
-(T33: the response never waits for the write path, and the proxy process does none of it). For a registry model, `fathom.llm.complete` runs
-the same middleware itself, except when an OpenAI client asks for several choices: one turn of the
-conversation, so the proxy runs the middleware once around them as it does for Ollama (the first
-choice is the answer it learns from and watches for loops)."""
+project's, runs every `before`, and gives back the messages to forward (Ollama's own objects, with images
+and every other field kept, changed only where the middleware changed them). Once the answer is whole, the
+loop guard counts it into its conversation's state (`ProxiedCall.observe`, a Redis round trip, in a thread
+once the answer's last bytes are out, before them when the answer was cut; the conversation's next turn
+waits for it: festinger.proxy.app.AnswerCount). Once the client has its last byte, its outcome
+(`ProxiedCall.outcome`: the request as the middleware left it, the assembled answer) goes to the `memory`
+queue (`outcomes_send`, with the other calls the proxy finished meanwhile): `proxied_calls_finish`, in a
+worker, runs every `after` (counting, cues to the memory queue, the loop guard's record) inside a
+`festinger.proxy.call` span (T33: the response never waits for the write path, and the proxy process does
+none of it but the loop guard's count). For a registry model, `fathom.llm.complete` runs the same
+middleware itself, except when an OpenAI client asks for several choices: one turn of the conversation, so
+the proxy runs the middleware once around them as it does for Ollama (the first choice is the answer it
+learns from and watches for loops)."""
 
 from __future__ import annotations
 
@@ -139,8 +140,9 @@ class ProxiedCall:
         return self.request.options
 
     def observe(self, completion: Completion, cut: str | None = None) -> None:
-        """The loop guard counts the answer now, before its last byte goes out: the conversation's next
-        turn, however soon it comes, meets the state this one left (its record waits for `finish`)."""
+        """The loop guard counts the answer now, before the conversation's next turn (the proxy sees to it:
+        festinger.proxy.app.AnswerCount), so that turn, however soon it comes, meets the state this one
+        left (its record waits for `finish`)."""
         if self.request is not None:
             loop_observe(self.request, completion, cut=cut)
 

@@ -23,7 +23,8 @@ from festinger.proxy import wire
 from festinger.proxy.request import JSON, Request
 from festinger.proxy.wire import OpenAIError, WireError
 
-# Awaited once an answer is whole (or cut), before its last bytes go out: the loop guard counts it there.
+# Awaited once an answer is whole (or cut), before its last bytes go out: the loop guard counts it there
+# (festinger.proxy.app.AnswerCount: a cut at once, any other answer once those bytes are out).
 Whole = Callable[[Completion, str | None], Awaitable[None]]
 # What a failed upstream request raises: the connection's errors, and a timeout.
 UPSTREAM_ERRORS = (aiohttp.ClientError, TimeoutError)

@@ -142,6 +142,13 @@ def outcomes_queue(finished: list[tuple]) -> None:
     outcomes_send([call.outcome(completion, kind, stream_cut) for call, completion, kind, stream_cut in finished])
 
 
+def answer_count(call: ProxiedCall, completion: Completion, cut: str | None) -> None:
+    """The loop guard counts an answer into its followed conversation's state (a Redis round trip), once
+    the answer is out, or before its last byte when it was cut."""
+    with connections_returned():
+        call.observe(completion, cut)
+
+
 def stream_cut_count(call: ProxiedCall, completion: Completion, unit: str) -> None:
     """A registry answer cut for repeating itself (its call ran the middleware itself): the loop guard
     counts it like any other answer, before the answer's last byte goes out."""
