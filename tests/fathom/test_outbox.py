@@ -5,8 +5,9 @@ beat's relay publishes it on a worker."""
 from datetime import timedelta
 
 import pytest
-from celery import chord, group, signature
-from django.db import transaction
+from celery import Celery, chord, group, signature
+from celery.exceptions import Ignore
+from django.db import OperationalError, transaction
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -67,3 +68,27 @@ def test_the_relay_publishes_a_send_the_broker_refused_and_a_worker_runs_it(cele
 def test_the_relay_is_a_beat_entry_every_few_seconds(db):
     entry = PeriodicTask.objects.get(name="maintenance.outbox_relay")
     assert entry.enabled and entry.interval.every == 3 and entry.queue == "maintenance"
+
+
+def test_a_retry_the_broker_refuses_is_kept_in_the_outbox_instead_of_rejected_for_good(db, tmp_path):
+    # given a task (on the project's base) whose broker is gone, failing with a transient error
+    gone = Celery("gone", broker=f"redis+socket://{tmp_path / 'gone.sock'}", task_cls=outbox.Task)
+    gone.conf.broker_transport_options = {"max_retries": 0}
+
+    @gone.task(name="fires.session_tick", bind=True, max_retries=3)
+    def tick(self, session_id):
+        return session_id
+
+    tick.push_request(id="tick-1", args=["s-1"], kwargs={}, retries=1, called_directly=False,
+                      delivery_info={"exchange": "", "routing_key": "fires"})
+    try:
+        # when it asks to be retried: Celery cannot publish the retry
+        with pytest.raises(Ignore):
+            tick.retry(exc=OperationalError("the database went away"), countdown=4)
+    finally:
+        tick.pop_request()
+    # then the retry is in the outbox (the relay publishes it), counted as the task's second retry
+    kept = OutboxMessage.objects.get()
+    assert (kept.message["task"], kept.message["args"]) == ("fires.session_tick", ["s-1"])
+    assert kept.message["options"]["task_id"] == "tick-1" and kept.message["options"]["retries"] == 2
+    assert timedelta(seconds=3) < kept.due_at - timezone.now() <= timedelta(seconds=4)
