@@ -72,7 +72,8 @@ def test_the_relay_is_a_beat_entry_every_few_seconds(db):
 
 def test_a_retry_the_broker_refuses_is_kept_in_the_outbox_instead_of_rejected_for_good(db, tmp_path):
     # given a task (on the project's base) whose broker is gone, failing with a transient error
-    gone = Celery("gone", broker=f"redis+socket://{tmp_path / 'gone.sock'}", task_cls=outbox.Task)
+    gone = Celery("gone", broker=f"redis+socket://{tmp_path / 'gone.sock'}", task_cls=outbox.Task,
+                  set_as_current=False)  # the project's app stays the current one
     gone.conf.broker_transport_options = {"max_retries": 0}
 
     @gone.task(name="fires.session_tick", bind=True, max_retries=3)
