@@ -1,32 +1,25 @@
 """The Celery app. Queues are named for their workload; tasks register by explicit names, and code
-sends them by those names after commit (send_task_on_commit)."""
+sends them by those names through the transactional outbox (fathom.outbox.enqueue), whose Task is the
+base of every task."""
 
 import os
 
 from celery import Celery, signals
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections
 from kombu import Exchange, Queue
 
 from fathom import embedded
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fathom.settings")
 
-app = Celery("fathom")
+app = Celery("fathom", task_cls="fathom.outbox:Task")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [
     Queue(name, Exchange(name, type="direct"), routing_key=name)
     for name in ("fires", "quality", "memory", "maintenance")
 ]
 app.autodiscover_tasks()
-
-
-def send_task_on_commit(name: str, args=(), kwargs=None, **options) -> None:
-    """Send the task registered as `name` once the current transaction commits (at once outside one),
-    so its worker finds the rows it is sent for, and nothing is sent for a write rolled back. By name,
-    as beat does, so a service never imports the tasks module that calls it; `options` are
-    apply_async's (countdown, time limits)."""
-    transaction.on_commit(lambda: app.signature(name, args=args, kwargs=kwargs).apply_async(**options))
 
 
 @signals.worker_init.connect

@@ -4,6 +4,8 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 HEARTBEAT_TASK = "maintenance.heartbeat"
 TRACES_PRUNE_TASK = "maintenance.traces_prune"
+OUTBOX_RELAY_TASK = "maintenance.outbox_relay"
+OUTBOX_RELAY_SECONDS = 3
 
 
 def interval_task_ensure(*, task: str, every_seconds: int, description: str, queue: str = "maintenance",
@@ -29,3 +31,9 @@ def traces_prune_schedule_ensure(**models):
     return interval_task_ensure(task=TRACES_PRUNE_TASK, every_seconds=3600, **models,
                                 description="Every hour: deletes trace events older than "
                                             "FATHOM_TRACE_RETENTION_DAYS, in batches (0 keeps them).")
+
+
+def outbox_relay_schedule_ensure(**models):
+    return interval_task_ensure(task=OUTBOX_RELAY_TASK, every_seconds=OUTBOX_RELAY_SECONDS, **models,
+                                description="Every few seconds: publishes the tasks the broker refused when "
+                                            "their transaction committed (fathom.outbox).")

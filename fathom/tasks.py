@@ -1,9 +1,11 @@
-"""Platform tasks: beat's heartbeat, trace retention, and a ping per queue that proves a worker consumes it."""
+"""Platform tasks: beat's heartbeat, trace retention, the outbox's relay, and a ping per queue that proves a worker consumes it."""
 
 from celery import current_task, shared_task
 from django.utils import timezone
 
+from fathom import outbox
 from fathom.redis_client import get_redis
+from fathom.schedules import OUTBOX_RELAY_TASK
 from fathom.tracing import services as tracing_services
 from fathom.transient import retries
 
@@ -30,3 +32,10 @@ def ping(token: str) -> dict:
     """Echo; routed to any queue by the caller, it shows which worker consumed which queue."""
     return {"token": token, "queue": current_task.request.delivery_info.get("routing_key"),
             "worker": current_task.request.hostname}
+
+
+@shared_task(name=OUTBOX_RELAY_TASK, acks_late=True, ignore_result=True, **retries(max_retries=1),
+             soft_time_limit=30, time_limit=60)
+def outbox_relay() -> int:
+    """Run by beat every few seconds: publish the sends the broker refused (fathom.outbox)."""
+    return outbox.relay()

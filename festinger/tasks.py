@@ -10,7 +10,7 @@ maintenance.festinger_counts_flush  beat, every 30 s: pushed encounter counts in
 
 from celery import shared_task
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from fathom.transient import retries
@@ -28,7 +28,7 @@ def resolution_request(*, workspace, trigger: str) -> ResolutionRun:
     """Queue a run now (REST, admin, CLI, a full batch's continuation); the worker picks it up after
     commit."""
     run = ResolutionRun.objects.create(workspace=workspace, trigger=trigger)
-    send_task_on_commit(RESOLUTION_TASK, kwargs={"run_id": run.pk})
+    outbox.enqueue(RESOLUTION_TASK, kwargs={"run_id": run.pk})
     return run
 
 
@@ -36,7 +36,7 @@ def conflicts_ask_request(*, conflict_ids: list[int]) -> None:
     """Queue the resolver model for each of these conflicts (admin's "ask now"): a task a conflict,
     sent after commit, so a long selection never outgrows one task's time limit."""
     for conflict_id in conflict_ids:
-        send_task_on_commit("memory.festinger_conflict_ask", kwargs={"conflict_id": conflict_id})
+        outbox.enqueue("memory.festinger_conflict_ask", kwargs={"conflict_id": conflict_id})
 
 
 # acks_late is safe: a queued run is claimed with a conditional UPDATE, and each conflict is applied

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
 from lake.embedders import embedder_name, get_embedder
@@ -95,7 +95,7 @@ def embedding_enqueue(*, delta_ids: Sequence[str], batch_size: int | None = None
     size = batch_size or settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(delta_ids), size):
         batch = list(delta_ids[start:start + size])
-        send_task_on_commit("memory.embed_deltas", args=[batch], **embedding_time_limits())
+        outbox.enqueue("memory.embed_deltas", args=[batch], **embedding_time_limits())
 
 
 def embedding_time_limits() -> dict:

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from proposals.lake_io import helper_output_write
 from proposals.models import HelperHost, HelperJob, HelperJobStatus
@@ -186,7 +186,7 @@ def helper_job_create(*, workspace, host: str, task: str, title: str = "", propo
     helper_host_validate(config)
     job = HelperJob.objects.create(workspace=workspace, proposal=proposal, host=host, task=task, title=title,
                                    executor=config.executor, timeout_seconds=config.timeout_seconds)
-    send_task_on_commit(HELPER_TASK, args=[job.pk])
+    outbox.enqueue(HELPER_TASK, args=[job.pk])
     return job
 
 

@@ -22,7 +22,7 @@ from django.db.models import Exists, F, OuterRef, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.cron import cron_parse
 from fathom.errors import ApplicationError
 from fathom.models import Workspace
@@ -251,7 +251,7 @@ def sits_redrive(*, now: datetime) -> int:
 
 
 def _sit_start_enqueue(decision_id: int) -> None:
-    send_task_on_commit(SIT_START_TASK, args=[decision_id])
+    outbox.enqueue(SIT_START_TASK, args=[decision_id])
 
 
 def _settings_ensure_all() -> None:

@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.tracing import SpanContext, continue_trace, scope, span, start_span
 from fathom.tracing.services import spans_end
@@ -80,12 +80,12 @@ def run_create(*, workspace, objective: str) -> Run:
 
 def step_enqueue(*, run_id) -> None:
     """Run a conductor step on a worker once the current transaction commits."""
-    send_task_on_commit("fires.conductor_step", args=[str(run_id)])
+    outbox.enqueue("fires.conductor_step", args=[str(run_id)])
 
 
 def call_enqueue(*, call_id) -> None:
     """Run a capability call on the thread-pool worker (queue `quality`) once the transaction commits."""
-    send_task_on_commit("quality.conductor_call", args=[str(call_id)])
+    outbox.enqueue("quality.conductor_call", args=[str(call_id)])
 
 
 def run_step(*, run_id) -> str:

@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.hooks import Park
@@ -88,7 +88,7 @@ def fire_advance(*, fire: Fire, limits: HarnessSettings | None = None, claimed: 
 
 def fire_enqueue(*, fire: Fire) -> None:
     """Run the fire on a worker (fires queue) once the current transaction commits."""
-    send_task_on_commit("fires.fire_run", args=[str(fire.pk)])
+    outbox.enqueue("fires.fire_run", args=[str(fire.pk)])
 
 
 def fires_sweep() -> list:

@@ -9,7 +9,7 @@ import jsonschema
 from django.db import transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from harness.fires.models import Fire
 from harness.fires.selectors import fire_returned_ids
 from harness.fires.tools.respond import MOOD_SHIFT
@@ -177,7 +177,7 @@ def _mood_item(mood: dict, common: list, source: str) -> dict:
 
 
 def _judge_axes_enqueue(fire: Fire) -> None:
-    send_task_on_commit("quality.fire_judge_axes", args=[str(fire.pk)])
+    outbox.enqueue("quality.fire_judge_axes", args=[str(fire.pk)])
 
 
 def _one_line(text: str, limit: int) -> str:

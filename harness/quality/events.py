@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.sql import insert_sql, statements_run, update_sql
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
@@ -113,7 +113,7 @@ def _write(step: Step) -> None:
 def fire_resume(*, session_id, workspace_id, fire_id) -> None:
     """Tick the fire's session once the current transaction commits, the way back into a parked fire
     (harness.fires.services.fire_parked_resume): its turn resumes the fire."""
-    send_task_on_commit("fires.fire_parked_resume", args=[str(session_id), workspace_id, str(fire_id)])
+    outbox.enqueue("fires.fire_parked_resume", args=[str(session_id), workspace_id, str(fire_id)])
 
 
 def _json(value) -> str:

@@ -16,9 +16,9 @@ harness: child fires run without it)."""
 import uuid
 
 from celery import chord, group, signature
-from django.db import transaction
 from django.utils import timezone
 
+from fathom import outbox
 from fathom.llm import Message
 from harness.fires.models import Fire
 from harness.quality.models import QualityRun
@@ -68,7 +68,7 @@ def dispatch(fire: Fire, run: QualityRun) -> bool:
 def send(*, run_id, steps: list[int], token: str) -> None:
     header = group(signature("fires.subtask_fire", args=[run_id, step, token]) for step in steps)
     callback = signature("fires.subtasks_join", args=[run_id, token])
-    transaction.on_commit(lambda: chord(header)(callback))
+    outbox.enqueue(chord(header, callback))
 
 
 def board_mark_done(fire: Fire, run: QualityRun) -> None:

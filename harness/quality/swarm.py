@@ -16,6 +16,7 @@ from celery import chord, group, signature
 from django.db import connection, transaction
 from django.utils import timezone
 
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.llm import LLMError
 from harness.fires.models import Fire
@@ -75,7 +76,7 @@ def dispatch(step: Step, specialists: list[str], sources: list[dict]) -> None:
 def send(*, run_id, specialists: list[str], token: str) -> None:
     header = group(signature("quality.swarm_specialist", args=[run_id, angle, token]) for angle in specialists)
     callback = signature("quality.swarm_aggregate", args=[run_id, token])
-    transaction.on_commit(lambda: chord(header)(callback))
+    outbox.enqueue(chord(header, callback))
 
 
 def specialist_run(*, run_id, angle: str) -> dict:

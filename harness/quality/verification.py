@@ -13,7 +13,7 @@ from celery import chord, group, signature
 from django.db import connection, transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from harness.fires.models import Fire
 from harness.quality import agents, subtasks, swarm
 from harness.quality.checks import citations_of
@@ -31,12 +31,12 @@ def verification_send(*, run_id, attempt: int, token: str, perspectives, brief: 
     the join as its callback; a lone standard verifier is one task, which joins itself. Each carries
     the verifiers' `brief` (verifier_brief)."""
     if tuple(perspectives) == ("standard",):
-        send_task_on_commit("quality.verify", args=[run_id, attempt, token, brief])
+        outbox.enqueue("quality.verify", args=[run_id, attempt, token, brief])
         return
     header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token, brief])
                    for p in perspectives)
     callback = signature("quality.verification_join", args=[run_id, attempt, token])
-    transaction.on_commit(lambda: chord(header)(callback))
+    outbox.enqueue(chord(header, callback))
 
 
 def verifier_brief(fire: Fire, response: dict) -> dict:

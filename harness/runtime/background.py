@@ -23,7 +23,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError, ConflictError
 from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
@@ -247,7 +247,7 @@ def _slots_give(task: Task) -> None:
 
 def _dispatch(task: Task) -> None:
     """Run the task on a worker, under its own time limits, once the current transaction commits."""
-    send_task_on_commit("fires.task_run", args=[str(task.pk)], soft_time_limit=task.timeout_seconds,
+    outbox.enqueue("fires.task_run", args=[str(task.pk)], soft_time_limit=task.timeout_seconds,
                         time_limit=task.timeout_seconds + TIME_LIMIT_GRACE_SECONDS)
 
 

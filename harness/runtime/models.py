@@ -4,6 +4,7 @@ session copies when it starts (seed 003's AgentProfile / UserProfile)."""
 import uuid
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from fathom.models import WorkspaceScoped
@@ -223,7 +224,9 @@ class HarnessSettings(WorkspaceScoped):
         default=2, help_text="how many more turns an unaddressed user message may fire before it is given up")
     refire_delay_seconds = models.PositiveIntegerField(default=2)
     stale_after_seconds = models.PositiveIntegerField(
-        default=300, help_text="a claimed session or fire whose runner is silent this long is taken over")
+        default=20, validators=[MinValueValidator(15)],
+        help_text="a claimed session, fire or task whose claim's heartbeat is this old is taken over (a "
+                  "runner's heartbeat is refreshed every 5 s while it holds the claim)")
     history_messages = models.PositiveSmallIntegerField(
         default=40, help_text="how many earlier conversation messages a fire sees uncompacted")
     # Background tasks (Task): capacity, time limit and attempts.

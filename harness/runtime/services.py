@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError, ConflictError, NotFoundError
 from fathom.selectors import uuid_or_none
 from fathom.transient import TRANSIENT_ERRORS
@@ -120,7 +120,7 @@ def message_mark_addressed(*, session_id, trigger_id, note: str = "") -> Trigger
 
 def session_tick_enqueue(*, session_id, countdown: float = 0) -> None:
     """Tick the session on a worker once the current transaction commits."""
-    send_task_on_commit("fires.session_tick", args=[str(session_id)], countdown=countdown or None)
+    outbox.enqueue("fires.session_tick", args=[str(session_id)], countdown=countdown or None)
 
 
 # --- the tick -----------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def session_tick(*, session_id, work: TurnWork, resume: Callable[[HarnessSetting
         if snapshot is not None:
             outcome = _turn_run(snapshot, work, limits)
     finally:
-        claims.release(Session, session_id)
+        claims.release(Session, session_id, then=lambda: session_tick_enqueue(session_id=session_id))
     if outcome != "parked":  # a parked turn is ticked again by what it waits for
         _tick_again_if_needed(session, limits)
     return outcome

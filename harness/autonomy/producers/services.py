@@ -13,7 +13,7 @@ import jsonschema
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.llm import LLMError, Message, ToolCall, ToolSpec, complete
 from fathom.models import Workspace
@@ -73,7 +73,7 @@ def producer_run_request(*, workspace, producer: str, origin: str, mode: str = "
             run = ProducerRun.objects.create(workspace=workspace, producer=producer, mode=mode, hours=hours,
                                              origin=origin, window_start=window_start)
             if enqueue:
-                send_task_on_commit(RUN_TASK, args=[run.pk])
+                outbox.enqueue(RUN_TASK, args=[run.pk])
     except IntegrityError:
         if origin == ProducerRun.Origin.PRESSURE:
             return None

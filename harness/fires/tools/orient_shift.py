@@ -4,7 +4,7 @@ the orient (the feed's standing direction, part of the crystal) is regenerated i
 The tool only enqueues `memory.orient_regenerate` (after its result commits); the task asks the
 writer model for the new orient and writes it as a `kind:orient` delta, once per (fire, turn, call)."""
 
-from fathom.celery import send_task_on_commit
+from fathom import outbox
 from fathom.errors import ApplicationError
 from fathom.llm import Message, complete
 from harness.fires.models import Fire
@@ -25,7 +25,7 @@ SYSTEM = ("You maintain the orient: a short paragraph, in the second person to t
 
 def run(ctx: ToolContext, args: dict):
     fire_id, key, reason = str(ctx.fire.pk), ctx.idempotency_key, args["reason"]
-    send_task_on_commit("memory.orient_regenerate", args=[fire_id, key, reason])
+    outbox.enqueue("memory.orient_regenerate", args=[fire_id, key, reason])
     return "orient regeneration queued: the crystal updates shortly (state action=\"crystal\" shows it)"
 
 
