@@ -28,6 +28,7 @@ from fathom import processes
 from fathom.models import Workspace
 from harness.fires.services import fire_create, fire_parked_resume
 from harness.quality import configuration, postflight, swarm, verification
+from harness.quality.events import emitting
 from harness.quality.models import QualityAttempt, QualityRun
 from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
 from tests.harness.quality.conftest import Roles, verdict
@@ -65,8 +66,8 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
         roles.aggregator.reply("the merged brief", latency=LATENCY)
         run = _run(workspace, complexity={"level": "COMPLEX", "workflow_type": "synthesis"})
         started = time.perf_counter()
-        with transaction.atomic():
-            swarm.dispatch(run.fire, run, ["evidence", "patterns", "contradictions", "gaps", "implications"], [])
+        with transaction.atomic(), emitting(run.fire, run, runner=False) as step:
+            swarm.dispatch(step, ["evidence", "patterns", "contradictions", "gaps", "implications"], [])
         wait_for(lambda: QualityRun.objects.filter(pk=run.pk, waiting_for="").exists(), timeout=60, every=0.01)
         swarm_wall = time.perf_counter() - started
         run.refresh_from_db()
