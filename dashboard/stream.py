@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import redis.asyncio as aioredis
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections
 from django.utils.dateparse import parse_datetime
 
+from fathom.threads import in_thread
 from harness.runtime.events import channel_for
 
 POLL_SECONDS = 3.0
@@ -63,9 +62,9 @@ async def feed_stream(*, progress, render_fire, render_proposal, known: dict, sh
     deadline = loop.time() + max_seconds
     client = aioredis.from_url(settings.REDIS_URL, decode_responses=True)
     pubsub = client.pubsub()
-    read = sync_to_async(_closing(progress), thread_sensitive=False)
-    fire_html = sync_to_async(_closing(render_fire), thread_sensitive=False)
-    proposal_html = sync_to_async(_closing(render_proposal), thread_sensitive=False)
+    read = in_thread(progress)
+    fire_html = in_thread(render_fire)
+    proposal_html = in_thread(render_proposal)
     try:
         await pubsub.psubscribe(channel_for("*"))
         yield "retry: 2000\n\n"
@@ -122,14 +121,3 @@ def newest_held(states: dict, *, shown: dict, until: datetime | None) -> datetim
     """Where a page's cursor starts: when it was read, or its newest fire when that one came while it
     was read (a reconnect must not send it as new)."""
     return max(filter(None, (until, *(states[fire_id][0] for fire_id in shown if fire_id in states))), default=None)
-
-
-def _closing(function):
-    # Runs on an executor thread that no request ends: give its connection back to the pool here.
-    def call(*args):
-        try:
-            return function(*args)
-        finally:
-            close_old_connections()
-
-    return call

@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 
 from fathom.auth import KeyPrincipal
 from fathom.services import apikey_authenticate
-from mcp_server.threads import in_thread
+from fathom.threads import in_thread
 
 
 class KeyAccessToken(AccessToken):

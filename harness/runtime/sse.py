@@ -9,13 +9,12 @@ import asyncio
 import json
 
 import redis.asyncio as aioredis
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
+from fathom.threads import in_thread
 from harness.runtime.events import channel_for
 from harness.runtime.selectors import session_events_after
 
@@ -70,7 +69,7 @@ async def numbered_event_stream(*, channel: str, read_after, payload, after: int
         # Subscribe before the first read, so nothing committed in between goes unnoticed.
         await pubsub.subscribe(channel)
         yield "retry: 2000\n\n"
-        fetch = sync_to_async(_closing(read_after), thread_sensitive=False)
+        fetch = in_thread(lambda **kwargs: list(read_after(**kwargs)))
         while True:
             events = await fetch(after=after, limit=BATCH)
             for event in events:
@@ -93,16 +92,5 @@ async def numbered_event_stream(*, channel: str, read_after, payload, after: int
 def _session_events_after(session_id):
     def read(*, after: int, limit: int) -> list:
         return list(session_events_after(session_id=session_id, after=after, limit=limit))
-
-    return read
-
-
-def _closing(read_after):
-    # Runs on an executor thread that no request ends: give its connection back to the pool here.
-    def read(**kwargs) -> list:
-        try:
-            return list(read_after(**kwargs))
-        finally:
-            close_old_connections()
 
     return read

@@ -11,6 +11,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from fathom.auth import KeyPrincipal
+from fathom.threads import in_thread
 from harness.fires.api import IntrospectView
 from harness.fires.models import Fire
 from harness.fires.selectors import fire_citations, fire_get, fire_of_message
@@ -19,7 +20,6 @@ from harness.runtime.api import SessionMessagesView
 from harness.runtime.selectors import session_get
 from harness.runtime.services import message_send, message_withdraw, session_create
 from mcp_server.calls import api_errors, caller_allowed, tool_result, validated
-from mcp_server.threads import in_thread
 
 POLL_SECONDS = 0.25
 # After a cancellation, how long to look for the fire of a message a turn has taken (it is created at once).

@@ -1,5 +1,6 @@
-"""The database from the MCP server's event loop: Django's ORM is synchronous, so each read or write
-runs on a worker thread, which gives its connection back to the pool when the call ends."""
+"""The database from an event loop (the SSE streams, the dashboard's live updates, the MCP server):
+Django's ORM is synchronous, so each read or write runs on a worker thread, which gives its connection
+back to the pool when the call ends."""
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
@@ -7,10 +8,10 @@ from django.db import close_old_connections
 
 def in_thread(function):
     """`function` as a coroutine function run on a thread (not one shared thread: calls run at once)."""
-    return sync_to_async(closing_connections(function), thread_sensitive=False)
+    return sync_to_async(_closing_connections(function), thread_sensitive=False)
 
 
-def closing_connections(function):
+def _closing_connections(function):
     # Runs on a thread that no request ends: give its connection back to the pool here.
     def call(*args, **kwargs):
         try:
