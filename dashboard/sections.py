@@ -19,9 +19,17 @@ from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs
 from harness.autonomy.models import AutonomyMode
-from harness.autonomy.pressure import SIGNALS, pressure_read
-from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind, pressure_series
-from harness.autonomy.services import autonomy_settings_get, gates_read
+from harness.autonomy.pressure import SIGNALS
+from harness.autonomy.selectors import (
+    decisions_list,
+    directives_list,
+    inbox_items,
+    inbox_kind,
+    pressure_series,
+    producer_run_words,
+    producer_runs_with_effect,
+)
+from harness.autonomy.services import autonomy_now, autonomy_settings_get
 from harness.conductor.models import AgendaItem
 from harness.conductor.selectors import runs_recent
 from harness.fires.models import Fire
@@ -34,6 +42,8 @@ from proposals.selectors import proposals_list
 
 PANEL_ROWS = 10
 RECOLLECTION_ROWS = 5
+DECISION_ROWS = 5
+PRODUCER_ROWS = 3
 LOOPS_WINDOW = timedelta(days=7)
 
 
@@ -153,19 +163,25 @@ def inbox(current) -> dict | None:
 @side_panel(name="pressure", title="Pressure", template="dashboard/panels/pressure.html")
 def pressure(current) -> dict:
     """The autonomy switch, and unless it is off the pressure now (gauge and breakdown by signal) with
-    its series as an inline SVG plot."""
+    its series as an inline SVG plot, and beside them why autonomy does what it does: what the sweep
+    would decide now, the latest decisions and the producers' runs with their effect, in words."""
     settings = autonomy_settings_get(workspace=current.workspace)
     ctx = {"settings": settings, "modes": AutonomyMode.values}
     if settings.mode == AutonomyMode.OFF:
         return ctx
     now = timezone.now()
-    reading = pressure_read(settings=settings, day_start=gates_read(settings=settings, now=now).day_start, now=now)
+    verdict, reading = autonomy_now(settings=settings, now=now)
     series = list(pressure_series(workspace=current.workspace, hours=settings.series_hours))
-    meanings = {signal.name: signal for signal in SIGNALS}
-    breakdown = sorted(({"name": name, "signal": meanings.get(name), **values}
+    signals = {signal.name: signal for signal in SIGNALS}
+    breakdown = sorted(({"name": name, "signal": signals.get(name), **values,
+                         "never": name == "since_sit" and reading.extra.get("never_sat")}
                         for name, values in reading.breakdown.items()), key=lambda row: -row["contribution"])
+    runs = [{"run": run, "words": producer_run_words(run)}
+            for run in producer_runs_with_effect(workspace=current.workspace, limit=PRODUCER_ROWS)]
     return {**ctx, "reading": reading, "breakdown": breakdown, "percent": round(reading.value * 100),
-            "plot": pressure_plot(series, threshold=settings.threshold, hours=settings.series_hours, now=now)}
+            "plot": pressure_plot(series, threshold=settings.threshold, hours=settings.series_hours, now=now),
+            "now": verdict, "decisions": list(decisions_list(workspace=current.workspace)[:DECISION_ROWS]),
+            "runs": runs}
 
 
 @side_panel(name="directives", title="Crystal of directives", template="dashboard/panels/directives.html")

@@ -22,11 +22,13 @@ from festinger.loops.guard import loop_events_record
 from festinger.models import ConflictStatus, Edge
 from festinger.recollection import RECOLLECTION_EVENT
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.conductor.services import run_create
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from harness.runtime.models import Trigger
+from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import Decision, ProposalStatus
@@ -45,10 +47,10 @@ from tests.harness.tool_fire import run_tools
 # turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, the loop detector's conversations, the latest recollections, the inbox,
-# the pressure panel's settings, reading (two) and series, the directives, the conductor's runs, active
+# the pressure panel's settings, reading (two), series, latest decisions and producer runs, the directives, the conductor's runs, active
 # background tasks), the recollections and the background tasks of the page's fires, the user messages
 # still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 28
+FEED_QUERIES = 30
 # A conversation's page: the session and the user, the memberships, its loop events, its recollections.
 CONVERSATION_QUERIES = 5
 
@@ -517,9 +519,20 @@ def test_the_pressure_panel_shows_the_gauge_its_breakdown_and_the_series_plot(op
         PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
     page = operator.get("/").content.decode()
     assert 'id="pressure-meter"' in page and "of threshold 0.35" in page
-    assert "unprovenanced" in page and "pending_conflicts" in page  # the breakdown by signal
+    # the breakdown by signal, in human labels; a workspace that never sat says so
+    assert "Un-provenanced material" in page and "Pending conflicts" in page and "never sat" in page
     assert "<polyline points=" in page and "3 samples from 0.10 to 0.50" in page
     assert 'value="observe" checked' in page  # the default mode
+
+
+def test_beside_the_gauge_autonomy_says_why_in_words(operator, workspace):
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=0.0)
+    message_send(session=session_create(workspace=workspace, title="asking"), content="rover dune")
+    autonomy_sweep()
+    page = operator.get("/").content.decode()
+    assert '<p class="why-now" data-reason="not_idle">' in page
+    assert "idle gate: last question under a minute ago; it opens in 14 min (15 min after a question)" in page
+    assert '<li class="decision decision-skip" data-reason="not_idle">' in page
 
 
 def test_the_pressure_plot_spans_the_samples_it_has(operator, workspace):
