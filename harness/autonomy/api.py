@@ -137,7 +137,7 @@ class DecisionListView(generics.ListAPIView):
 class StatusNowOutput(serializers.Serializer):
     at = serializers.DateTimeField()
     pressure = serializers.FloatField(allow_null=True, help_text="null while autonomy is off")
-    action = serializers.ChoiceField(choices=AutonomyDecision.Action.choices)
+    action = serializers.CharField(help_text="sit, would_sit or skip")
     reason = serializers.CharField()
     words = serializers.CharField(help_text="what the sweep would decide now, and why, in words")
     opens_at = serializers.DateTimeField(allow_null=True, help_text="when the gate holding a Sit back opens")
