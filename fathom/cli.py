@@ -11,6 +11,7 @@ from fathom.errors import ApplicationError
 from fathom.llm.cli import register as register_llm
 from fathom.models import ApiKey, Workspace
 from fathom.operator_login import password_store
+from fathom.scale_out import second_host_needs
 from fathom.services import (
     apikey_create,
     apikey_revoke,
@@ -56,7 +57,7 @@ def register(subparsers):
     down = subparsers.add_parser("down", help="stop the embedded PostgreSQL and Redis")
     down.set_defaults(handler=_down)
 
-    status = subparsers.add_parser("status", help="what runs and where the data lives")
+    status = subparsers.add_parser("status", help="what runs, where the data lives, and what a second host needs")
     status.set_defaults(handler=_status)
 
     workspace = subparsers.add_parser("workspace", help="manage workspaces")
@@ -141,7 +142,7 @@ def _down(command, options):
 
 
 def _status(command, options):
-    for line in stack_status():
+    for line in [*stack_status(), *second_host_needs()]:
         command.stdout.write(line)
 
 
