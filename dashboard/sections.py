@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from dashboard.festinger import recollection_entry, recollections_by_turn
 from dashboard.panels import card_section, side_panel
+from fathom.tracing.selectors import traces_totals
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
@@ -71,8 +72,17 @@ def quality(workspace, fires: list[Fire]) -> dict:
 
 @card_section(name="thinking", template="dashboard/sections/thinking.html")
 def thinking(workspace, fires: list[Fire]) -> dict:
-    """The thinking accordion and the plan board of each fire, from its prefetched journal (no query)."""
-    return {fire.pk: thinking_of(fire) for fire in fires}
+    """The thinking accordion and the plan board of each fire, from its prefetched journal, with the
+    usage of its whole trace (the loop's model calls and the quality harness's: classifier, planner,
+    verifier, judge), so the card counts what the trace shows (one query for the page)."""
+    totals = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in fires if fire.trace_id])
+    return {fire.pk: {**thinking_of(fire), "usage": totals.get(fire.trace_id) or fire_usage(fire)} for fire in fires}
+
+
+def fire_usage(fire: Fire) -> dict:
+    """A fire's own counters, for a fire whose trace holds nothing (yet)."""
+    return {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens, "output_tokens": fire.output_tokens,
+            "cost": fire.cost}
 
 
 def thinking_of(fire: Fire) -> dict:

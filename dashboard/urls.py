@@ -21,6 +21,7 @@ urlpatterns = [
     path("loop/<str:fire_id>", views.loop_view, name="loop"),
     path("proposals/<int:proposal_id>", views.proposal_view, name="proposal"),
     path("proposals/<int:proposal_id>/<str:action>", views.proposal_decide, name="proposal-decide"),
+    path("panels/<str:name>", views.side_panel_view, name="panel"),
     path("autonomy/mode", views.autonomy_mode, name="autonomy-mode"),
     path("inbox/<str:delta_id>/<str:action>", views.inbox_mark_view, name="inbox-mark"),
     path("runs/<str:run_id>/cancel", views.conductor_run_cancel, name="run-cancel"),

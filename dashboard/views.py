@@ -18,7 +18,7 @@ from dashboard import forms, stream
 from dashboard.access import current_set, current_switch, dashboard_view
 from dashboard.feed import feed_page, fire_cards, proposal_row
 from dashboard.festinger import loop_event_row, recollection_entry
-from dashboard.panels import side_panels_render
+from dashboard.panels import side_panel_render, side_panels_render
 from dashboard.sections import pretty, thinking_of
 from dashboard.selectors import (
     conversation_get,
@@ -139,12 +139,14 @@ def loop_view(request, fire_id):
     """One fire's substrate close up, turn by turn: the journal, the plan, the trace, its child fires."""
     workspace = request.dashboard.workspace
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
+    sections = fire_cards(workspace, [fire])[0].sections
+    thinking = next(section.ctx for section in sections if section.name == "thinking")
     return render(request, "dashboard/loop.html", {
-        "current": request.dashboard, "fire": fire, "thinking": {**thinking_of(fire), "open": True},
+        "current": request.dashboard, "fire": fire, "thinking": {**thinking, "open": True},
         "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
         "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
         "writes": pretty(fire.writes), "children": list(fire.children.all()),
-        "sections": [section for section in fire_cards(workspace, [fire])[0].sections if section.name != "thinking"],
+        "sections": [section for section in sections if section.name != "thinking"],
     })
 
 
@@ -202,7 +204,7 @@ def proposal_decide(request, proposal_id: int, action: str):
         elif action == "edit":
             form = forms.ProposalEditForm(request.POST)
             if not form.is_valid():
-                raise ApplicationError(form.errors.get("payload", ["invalid payload"])[0])
+                return _edit_refused(request, proposal, error=form.errors.get("payload", ["invalid payload"])[0])
             proposal = proposal_approve(proposal=proposal, decided_by=request_actor(request),
                                         payload=form.cleaned_data["payload"])
         else:
@@ -219,9 +221,33 @@ def proposal_decide(request, proposal_id: int, action: str):
     if request.headers.get("HX-Request"):
         row = proposal_row(proposal_get(workspace=workspace, proposal_id=proposal_id))
         notes = list(messages.get_messages(request))  # shown in the fragment, not on the next page
-        return render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
-                                                                    "notes": notes})
+        response = render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
+                                                                        "notes": notes})
+        response["HX-Trigger"] = PROPOSALS_CHANGED  # "Waiting for you" reloads itself
+        return response
     return _back(request)
+
+
+PROPOSALS_CHANGED = "panel-proposals-changed"
+
+
+def _edit_refused(request, proposal, *, error: str):
+    """An edit that is not valid JSON: the operator's text comes back as typed, the edit open, the
+    error beside it (in the feed's fragment, or on the proposal's page); nothing is decided."""
+    edit = {"text": request.POST.get("payload", ""), "error": f"Not approved: the payload is not valid JSON ({error})"}
+    if request.headers.get("HX-Request"):  # 200: htmx swaps no 4xx, and the fragment carries the error
+        return render(request, "dashboard/partials/proposal.html", {
+            "entry": proposal_row(proposal), "current": request.dashboard, "edit": edit})
+    return render(request, "dashboard/proposal.html", {**_proposal_page(request, proposal), "edit": edit}, status=400)
+
+
+@require_GET
+@dashboard_view
+def side_panel_view(request, name: str):
+    """One side panel, rendered again (it reloads itself when what it shows changed)."""
+    panel = side_panel_render(request.dashboard, name)
+    return render(request, "dashboard/partials/side_panel.html", {"panel": panel, "name": name,
+                                                                  "current": request.dashboard})
 
 
 @require_GET
@@ -229,10 +255,18 @@ def proposal_decide(request, proposal_id: int, action: str):
 def proposal_view(request, proposal_id: int):
     """A proposal with its payload (editable before approval) and every decision: its audit."""
     proposal = proposal_get(workspace=request.dashboard.workspace, proposal_id=proposal_id)
-    return render(request, "dashboard/proposal.html", {
-        "current": request.dashboard, "entry": proposal_row(proposal), "decisions": proposal.decisions_newest,
-        "edit_form": forms.ProposalEditForm(initial={"payload": pretty(proposal.payload)}),
-    })
+    return render(request, "dashboard/proposal.html", _proposal_page(request, proposal))
+
+
+def _proposal_page(request, proposal) -> dict:
+    """The proposal page's context: the payload as approved when it was (an edit's, not the draft's),
+    and the audit with each decision's payload."""
+    decisions = list(proposal.decisions_newest)
+    approved = next((d for d in decisions if d.action in ("approve", "edit")), None)
+    return {"current": request.dashboard, "entry": proposal_row(proposal), "approved": approved,
+            "payload": pretty(approved.payload if approved else proposal.payload),
+            "drafted": pretty(proposal.payload),
+            "decisions": [{"decision": d, "payload": pretty(d.payload)} for d in decisions]}
 
 
 @require_POST

@@ -54,6 +54,7 @@ SIGNALS = (
            "question and no provenance wraps yet (the hourly dedup folds them)", 5, "markers", "repeated questions"),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
+SIGNAL_LABELS = {s.name: s.label for s in SIGNALS}
 
 
 @dataclass

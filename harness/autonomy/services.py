@@ -37,7 +37,7 @@ from harness.autonomy.models import (
     PressureSample,
     reason_in_words,
 )
-from harness.autonomy.pressure import SIGNAL_NAMES, Reading, pressure_read
+from harness.autonomy.pressure import SIGNAL_LABELS, SIGNAL_NAMES, Reading, pressure_read
 from harness.autonomy.producers.services import decisions_mirror, producers_pressure_start
 from harness.autonomy.selectors import inbox_item_get
 from harness.runtime.models import Session, Trigger, Turn
@@ -230,10 +230,10 @@ def in_quiet_hours(moment: time, start: time | None, end: time | None) -> bool:
 def _decision(settings: AutonomySettings, reading: Reading, gates: Gates, *, now: datetime,
               scheduled: bool) -> Verdict:
     last = reading.last_user_message_at
+    top = SIGNAL_LABELS.get(reading.top_signal, reading.top_signal)
     if not scheduled and reading.value < settings.threshold:
         return Verdict(Action.SKIP, "below_threshold",
-                       f"pressure {reading.value:.2f} < threshold {settings.threshold:.2f}; top signal "
-                       f"{reading.top_signal}")
+                       f"pressure {reading.value:.2f} < threshold {settings.threshold:.2f}; top signal: {top}")
     if gates.quiet:
         ends = _quiet_end_after(now, settings)
         return Verdict(Action.SKIP, "quiet_hours",
@@ -256,7 +256,7 @@ def _decision(settings: AutonomySettings, reading: Reading, gates: Gates, *, now
     if _sit_in_progress(settings):
         return Verdict(Action.SKIP, "sit_running", "the autonomy session is still working on a Sit")
     detail = ("scheduled" if scheduled else
-              f"pressure {reading.value:.2f} >= threshold {settings.threshold:.2f}; top signal {reading.top_signal}")
+              f"pressure {reading.value:.2f} >= threshold {settings.threshold:.2f}; top signal: {top}")
     if settings.mode == AutonomyMode.OBSERVE:
         return Verdict(Action.WOULD_SIT, "observe", detail + "; observe mode starts nothing")
     return Verdict(Action.SIT, "scheduled" if scheduled else "pressure", detail)

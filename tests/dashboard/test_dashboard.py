@@ -44,13 +44,13 @@ from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.tool_fire import run_tools
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
-# turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
+# turns and their tool calls, their traces' totals, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, the loop detector's conversations, the latest recollections, the inbox,
 # the pressure panel's settings, reading (two), series, latest decisions and producer runs, the directives, the conductor's runs, active
 # background tasks), the recollections and the background tasks of the page's fires, the user messages
 # still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 30
+FEED_QUERIES = 31
 # A conversation's page: the session and the user, the memberships, its loop events, its recollections.
 CONVERSATION_QUERIES = 5
 
@@ -181,6 +181,28 @@ def test_a_user_without_a_workspace_goes_to_onboarding(client, db):
 
 
 # --- the feed --------------------------------------------------------------------------------------------
+
+def test_the_cards_counts_agree_with_the_fires_trace(operator, scripted_llm, workspace):
+    # given a fire whose trace also holds the quality harness's calls (a classifier's and a verifier's)
+    fire = fire_with_tools(scripted_llm, workspace)
+    assert fire.trace_id
+    for actor, tokens in (("classifier", (100, 5)), ("verifier", (300, 40))):
+        for kind, (tokens_in, tokens_out) in (("llm.call.started", (0, 0)), ("llm.call.completed", tokens)):
+            TraceEvent.objects.create(workspace=workspace, at=timezone.now(), kind=kind, name="llm.call",
+                                      trace_id=fire.trace_id, span_id=actor[:16], actor_id=actor,
+                                      input_tokens=tokens_in, output_tokens=tokens_out)
+    # then the card counts what the trace shows, and says how many were the loop's own
+    calls = TraceEvent.objects.filter(workspace=workspace, trace_id=fire.trace_id, kind="llm.call.started")
+    completed = TraceEvent.objects.filter(workspace=workspace, trace_id=fire.trace_id, name="llm.call")
+    total_in = sum(completed.values_list("input_tokens", flat=True))
+    total_out = sum(completed.values_list("output_tokens", flat=True))
+    page = operator.get("/").content.decode()
+    summary = page[page.index("Thinking:"):page.index("</summary>", page.index("Thinking:"))]
+    assert f"{calls.count()} model calls ({fire.model_calls} in the loop), {total_in}+{total_out} tokens" in summary, summary
+    assert calls.count() == fire.model_calls + 2
+    loop = operator.get(f"/loop/{fire.pk}").content.decode()
+    assert f"{calls.count()} model calls ({fire.model_calls} in the loop)" in loop
+
 
 def test_the_feed_shows_a_fires_bubbles_card_and_accordion_with_its_tool_calls(operator, scripted_llm, workspace):
     fire = fire_with_tools(scripted_llm, workspace, question="where did the rover go?")
@@ -619,3 +641,24 @@ def test_the_live_feed_knows_what_the_page_holds():
     assert cursor.proposal_id == 4
     assert stream.known_fires(states, shown={}, until=None, cursor=cursor) == {"shown": None, "older": None}
     assert stream.Cursor.parse("not ours") is None
+
+
+def test_an_invalid_edit_on_the_proposal_page_keeps_the_text_and_decides_nothing(operator, workspace):
+    proposal = provenance_proposal(workspace, level=3)
+    response = operator.post(f"/proposals/{proposal.pk}/edit", {"payload": "{broken", "next": f"/proposals/{proposal.pk}"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Not approved: the payload is not valid JSON" in page and ">{broken</textarea>" in page
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and not proposal.decisions.exists()
+
+
+def test_an_inline_decision_tells_waiting_for_you_to_reload_and_the_panel_renders_alone(operator, workspace):
+    proposal = provenance_proposal(workspace, level=3, title="The long drive")
+    panel = operator.get("/panels/proposals").content.decode()
+    assert 'id="side-proposals"' in panel and "The long drive" in panel
+    response = operator.post(f"/proposals/{proposal.pk}/approve", HTTP_HX_REQUEST="true")
+    assert response["HX-Trigger"] == "panel-proposals-changed"
+    panel = operator.get("/panels/proposals").content.decode()
+    assert 'id="side-proposals"' in panel and " hidden" in panel and "The long drive" not in panel
+    assert operator.get("/panels/no-such-panel").status_code == 404

@@ -2,7 +2,6 @@
 
 from io import StringIO
 
-from django.conf import settings
 from django.core.management import call_command
 
 from fathom.file_root import file_root_verify

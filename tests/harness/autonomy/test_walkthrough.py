@@ -40,7 +40,7 @@ def test_the_walk_through_sits_once_the_idle_gate_opens_and_says_why_before(api,
     # when the gate opens, the next sweep claims the Sit, and the producer is queued beside it
     autonomy_sweep(now=asked + timedelta(minutes=2, seconds=20))
     sit = AutonomyDecision.objects.get(workspace=workspace, action="sit")
-    assert sit.reason == "pressure" and "top signal unprovenanced" in sit.detail
+    assert sit.reason == "pressure" and "top signal: un-provenanced material" in sit.detail
     assert ProducerRun.objects.filter(workspace=workspace, origin="pressure").count() == 1
     assert "a topical producer run was queued" in sit.detail
 
