@@ -49,6 +49,8 @@ from harness.runtime.background import task_label
 from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from harness.runtime.sse import event_stream_response
+from lake.search import DEPTHS, MODES, deltas_search
+from lake.selectors import delta_get, provenance_children, provenance_parents
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -498,3 +500,37 @@ def _back(request):
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         target = reverse("dashboard:feed")
     return HttpResponseRedirect(target)
+
+
+# --- The lake ---------------------------------------------------------------------------------------
+
+@require_GET
+@dashboard_view
+def lake_view(request):
+    """Search the lake (the search API's modes and depths); each hit links to its delta."""
+    query, mode, depth = (request.GET.get(name, "").strip() for name in ("q", "mode", "depth"))
+    result, error = None, ""
+    if query:
+        try:
+            result = deltas_search(workspace=request.dashboard.workspace, query=query, mode=mode or "hybrid",
+                                   depth=depth or "normal", limit=LAKE_HITS)
+        except ApplicationError as exc:
+            error = exc.message
+    return render(request, "dashboard/lake.html", {
+        "current": request.dashboard, "query": query, "mode": mode or "hybrid", "depth": depth or "normal",
+        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error}, status=400 if error else 200)
+
+
+@require_GET
+@dashboard_view
+def delta_view(request, delta_id: str):
+    """One delta with its provenance: what it is made of (down) and what holds it (up), all links."""
+    workspace = request.dashboard.workspace
+    delta = delta_get(workspace=workspace, id_or_prefix=delta_id)
+    return render(request, "dashboard/delta.html", {
+        "current": request.dashboard, "delta": delta, "down": provenance_children(workspace=workspace, delta=delta),
+        "up": provenance_parents(workspace=workspace, delta_ids=[delta.pk]),
+        "tags": [tag for tag in delta.tags if not tag.startswith("from:")]})
+
+
+LAKE_HITS = 20

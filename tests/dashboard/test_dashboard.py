@@ -662,3 +662,34 @@ def test_an_inline_decision_tells_waiting_for_you_to_reload_and_the_panel_render
     panel = operator.get("/panels/proposals").content.decode()
     assert 'id="side-proposals"' in panel and " hidden" in panel and "The long drive" not in panel
     assert operator.get("/panels/no-such-panel").status_code == 404
+
+
+# --- the lake ------------------------------------------------------------------------------------------------
+
+def test_the_lake_page_searches_and_each_hit_links_to_its_delta(operator, workspace):
+    delta = delta_create(workspace=workspace, content="The rover crossed the dune at dawn")
+    page = operator.get("/lake/?q=rover+dune&mode=text").content.decode()
+    assert f'href="/lake/{delta.pk}"' in page and "The rover crossed the dune at dawn" in page
+    bad = operator.get("/lake/?q=rover&mode=sideways")
+    assert bad.status_code == 400 and "mode must be one of" in bad.content.decode()
+
+
+def test_a_deltas_page_shows_its_provenance_up_and_down_as_links(operator, workspace, other_workspace):
+    episode = provenance_proposal(workspace, level=1, title="The rover era")
+    provenance = Delta.objects.get(workspace=workspace, pk=episode.result_ref.removeprefix("delta:"))
+    moment = provenance.from_ids[0]
+    down = operator.get(f"/lake/{provenance.pk}").content.decode()
+    assert all(f'href="/lake/{child}"' in down for child in provenance.from_ids)
+    up = operator.get(f"/lake/{moment}").content.decode()
+    assert f'href="/lake/{provenance.pk}"' in up and "Provenance up" in up
+    theirs = delta_create(workspace=other_workspace, content="not yours")
+    assert operator.get(f"/lake/{theirs.pk}").status_code == 404
+
+
+def test_cited_ids_in_an_answer_are_links_to_the_lake(operator, scripted_llm, workspace):
+    delta = delta_create(workspace=workspace, content="The rover went north")
+    run_tools(scripted_llm, workspace, [], respond={"body": f"It went north [{delta.pk}]. <b>bold</b>"},
+              question="where?", mode="reactive")
+    page = operator.get("/").content.decode()
+    assert f'<a class="cited" href="/lake/{delta.pk}">[{delta.pk}]</a>' in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page  # the rest of the answer stays escaped

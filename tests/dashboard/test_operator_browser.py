@@ -8,6 +8,7 @@ import json
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
+from selenium.webdriver.support.select import Select
 
 from harness.fires.services import fire_create
 from proposals.models import ProposalStatus
@@ -118,3 +119,31 @@ def test_the_proposal_page_shows_the_payload_as_approved_and_the_audit_its_paylo
     row.find_element(By.CSS_SELECTOR, "td.decision-payload summary").click()
     assert "edited by the operator" in row.find_element(By.CSS_SELECTOR, "td.decision-payload pre").text
     screenshot("proposal-approved")
+
+
+def test_the_lake_is_searched_and_a_delta_opened_with_its_provenance(live_server_url, browser, screenshot,
+                                                                      workspace):
+    member(workspace)
+    episode = provenance_proposal(workspace, level=1, title="The rover era")
+    wait = log_in(browser, live_server_url)
+    browser.find_element(By.LINK_TEXT, "Lake").click()
+    search = wait.until(seen.visibility_of_element_located((By.ID, "lake-q")))
+    search.send_keys("rover note")
+    Select(browser.find_element(By.ID, "lake-mode")).select_by_value("text")
+    browser.find_element(By.CSS_SELECTOR, "form.lake-search button").click()
+    hit = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "li.lake-row.role-hit a")))
+    for width in (1024, 1440):
+        browser.set_window_size(width, 900)
+        assert scrolls_sideways(browser) == [], width
+    screenshot("lake")
+    hit.click()
+    wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "ul.provenance-up")))
+    provenance = episode.result_ref.removeprefix("delta:")
+    up = browser.find_element(By.CSS_SELECTOR, "ul.provenance-up")
+    if provenance not in browser.current_url:  # a moment: its episode holds it; open it and go down
+        up.find_element(By.CSS_SELECTOR, f"a[href='/lake/{provenance}']").click()
+        wait.until(seen.url_contains(provenance))
+    down = browser.find_element(By.CSS_SELECTOR, "ul.provenance-down")
+    assert len(down.find_elements(By.TAG_NAME, "a")) == 2
+    assert scrolls_sideways(browser) == []
+    screenshot("delta")
