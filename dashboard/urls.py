@@ -24,6 +24,7 @@ urlpatterns = [
     path("lake/", views.lake_view, name="lake"),
     path("lake/<str:delta_id>", views.delta_view, name="delta"),
     path("panels/<str:name>", views.side_panel_view, name="panel"),
+    path("autonomy/", views.autonomy_view, name="autonomy"),
     path("autonomy/mode", views.autonomy_mode, name="autonomy-mode"),
     path("inbox/<str:delta_id>/<str:action>", views.inbox_mark_view, name="inbox-mark"),
     path("runs/<str:run_id>/cancel", views.conductor_run_cancel, name="run-cancel"),

@@ -32,6 +32,7 @@ from fathom.llm.services import model_assign, model_create
 from fathom.services import apikey_create, may_create_workspaces, workspace_create_owned
 from festinger.resolution import conflict_apply
 from festinger.selectors import conflict_get
+from harness.autonomy.selectors import decisions_list
 from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
 from harness.conductor.selectors import run_get
 from harness.conductor.services import run_cancel
@@ -534,3 +535,20 @@ def delta_view(request, delta_id: str):
 
 
 LAKE_HITS = 20
+
+
+# --- Autonomy ----------------------------------------------------------------------------------------
+
+@require_GET
+@dashboard_view
+def autonomy_view(request):
+    """Autonomy on a page of its own: the switch, pressure and why (the side panel), the latest
+    decisions in words, the inbox and the crystal of directives."""
+    current = request.dashboard
+    return render(request, "dashboard/autonomy.html", {
+        "current": current, "panels": [panel for name in ("pressure", "inbox", "directives")
+                                       if (panel := side_panel_render(current, name))],
+        "decisions": decisions_list(workspace=current.workspace)[:AUTONOMY_DECISIONS]})
+
+
+AUTONOMY_DECISIONS = 50

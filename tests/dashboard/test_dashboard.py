@@ -693,3 +693,13 @@ def test_cited_ids_in_an_answer_are_links_to_the_lake(operator, scripted_llm, wo
     page = operator.get("/").content.decode()
     assert f'<a class="cited" href="/lake/{delta.pk}">[{delta.pk}]</a>' in page
     assert "&lt;b&gt;bold&lt;/b&gt;" in page  # the rest of the answer stays escaped
+
+
+def test_the_autonomy_page_shows_the_switch_why_and_the_decisions_in_words(operator, workspace):
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=1.0)
+    autonomy_sweep()
+    directive = delta_create(workspace=workspace, content="Look into the rover's logs", tags=["kind:directive"])
+    page = operator.get("/autonomy/").content.decode()
+    assert 'id="pressure-meter"' in page and '<p class="why-now" data-reason="below_threshold">' in page
+    assert '<tr class="decision decision-skip" data-reason="below_threshold">' in page
+    assert "below the threshold: pressure" in page and f'id="inbox-{directive.pk}"' in page

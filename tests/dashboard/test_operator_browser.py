@@ -10,6 +10,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.select import Select
 
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.fires.services import fire_create
 from proposals.models import ProposalStatus
 from tests.dashboard.support import fire_with_tools, member, provenance_proposal
@@ -147,3 +148,18 @@ def test_the_lake_is_searched_and_a_delta_opened_with_its_provenance(live_server
     assert len(down.find_elements(By.TAG_NAME, "a")) == 2
     assert scrolls_sideways(browser) == []
     screenshot("delta")
+
+
+def test_the_autonomy_page_fits_1024_px_and_says_why(live_server_url, browser, screenshot, workspace):
+    member(workspace)
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=1.0)
+    autonomy_sweep()
+    wait = log_in(browser, live_server_url)
+    browser.find_element(By.LINK_TEXT, "Autonomy").click()
+    row = wait.until(seen.visibility_of_element_located((By.CSS_SELECTOR, "table.decisions-table tr.decision")))
+    assert "below the threshold: pressure" in row.text
+    assert "below the threshold" in browser.find_element(By.CSS_SELECTOR, ".why-now").text
+    for width in (1024, 1440):
+        browser.set_window_size(width, 900)
+        assert scrolls_sideways(browser) == [], width
+    screenshot("autonomy")
