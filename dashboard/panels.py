@@ -11,6 +11,8 @@ view and the live stream pick it up."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fathom.errors import NotFoundError
+
 
 @dataclass(frozen=True)
 class SidePanel:
@@ -74,3 +76,12 @@ def card_sections_render(workspace, fires) -> dict:
             if fire_id in by_fire:
                 by_fire[fire_id].append(Rendered(name=section.name, title="", template=section.template, ctx=ctx))
     return by_fire
+
+
+def side_panel_render(current, name: str) -> Rendered | None:
+    """The side panel `name` alone (None when it has nothing to say); NotFoundError for no such panel."""
+    panel = next((panel for panel in SIDE_PANELS if panel.name == name), None)
+    if panel is None:
+        raise NotFoundError(f"no side panel {name!r}")
+    ctx = panel.context(current)
+    return None if ctx is None else Rendered(name=panel.name, title=panel.title, template=panel.template, ctx=ctx)

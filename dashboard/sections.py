@@ -14,14 +14,23 @@ from django.utils import timezone
 
 from dashboard.festinger import recollection_entry, recollections_by_turn
 from dashboard.panels import card_section, side_panel
+from fathom.tracing.selectors import traces_totals
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs
 from harness.autonomy.models import AutonomyMode
-from harness.autonomy.pressure import SIGNALS, pressure_read
-from harness.autonomy.selectors import directives_list, inbox_items, inbox_kind, pressure_series
-from harness.autonomy.services import autonomy_settings_get, gates_read
+from harness.autonomy.pressure import SIGNALS
+from harness.autonomy.selectors import (
+    decisions_list,
+    directives_list,
+    inbox_items,
+    inbox_kind,
+    pressure_series,
+    producer_run_words,
+    producer_runs_with_effect,
+)
+from harness.autonomy.services import autonomy_now, autonomy_settings_get
 from harness.conductor.models import AgendaItem
 from harness.conductor.selectors import runs_recent
 from harness.fires.models import Fire
@@ -34,6 +43,8 @@ from proposals.selectors import proposals_list
 
 PANEL_ROWS = 10
 RECOLLECTION_ROWS = 5
+DECISION_ROWS = 5
+PRODUCER_ROWS = 3
 LOOPS_WINDOW = timedelta(days=7)
 
 
@@ -61,8 +72,17 @@ def quality(workspace, fires: list[Fire]) -> dict:
 
 @card_section(name="thinking", template="dashboard/sections/thinking.html")
 def thinking(workspace, fires: list[Fire]) -> dict:
-    """The thinking accordion and the plan board of each fire, from its prefetched journal (no query)."""
-    return {fire.pk: thinking_of(fire) for fire in fires}
+    """The thinking accordion and the plan board of each fire, from its prefetched journal, with the
+    usage of its whole trace (the loop's model calls and the quality harness's: classifier, planner,
+    verifier, judge), so the card counts what the trace shows (one query for the page)."""
+    totals = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in fires if fire.trace_id])
+    return {fire.pk: {**thinking_of(fire), "usage": totals.get(fire.trace_id) or fire_usage(fire)} for fire in fires}
+
+
+def fire_usage(fire: Fire) -> dict:
+    """A fire's own counters, for a fire whose trace holds nothing (yet)."""
+    return {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens, "output_tokens": fire.output_tokens,
+            "cost": fire.cost}
 
 
 def thinking_of(fire: Fire) -> dict:
@@ -153,19 +173,25 @@ def inbox(current) -> dict | None:
 @side_panel(name="pressure", title="Pressure", template="dashboard/panels/pressure.html")
 def pressure(current) -> dict:
     """The autonomy switch, and unless it is off the pressure now (gauge and breakdown by signal) with
-    its series as an inline SVG plot."""
+    its series as an inline SVG plot, and beside them why autonomy does what it does: what the sweep
+    would decide now, the latest decisions and the producers' runs with their effect, in words."""
     settings = autonomy_settings_get(workspace=current.workspace)
     ctx = {"settings": settings, "modes": AutonomyMode.values}
     if settings.mode == AutonomyMode.OFF:
         return ctx
     now = timezone.now()
-    reading = pressure_read(settings=settings, day_start=gates_read(settings=settings, now=now).day_start, now=now)
+    verdict, reading = autonomy_now(settings=settings, now=now)
     series = list(pressure_series(workspace=current.workspace, hours=settings.series_hours))
-    meanings = {signal.name: signal for signal in SIGNALS}
-    breakdown = sorted(({"name": name, "signal": meanings.get(name), **values}
+    signals = {signal.name: signal for signal in SIGNALS}
+    breakdown = sorted(({"name": name, "signal": signals.get(name), **values,
+                         "never": name == "since_sit" and reading.extra.get("never_sat")}
                         for name, values in reading.breakdown.items()), key=lambda row: -row["contribution"])
+    runs = [{"run": run, "words": producer_run_words(run)}
+            for run in producer_runs_with_effect(workspace=current.workspace, limit=PRODUCER_ROWS)]
     return {**ctx, "reading": reading, "breakdown": breakdown, "percent": round(reading.value * 100),
-            "plot": pressure_plot(series, threshold=settings.threshold, hours=settings.series_hours, now=now)}
+            "plot": pressure_plot(series, threshold=settings.threshold, hours=settings.series_hours, now=now),
+            "now": verdict, "decisions": list(decisions_list(workspace=current.workspace)[:DECISION_ROWS]),
+            "runs": runs}
 
 
 @side_panel(name="directives", title="Crystal of directives", template="dashboard/panels/directives.html")

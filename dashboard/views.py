@@ -18,7 +18,7 @@ from dashboard import forms, stream
 from dashboard.access import current_set, current_switch, dashboard_view
 from dashboard.feed import feed_page, fire_cards, proposal_row
 from dashboard.festinger import loop_event_row, recollection_entry
-from dashboard.panels import side_panels_render
+from dashboard.panels import side_panel_render, side_panels_render
 from dashboard.sections import pretty, thinking_of
 from dashboard.selectors import (
     conversation_get,
@@ -32,6 +32,7 @@ from fathom.llm.services import model_assign, model_create
 from fathom.services import apikey_create, may_create_workspaces, workspace_create_owned
 from festinger.resolution import conflict_apply
 from festinger.selectors import conflict_get
+from harness.autonomy.selectors import decisions_list
 from harness.autonomy.services import INBOX_ACTIONS, autonomy_settings_update, inbox_mark
 from harness.conductor.selectors import run_get
 from harness.conductor.services import run_cancel
@@ -49,6 +50,8 @@ from harness.runtime.background import task_label
 from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from harness.runtime.sse import event_stream_response
+from lake.search import DEPTHS, MODES, deltas_search
+from lake.selectors import delta_get, provenance_children, provenance_parents
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -139,12 +142,14 @@ def loop_view(request, fire_id):
     """One fire's substrate close up, turn by turn: the journal, the plan, the trace, its child fires."""
     workspace = request.dashboard.workspace
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
+    sections = fire_cards(workspace, [fire])[0].sections
+    thinking = next(section.ctx for section in sections if section.name == "thinking")
     return render(request, "dashboard/loop.html", {
-        "current": request.dashboard, "fire": fire, "thinking": {**thinking_of(fire), "open": True},
+        "current": request.dashboard, "fire": fire, "thinking": {**thinking, "open": True},
         "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
         "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
         "writes": pretty(fire.writes), "children": list(fire.children.all()),
-        "sections": [section for section in fire_cards(workspace, [fire])[0].sections if section.name != "thinking"],
+        "sections": [section for section in sections if section.name != "thinking"],
     })
 
 
@@ -202,7 +207,7 @@ def proposal_decide(request, proposal_id: int, action: str):
         elif action == "edit":
             form = forms.ProposalEditForm(request.POST)
             if not form.is_valid():
-                raise ApplicationError(form.errors.get("payload", ["invalid payload"])[0])
+                return _edit_refused(request, proposal, error=form.errors.get("payload", ["invalid payload"])[0])
             proposal = proposal_approve(proposal=proposal, decided_by=request_actor(request),
                                         payload=form.cleaned_data["payload"])
         else:
@@ -219,9 +224,33 @@ def proposal_decide(request, proposal_id: int, action: str):
     if request.headers.get("HX-Request"):
         row = proposal_row(proposal_get(workspace=workspace, proposal_id=proposal_id))
         notes = list(messages.get_messages(request))  # shown in the fragment, not on the next page
-        return render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
-                                                                    "notes": notes})
+        response = render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
+                                                                        "notes": notes})
+        response["HX-Trigger"] = PROPOSALS_CHANGED  # "Waiting for you" reloads itself
+        return response
     return _back(request)
+
+
+PROPOSALS_CHANGED = "panel-proposals-changed"
+
+
+def _edit_refused(request, proposal, *, error: str):
+    """An edit that is not valid JSON: the operator's text comes back as typed, the edit open, the
+    error beside it (in the feed's fragment, or on the proposal's page); nothing is decided."""
+    edit = {"text": request.POST.get("payload", ""), "error": f"Not approved: the payload is not valid JSON ({error})"}
+    if request.headers.get("HX-Request"):  # 200: htmx swaps no 4xx, and the fragment carries the error
+        return render(request, "dashboard/partials/proposal.html", {
+            "entry": proposal_row(proposal), "current": request.dashboard, "edit": edit})
+    return render(request, "dashboard/proposal.html", {**_proposal_page(request, proposal), "edit": edit}, status=400)
+
+
+@require_GET
+@dashboard_view
+def side_panel_view(request, name: str):
+    """One side panel, rendered again (it reloads itself when what it shows changed)."""
+    panel = side_panel_render(request.dashboard, name)
+    return render(request, "dashboard/partials/side_panel.html", {"panel": panel, "name": name,
+                                                                  "current": request.dashboard})
 
 
 @require_GET
@@ -229,10 +258,18 @@ def proposal_decide(request, proposal_id: int, action: str):
 def proposal_view(request, proposal_id: int):
     """A proposal with its payload (editable before approval) and every decision: its audit."""
     proposal = proposal_get(workspace=request.dashboard.workspace, proposal_id=proposal_id)
-    return render(request, "dashboard/proposal.html", {
-        "current": request.dashboard, "entry": proposal_row(proposal), "decisions": proposal.decisions_newest,
-        "edit_form": forms.ProposalEditForm(initial={"payload": pretty(proposal.payload)}),
-    })
+    return render(request, "dashboard/proposal.html", _proposal_page(request, proposal))
+
+
+def _proposal_page(request, proposal) -> dict:
+    """The proposal page's context: the payload as approved when it was (an edit's, not the draft's),
+    and the audit with each decision's payload."""
+    decisions = list(proposal.decisions_newest)
+    approved = next((d for d in decisions if d.action in ("approve", "edit")), None)
+    return {"current": request.dashboard, "entry": proposal_row(proposal), "approved": approved,
+            "payload": pretty(approved.payload if approved else proposal.payload),
+            "drafted": pretty(proposal.payload),
+            "decisions": [{"decision": d, "payload": pretty(d.payload)} for d in decisions]}
 
 
 @require_POST
@@ -464,3 +501,54 @@ def _back(request):
     if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         target = reverse("dashboard:feed")
     return HttpResponseRedirect(target)
+
+
+# --- The lake ---------------------------------------------------------------------------------------
+
+@require_GET
+@dashboard_view
+def lake_view(request):
+    """Search the lake (the search API's modes and depths); each hit links to its delta."""
+    query, mode, depth = (request.GET.get(name, "").strip() for name in ("q", "mode", "depth"))
+    result, error = None, ""
+    if query:
+        try:
+            result = deltas_search(workspace=request.dashboard.workspace, query=query, mode=mode or "hybrid",
+                                   depth=depth or "normal", limit=LAKE_HITS)
+        except ApplicationError as exc:
+            error = exc.message
+    return render(request, "dashboard/lake.html", {
+        "current": request.dashboard, "query": query, "mode": mode or "hybrid", "depth": depth or "normal",
+        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error}, status=400 if error else 200)
+
+
+@require_GET
+@dashboard_view
+def delta_view(request, delta_id: str):
+    """One delta with its provenance: what it is made of (down) and what holds it (up), all links."""
+    workspace = request.dashboard.workspace
+    delta = delta_get(workspace=workspace, id_or_prefix=delta_id)
+    return render(request, "dashboard/delta.html", {
+        "current": request.dashboard, "delta": delta, "down": provenance_children(workspace=workspace, delta=delta),
+        "up": provenance_parents(workspace=workspace, delta_ids=[delta.pk]),
+        "tags": [tag for tag in delta.tags if not tag.startswith("from:")]})
+
+
+LAKE_HITS = 20
+
+
+# --- Autonomy ----------------------------------------------------------------------------------------
+
+@require_GET
+@dashboard_view
+def autonomy_view(request):
+    """Autonomy on a page of its own: the switch, pressure and why (the side panel), the latest
+    decisions in words, the inbox and the crystal of directives."""
+    current = request.dashboard
+    return render(request, "dashboard/autonomy.html", {
+        "current": current, "panels": [panel for name in ("pressure", "inbox", "directives")
+                                       if (panel := side_panel_render(current, name))],
+        "decisions": decisions_list(workspace=current.workspace)[:AUTONOMY_DECISIONS]})
+
+
+AUTONOMY_DECISIONS = 50

@@ -1,4 +1,4 @@
-"""The platform's commands: up, web, proxy, worker, beat, down, status, workspace, apikey, llm."""
+"""The platform's commands: up, web, proxy, worker, beat, down, status, workspace, apikey, operator, llm."""
 
 import os
 import sys
@@ -10,7 +10,15 @@ from fathom import embedded, processes
 from fathom.errors import ApplicationError
 from fathom.llm.cli import register as register_llm
 from fathom.models import ApiKey, Workspace
-from fathom.services import apikey_create, apikey_revoke, workspace_create, workspace_get
+from fathom.operator_login import password_store
+from fathom.scale_out import second_host_needs
+from fathom.services import (
+    apikey_create,
+    apikey_revoke,
+    operator_password_set,
+    workspace_create,
+    workspace_get,
+)
 from fathom.supervisor import data_dir_holder, run_stack, stack_status
 
 
@@ -49,7 +57,7 @@ def register(subparsers):
     down = subparsers.add_parser("down", help="stop the embedded PostgreSQL and Redis")
     down.set_defaults(handler=_down)
 
-    status = subparsers.add_parser("status", help="what runs and where the data lives")
+    status = subparsers.add_parser("status", help="what runs, where the data lives, and what a second host needs")
     status.set_defaults(handler=_status)
 
     workspace = subparsers.add_parser("workspace", help="manage workspaces")
@@ -72,6 +80,14 @@ def register(subparsers):
     revoke.add_argument("prefix")
     revoke.set_defaults(handler=_apikey_revoke)
 
+    operator = subparsers.add_parser("operator", help="the operator's account")
+    operator_commands = operator.add_subparsers(dest="operator_command", required=True)
+    password = operator_commands.add_parser(
+        "password", help="set a new password (generated unless given), kept in the data dir's 0600 file")
+    password.add_argument("--email", default=os.environ.get("FATHOM_ADMIN_EMAIL", "").strip() or "admin@localhost",
+                          help="the account's login (default: FATHOM_ADMIN_EMAIL, or admin@localhost)")
+    password.add_argument("--password", default=None, help="the new password (default: a generated one)")
+    password.set_defaults(handler=_operator_password)
 
     register_llm(subparsers)
 
@@ -126,7 +142,7 @@ def _down(command, options):
 
 
 def _status(command, options):
-    for line in stack_status():
+    for line in [*stack_status(), *second_host_needs()]:
         command.stdout.write(line)
 
 
@@ -159,3 +175,13 @@ def _apikey_revoke(command, options):
         raise CommandError(f"no API key with prefix {options['prefix']!r}")
     apikey_revoke(key=key)
     command.stdout.write(f"revoked {key.prefix}")
+
+
+def _operator_password(command, options):
+    try:
+        password = operator_password_set(email=options["email"], password=options["password"])
+    except ApplicationError as exc:
+        raise CommandError(exc.message) from None
+    path = password_store(email=options["email"], password=password)
+    command.stdout.write(f"new password for {options['email']} (kept in {path}, mode 0600):")
+    command.stdout.write(password)

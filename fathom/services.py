@@ -109,6 +109,19 @@ def operator_ensure(*, workspace: Workspace, email: str, password: str | None) -
 
 
 @transaction.atomic
+def operator_password_set(*, email: str, password: str | None = None) -> str:
+    """Set a new password for an existing account (generated when none is given); returns it.
+    NotFoundError when no account has that login."""
+    user = get_user_model().objects.select_for_update().filter(username=email).first()
+    if user is None:
+        raise NotFoundError(f"no account {email!r}")
+    password = password or secrets.token_urlsafe(12)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return password
+
+
+@transaction.atomic
 def workspace_create_owned(*, user, slug: str, name: str = "") -> Workspace:
     """Create a workspace (as `workspace_create`) that `user` owns: the dashboard's first run. Only a
     user who `may_create_workspaces` may (PermissionDeniedError otherwise)."""

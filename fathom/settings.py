@@ -358,9 +358,11 @@ FATHOM_HELPER_HOSTS = env_json("FATHOM_HELPER_HOSTS", {})
 FATHOM_HELPER_MAX_TIMEOUT = env_int("FATHOM_HELPER_MAX_TIMEOUT", 3600, minimum=1)
 # "module.function(*, routine, run)" that starts a routine run's fire (see proposals.scheduled_routines).
 FATHOM_ROUTINE_FIRE_STARTER = "harness.runtime.routine_triggers.routine_fire_start"
-# The terminal client's defaults (`fathom client --url / --key`); the server does not use them.
-FATHOM_URL = env_url("FATHOM_URL", ("http", "https")) or f"http://127.0.0.1:{HTTP_PORT}"
+# The terminal client's defaults (`fathom client --url / --key`, then its config file, then this
+# machine's port); the server does not use them.
+FATHOM_URL = env_url("FATHOM_URL", ("http", "https"))
 FATHOM_API_KEY = env_str("FATHOM_API_KEY")
+FATHOM_CLIENT_CONFIG = Path(env_str("FATHOM_CLIENT_CONFIG", "~/.config/fathom/client.toml")).expanduser()
 
 # --- The runtime's background tasks and file tools (harness.runtime) ----------------------------------------
 # Where fs:// paths live: each workspace has its own folder <root>/<workspace slug>, never left.

@@ -35,6 +35,7 @@ from django.db import connections
 
 from fathom import embedded, processes
 from fathom.lockfile import file_locked
+from fathom.operator_login import login_block, password_store
 
 # Children get this long to stop (a worker finishes its task) before SIGKILL; acks-late tasks killed here
 # are redelivered. It leaves the embedded servers' shutdown room within Ctrl-C's 10 s.
@@ -60,18 +61,21 @@ class Child:
     restart_at: float | None = None
     backoff: float = 0.0
     crashes: deque = field(default_factory=deque, repr=False)
+    ready_marker: str = ""  # a line with it says the child has started: its start-up banner is over
+    ready: threading.Event = field(default_factory=threading.Event, repr=False)
 
 
 def stack_children(*, host: str, port: int) -> list[Child]:
-    proxy = [Child("proxy", processes.proxy_argv(host=settings.FATHOM_PROXY_HOST, port=settings.FATHOM_PROXY_PORT))
-             ] if settings.FATHOM_PROXY_PORT else []
+    proxy = [Child("proxy", processes.proxy_argv(host=settings.FATHOM_PROXY_HOST, port=settings.FATHOM_PROXY_PORT),
+                   ready_marker="Application startup complete")] if settings.FATHOM_PROXY_PORT else []
     return [
-        Child("web", processes.web_argv(host=host, port=port)),
+        Child("web", processes.web_argv(host=host, port=port), ready_marker="Application startup complete"),
         *proxy,
         Child("worker", processes.worker_argv(queues=[q for q in settings.FATHOM_QUEUES if q != "quality"],
-                                              concurrency=settings.FATHOM_WORKER_CONCURRENCY, name="fathom@%h")),
-        Child("quality", processes.quality_worker_argv()),
-        Child("beat", processes.beat_argv()),
+                                              concurrency=settings.FATHOM_WORKER_CONCURRENCY, name="fathom@%h"),
+              ready_marker=" ready."),
+        Child("quality", processes.quality_worker_argv(), ready_marker=" ready."),
+        Child("beat", processes.beat_argv(), ready_marker="beat: Starting"),
     ]
 
 
@@ -89,8 +93,9 @@ def run_stack(command, *, host: str, port: int) -> None:
             embedded.ensure_started(settings.DATA_DIR, postgres=settings.EMBEDDED_POSTGRES,
                                     redis=settings.EMBEDDED_REDIS)
             out.write(f"[up] embedded services under {settings.DATA_DIR}")
+        out.write("[up] migrating the database (on the first start this takes a minute or two)")
         call_command("migrate", interactive=False, verbosity=0)
-        _ensure_operator(out)
+        email, generated = _ensure_operator()
         connections.close_all()  # the supervisor itself holds no database connection while it runs
 
         stopping = threading.Event()
@@ -102,7 +107,11 @@ def run_stack(command, *, host: str, port: int) -> None:
             signal.signal(signum, request_stop)
 
         supervisor = Supervisor(stack_children(host=host, port=port), out=out, on_start=lock.record_children)
-        out.write(f"[up] Fathom on http://{host}:{port}/  (admin: /admin/, API docs: /v1/docs/, MCP: /mcp). Ctrl-C stops.")
+        out.write(f"[up] starting web, workers and beat; the login block follows once http://{host}:{port}/ "
+                  f"answers (admin: /admin/, API docs: /v1/docs/, MCP: /mcp). Ctrl-C stops.")
+        threading.Thread(target=_announce_when_ready, daemon=True, kwargs={
+            "out": out, "children": supervisor.children, "url": f"http://{host}:{port}/", "email": email,
+            "password": generated, "stopping": stopping}).start()
         if settings.FATHOM_PROXY_PORT:
             out.write(f"[up] Festinger's Ollama-compatible proxy on http://{settings.FATHOM_PROXY_HOST}:"
                       f"{settings.FATHOM_PROXY_PORT}/ (workspace {settings.FATHOM_PROXY_WORKSPACE})")
@@ -169,7 +178,7 @@ class Supervisor:
                                          stdin=subprocess.DEVNULL, start_new_session=True, text=True, bufsize=1,
                                          preexec_fn=_parent_death_signal())
         child.started_at, child.restart_at = time.monotonic(), None
-        threading.Thread(target=_pump, args=(child.name, child.process, self.out), daemon=True).start()
+        threading.Thread(target=_pump, args=(child, self.out), daemon=True).start()
         self.out.write(f"[up] {child.name} {'restarted' if restart else 'started'} (pid {child.process.pid})")
         if self.on_start is not None:
             self.on_start([c.process for c in self.children if c.process is not None])
@@ -271,15 +280,33 @@ def _describe(status) -> str:
     return f"{status.name}: running, pid {status.pid}, at {status.address} (data in {status.data})"
 
 
-def _ensure_operator(out) -> None:
+def _ensure_operator() -> tuple[str, str | None]:
+    """The operator account exists; a password generated for it (the first start) is kept in the
+    data dir's 0600 file. Returns (login, the generated password or None)."""
     from fathom.services import operator_ensure, workspace_default_ensure
 
     email = os.environ.get("FATHOM_ADMIN_EMAIL", "").strip() or "admin@localhost"
     password = os.environ.get("FATHOM_ADMIN_PASSWORD", "").strip() or None
-    workspace = workspace_default_ensure()
-    user, generated = operator_ensure(workspace=workspace, email=email, password=password)
+    user, generated = operator_ensure(workspace=workspace_default_ensure(), email=email, password=password)
     if generated:
-        out.write(f"[up] operator account created: {user.username} / {generated}  (shown once; change it in /admin/)")
+        password_store(email=user.username, password=generated)
+    return user.username, generated
+
+
+READY_TIMEOUT = 300
+
+
+def _announce_when_ready(*, out, children: list[Child], url: str, email: str, password: str | None,
+                         stopping: threading.Event) -> None:
+    """Once every child has said it started (their banners are behind), the login block, so it ends
+    the start's output; after READY_TIMEOUT, the block anyway."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    for child in children:
+        while not child.ready.is_set() and not stopping.is_set() and time.monotonic() < deadline:
+            child.ready.wait(0.5)
+    if not stopping.is_set():
+        for line in login_block(url=url, email=email, password=password):
+            out.write(f"[up] {line}")
 
 
 def _lock_owner(path: Path) -> str:
@@ -344,6 +371,8 @@ def _exit_description(code: int) -> str:
     return f"exited with code {code}"
 
 
-def _pump(name: str, process: subprocess.Popen, out) -> None:
-    for line in process.stdout:
-        out.write(f"[{name}] {line.rstrip()}")
+def _pump(child: Child, out) -> None:
+    for line in child.process.stdout:
+        out.write(f"[{child.name}] {line.rstrip()}")
+        if child.ready_marker and child.ready_marker in line:
+            child.ready.set()

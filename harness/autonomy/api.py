@@ -111,9 +111,12 @@ class SettingsView(APIView):
 
 
 class DecisionOutput(serializers.ModelSerializer):
+    words = serializers.CharField(read_only=True, help_text="the decision in words, as at its sweep")
+
     class Meta:
         model = AutonomyDecision
-        fields = ["id", "created_at", "mode", "action", "reason", "detail", "pressure", "breakdown", "window_start",
+        fields = ["id", "created_at", "mode", "action", "reason", "words", "detail", "opens_at", "pressure",
+                  "breakdown", "window_start",
                   "scheduled", "sit_state", "start_attempts", "focus", "focus_source", "focus_error", "focus_tokens",
                   "session", "trigger"]
 
@@ -129,6 +132,66 @@ class DecisionListView(generics.ListAPIView):
             raise serializers.ValidationError({"action": [f"one of {', '.join(AutonomyDecision.Action.values)}"]})
         return selectors.decisions_list(workspace=self.request.workspace, action=action,
                                         reason=self.request.query_params.get("reason", ""))
+
+
+class StatusNowOutput(serializers.Serializer):
+    at = serializers.DateTimeField()
+    pressure = serializers.FloatField(allow_null=True, help_text="null while autonomy is off")
+    action = serializers.CharField(help_text="sit, would_sit or skip")
+    reason = serializers.CharField()
+    words = serializers.CharField(help_text="what the sweep would decide now, and why, in words")
+    opens_at = serializers.DateTimeField(allow_null=True, help_text="when the gate holding a Sit back opens")
+
+
+class ProducerRunEffectOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    producer = serializers.CharField()
+    mode = serializers.CharField()
+    origin = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    pressure_before = serializers.FloatField(allow_null=True, help_text="the last sample before it was queued")
+    pressure_after = serializers.FloatField(allow_null=True, help_text="the first sample after it finished")
+    words = serializers.SerializerMethodField()
+
+    def get_words(self, run) -> str:
+        return selectors.producer_run_words(run)
+
+
+class StatusOutput(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=AutonomyMode.choices)
+    threshold = serializers.FloatField()
+    idle_minutes = serializers.IntegerField()
+    window_minutes = serializers.IntegerField()
+    now = StatusNowOutput()
+    decisions = DecisionOutput(many=True, help_text="the latest sweeps' decisions, newest first")
+    producer_runs = ProducerRunEffectOutput(many=True, help_text="the newest producer runs and their effect on "
+                                                                 "the pressure")
+
+
+class StatusView(APIView):
+    """Autonomy explains itself: what the sweep would decide now and why (in words, with when the
+    gate holding a Sit back opens), the latest decisions and the producers' effect on pressure."""
+
+    class Query(serializers.Serializer):
+        decisions = serializers.IntegerField(min_value=1, max_value=100, default=10,
+                                             help_text="how many recent decisions (1-100)")
+
+    @extend_schema(parameters=[Query], responses=StatusOutput, summary="Why autonomy does what it does, in words")
+    def get(self, request):
+        query = self.Query(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        settings = services.autonomy_settings_get(workspace=request.workspace)
+        now = timezone.now()
+        verdict, reading = services.autonomy_now(settings=settings, now=now)
+        return Response(StatusOutput({
+            "mode": settings.mode, "threshold": settings.threshold, "idle_minutes": settings.idle_minutes,
+            "window_minutes": settings.window_minutes,
+            "now": {"at": now, "pressure": reading.value if reading else None, "action": verdict.action,
+                    "reason": verdict.reason, "words": verdict.words, "opens_at": verdict.opens_at},
+            "decisions": selectors.decisions_list(workspace=request.workspace)[:query.validated_data["decisions"]],
+            "producer_runs": selectors.producer_runs_with_effect(workspace=request.workspace)}).data)
 
 
 class InboxItemOutput(serializers.ModelSerializer):

@@ -60,7 +60,9 @@ def _show(command, options):
     settings = services.autonomy_settings_get(workspace=_workspace(options))
     gates = services.gates_read(settings=settings, now=timezone.now())
     reading = pressure_read(settings=settings, day_start=gates.day_start)
+    verdict, _ = services.autonomy_now(settings=settings)
     command.stdout.write(f"mode {settings.mode}; threshold {settings.threshold}; pressure {reading.value}")
+    command.stdout.write(f"now: {verdict.words}")
     command.stdout.write(json.dumps(reading.breakdown, indent=2))
 
 
@@ -99,5 +101,5 @@ def _decisions(command, options):
     for decision in selectors.decisions_list(workspace=_workspace(options))[: options["limit"]]:
         focus = f" focus: {decision.focus}" if decision.focus else ""
         state = f" ({decision.sit_state})" if decision.sit_state else ""
-        command.stdout.write(f"{decision.created_at:%Y-%m-%d %H:%M:%S} {decision.action}{state} {decision.reason} "
-                             f"p={decision.pressure:.2f} {decision.detail}{focus}")
+        command.stdout.write(f"{decision.created_at:%Y-%m-%d %H:%M:%S} {decision.action}{state} "
+                             f"p={decision.pressure:.2f} {decision.words}{focus}")

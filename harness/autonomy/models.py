@@ -90,7 +90,10 @@ class AutonomyDecision(WorkspaceScoped):
     mode = models.CharField(max_length=8, choices=AutonomyMode.choices)
     action = models.CharField(max_length=10, choices=Action.choices)
     reason = models.CharField(max_length=32, help_text="why: below_threshold, quiet_hours, not_idle, ...")
-    detail = models.TextField(blank=True)
+    detail = models.TextField(blank=True, help_text="the reason in words, as at the sweep")
+    opens_at = models.DateTimeField(null=True, blank=True,
+                                    help_text="when the gate that held the Sit back opens (idle, quiet hours, "
+                                              "caps, the window)")
     pressure = models.FloatField(default=0)
     breakdown = models.JSONField(default=dict, blank=True)
     window_start = models.DateTimeField()
@@ -118,6 +121,25 @@ class AutonomyDecision(WorkspaceScoped):
 
     def __str__(self):
         return f"{self.action} ({self.reason}) at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def words(self) -> str:
+        """The decision as an operator reads it: "idle gate: last question 4 min ago; ... opens in 11 min"."""
+        return reason_in_words(self.reason, self.detail)
+
+
+# Each reason's name for an operator (the sweep's `detail` says the rest, as at the sweep).
+REASON_WORDS = {
+    "below_threshold": "below the threshold", "quiet_hours": "quiet hours", "not_idle": "idle gate",
+    "sit_cap": "daily Sit cap reached", "token_cap": "daily token cap reached", "sit_running": "a Sit is running",
+    "window_taken": "window taken", "observe": "would sit", "pressure": "sat", "scheduled": "sat on schedule",
+    "off": "off",
+}
+
+
+def reason_in_words(reason: str, detail: str) -> str:
+    label = REASON_WORDS.get(reason, reason)
+    return f"{label}: {detail}" if detail else label
 
 
 class InboxMark(WorkspaceScoped):

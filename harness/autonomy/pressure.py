@@ -34,23 +34,26 @@ class Signal:
     meaning: str
     saturation: float  # the raw reading that counts as full pressure
     unit: str = ""
+    label: str = ""  # its name for an operator
 
 
 SIGNALS = (
     Signal("unprovenanced", "deltas written since the newest provenance of level 1 or more (the harness's own "
-           "writes not counted): material waiting to be named", 30, "deltas"),
-    Signal("directives", "kind:directive deltas the operator has neither acted on nor dismissed", 5, "directives"),
+           "writes not counted): material waiting to be named", 30, "deltas", "un-provenanced material"),
+    Signal("directives", "kind:directive deltas the operator has neither acted on nor dismissed", 5, "directives", "open directives"),
     Signal("since_sit", "hours since the last Sit (any self-directing fire); a workspace that never sat counts as "
-           "full", 24, "hours"),
-    Signal("salient_threads", f"open sessions active in the last {SALIENT_HOURS} hours", 5, "sessions"),
-    Signal("mood_shift", f"the summed magnitude of kind:mood-shift deltas in the last {MOOD_HOURS} hours", 0.6),
+           "full", 24, "hours", "time since the last Sit"),
+    Signal("salient_threads", f"open sessions active in the last {SALIENT_HOURS} hours", 5, "sessions",
+           "active conversations"),
+    Signal("mood_shift", f"the summed magnitude of kind:mood-shift deltas in the last {MOOD_HOURS} hours", 0.6, "", "mood shift"),
     Signal("dormant_patterns", f"provenances (level >= 1) older than {DORMANT_DAYS} days that nothing cited or "
-           f"extended since (of the newest {DORMANT_CANDIDATES})", 10, "provenances"),
-    Signal("pending_conflicts", "Festinger conflicts waiting for resolution", 10, "conflicts"),
+           f"extended since (of the newest {DORMANT_CANDIDATES})", 10, "provenances", "dormant patterns"),
+    Signal("pending_conflicts", "Festinger conflicts waiting for resolution", 10, "conflicts", "pending conflicts"),
     Signal("duplicate_markers", f"Q/A markers of the last {MARKER_DAYS} days that repeat an earlier marker's "
-           "question and no provenance wraps yet (the hourly dedup folds them)", 5, "markers"),
+           "question and no provenance wraps yet (the hourly dedup folds them)", 5, "markers", "repeated questions"),
 )
 SIGNAL_NAMES = tuple(s.name for s in SIGNALS)
+SIGNAL_LABELS = {s.name: s.label for s in SIGNALS}
 
 
 @dataclass
@@ -153,5 +156,6 @@ def _aggregate(settings: AutonomySettings, *, now: datetime, day_start: datetime
     raw = {"unprovenanced": unprovenanced, "directives": directives, "since_sit": since_sit,
            "salient_threads": threads, "mood_shift": float(mood), "dormant_patterns": dormant,
            "duplicate_markers": duplicates}
-    gates = {"last_user_message_at": last_message, "sits_today": sits_today, "tokens_today": int(tokens_today)}
+    gates = {"last_user_message_at": last_message, "sits_today": sits_today, "tokens_today": int(tokens_today),
+             "extra": {"never_sat": last_sit is None}}
     return raw, gates

@@ -1,5 +1,5 @@
-"""Reads of autonomy, always scoped by workspace: the pressure series, the decisions, the inbox and
-the crystal of directives."""
+"""Reads of autonomy, always scoped by workspace: the pressure series, the decisions, the producers'
+runs with their effect on pressure, the inbox and the crystal of directives."""
 
 from datetime import timedelta
 
@@ -7,7 +7,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from fathom.errors import NotFoundError
-from harness.autonomy.models import AutonomyDecision, InboxMark, PressureSample
+from harness.autonomy.models import AutonomyDecision, InboxMark, PressureSample, ProducerRun
 from harness.autonomy.pressure import DIRECTIVE_TAG
 from lake.models import Delta
 from lake.selectors import delta_get
@@ -38,6 +38,30 @@ def decisions_list(*, workspace, action: str = "", reason: str = ""):
     if reason:
         decisions = decisions.filter(reason=reason)
     return decisions
+
+
+def producer_runs_with_effect(*, workspace, limit: int = 5):
+    """The newest producer runs, each with `pressure_before` (the last sample before it was queued)
+    and `pressure_after` (the first sample after it finished, None while none is taken): what it did
+    to the pressure, in one query."""
+    samples = PressureSample.objects.filter(workspace=OuterRef("workspace"))
+    before = samples.filter(created_at__lte=OuterRef("created_at")).order_by("-created_at").values("value")[:1]
+    after = samples.filter(created_at__gte=OuterRef("finished_at")).order_by("created_at").values("value")[:1]
+    return (ProducerRun.objects.filter(workspace=workspace)
+            .annotate(pressure_before=Subquery(before), pressure_after=Subquery(after))[:limit])
+
+
+def producer_run_words(run) -> str:
+    """A producer run as an operator reads it, with what it did to the pressure."""
+    what = f"{run.producer}{f' {run.mode}' if run.mode else ''} run {run.pk} ({run.origin}): {run.status}"
+    if run.status == ProducerRun.Status.DONE:
+        count = sum(1 for item in run.proposals if "id" in item)
+        what += f", {count} proposal{'' if count == 1 else 's'} over {run.read} deltas shown"
+    if run.pressure_before is not None and run.pressure_after is not None:
+        what += f"; pressure {run.pressure_before:.2f} before, {run.pressure_after:.2f} after"
+    elif run.pressure_before is not None:
+        what += f"; pressure {run.pressure_before:.2f} before"
+    return what
 
 
 def inbox_items(*, workspace, state: str = "", kind: str = ""):

@@ -35,8 +35,9 @@ from harness.autonomy.models import (
     AutonomySettings,
     InboxMark,
     PressureSample,
+    reason_in_words,
 )
-from harness.autonomy.pressure import SIGNAL_NAMES, Reading, pressure_read
+from harness.autonomy.pressure import SIGNAL_LABELS, SIGNAL_NAMES, Reading, pressure_read
 from harness.autonomy.producers.services import producers_pressure_start
 from harness.autonomy.selectors import inbox_item_get
 from harness.runtime.models import Session, Trigger, Turn
@@ -120,6 +121,25 @@ class Gates:
     window_start: datetime
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A decision before it is recorded: its action, its reason, the reason in words (read at the
+    sweep's moment) and, when a gate holds the Sit back, when that gate opens."""
+
+    action: str
+    reason: str
+    detail: str
+    opens_at: datetime | None = None
+
+    @property
+    def words(self) -> str:
+        return reason_in_words(self.reason, self.detail)
+
+
+# The skips that only wait for a gate opening by itself: the producer leaves the material to the Sit.
+SIT_WAITING = ("not_idle", "quiet_hours")
+
+
 def autonomy_sweep(*, now: datetime | None = None) -> dict:
     """Run by beat (every minute by default): for every workspace not switched off, sample its
     pressure into the series, decide (sit, would sit, skip, and why) and record the decision; claim
@@ -144,22 +164,47 @@ def autonomy_decide(*, settings: AutonomySettings, now: datetime | None = None,
                     scheduled: bool = False) -> tuple[AutonomyDecision, PressureSample]:
     """Read the workspace's pressure and decide. A `sit` decision is saved here (it is the window's
     claim) and its Sit queued after commit; any other decision is returned unsaved, for the caller
-    to store (the sweep stores them all at once). `scheduled` (the cron Sit) skips the threshold."""
+    to store (the sweep stores them all at once). `scheduled` (the cron Sit) skips the threshold.
+
+    A Sit goes first: when un-provenanced material is full the topical producer is queued to name
+    it, but not while a Sit is only waiting for a gate that opens by itself (the idle gate, quiet
+    hours): the producer would drain the pressure that decided the Sit before the gate opens. The
+    sweep that claims the Sit queues the producer with it (the Sit has taken its reading)."""
     now = now or timezone.now()
     gates = gates_read(settings=settings, now=now)
     reading = pressure_read(settings=settings, day_start=gates.day_start, now=now)
     sample = PressureSample(workspace_id=settings.workspace_id, value=reading.value, breakdown=reading.breakdown)
-    action, reason, detail = _decision(settings, reading, gates, now=now, scheduled=scheduled)
-    decision = AutonomyDecision(workspace_id=settings.workspace_id, mode=settings.mode, action=action, reason=reason,
-                                detail=detail, pressure=reading.value, breakdown=reading.breakdown,
+    verdict = _decision(settings, reading, gates, now=now, scheduled=scheduled)
+    decision = AutonomyDecision(workspace_id=settings.workspace_id, mode=settings.mode, action=verdict.action,
+                                reason=verdict.reason, detail=verdict.detail, opens_at=verdict.opens_at,
+                                pressure=reading.value, breakdown=reading.breakdown,
                                 window_start=gates.window_start, scheduled=scheduled)
-    if action == Action.SIT:
-        decision = _claim(decision, now=now)
-    if (settings.mode == AutonomyMode.ON and not scheduled
+    if verdict.action == Action.SIT:
+        decision = _claim(decision, settings=settings, now=now)
+    if (settings.mode == AutonomyMode.ON and not scheduled and decision.reason not in SIT_WAITING
             and reading.breakdown["unprovenanced"]["scaled"] >= 1
             and producers_pressure_start(workspace_id=settings.workspace_id, window_start=gates.window_start)):
-        decision.detail += "; un-provenanced material is full: a topical producer run was queued"
+        decision.detail += ("; un-provenanced material is full: a topical producer run was queued to name it "
+                            f"(it lowers the pressure by up to {reading.breakdown['unprovenanced']['contribution']:.2f})")
+        if decision.pk is not None:
+            decision.save(update_fields=["detail"])
     return decision, sample
+
+
+def autonomy_now(*, settings: AutonomySettings,
+                 now: datetime | None = None) -> tuple[Verdict, Reading | None]:
+    """What the sweep would decide if it ran now, and the reading it would decide on; nothing is
+    written (the operator's view of "why is nothing happening")."""
+    now = now or timezone.now()
+    if settings.mode == AutonomyMode.OFF:
+        return Verdict(Action.SKIP, "off", "autonomy is switched off: nothing is sampled or decided"), None
+    gates = gates_read(settings=settings, now=now)
+    reading = pressure_read(settings=settings, day_start=gates.day_start, now=now)
+    verdict = _decision(settings, reading, gates, now=now, scheduled=False)
+    if verdict.action == Action.SIT and AutonomyDecision.objects.filter(
+            workspace_id=settings.workspace_id, action=Action.SIT, window_start=gates.window_start).exists():
+        verdict = _window_taken(settings, gates.window_start, now=now)
+    return verdict, reading
 
 
 def gates_read(*, settings: AutonomySettings, now: datetime) -> Gates:
@@ -182,26 +227,62 @@ def in_quiet_hours(moment: time, start: time | None, end: time | None) -> bool:
 
 
 def _decision(settings: AutonomySettings, reading: Reading, gates: Gates, *, now: datetime,
-              scheduled: bool) -> tuple[str, str, str]:
-    idle_for = now - reading.last_user_message_at if reading.last_user_message_at else None
+              scheduled: bool) -> Verdict:
+    last = reading.last_user_message_at
+    top = SIGNAL_LABELS.get(reading.top_signal, reading.top_signal)
     if not scheduled and reading.value < settings.threshold:
-        return Action.SKIP, "below_threshold", f"pressure {reading.value:.2f} < threshold {settings.threshold:.2f}"
+        return Verdict(Action.SKIP, "below_threshold",
+                       f"pressure {reading.value:.2f} < threshold {settings.threshold:.2f}; top signal: {top}")
     if gates.quiet:
-        return Action.SKIP, "quiet_hours", f"{settings.quiet_start}-{settings.quiet_end} in {settings.time_zone}"
-    if idle_for is not None and idle_for < timedelta(minutes=settings.idle_minutes):
-        return Action.SKIP, "not_idle", (f"last user message {int(idle_for.total_seconds() // 60)} min ago; "
-                                         f"idle after {settings.idle_minutes} min")
+        ends = _quiet_end_after(now, settings)
+        return Verdict(Action.SKIP, "quiet_hours",
+                       f"{settings.quiet_start:%H:%M}-{settings.quiet_end:%H:%M} in {settings.time_zone}; "
+                       f"they end in {duration_words(ends - now)}", ends)
+    if last is not None and now - last < timedelta(minutes=settings.idle_minutes):
+        opens = last + timedelta(minutes=settings.idle_minutes)
+        return Verdict(Action.SKIP, "not_idle",
+                       f"last question {duration_words(now - last)} ago; it opens in {duration_words(opens - now)} "
+                       f"({settings.idle_minutes} min after a question)", opens)
+    tomorrow = gates.day_start + timedelta(days=1)
     if reading.sits_today >= settings.daily_sit_cap:
-        return Action.SKIP, "sit_cap", f"{reading.sits_today} of {settings.daily_sit_cap} autonomous Sits today"
+        return Verdict(Action.SKIP, "sit_cap", f"{reading.sits_today} of {settings.daily_sit_cap} autonomous Sits "
+                                               f"today; the count starts again in {duration_words(tomorrow - now)}",
+                       tomorrow)
     if reading.tokens_today >= settings.daily_token_cap:
-        return Action.SKIP, "token_cap", f"{reading.tokens_today} of {settings.daily_token_cap} tokens today"
+        return Verdict(Action.SKIP, "token_cap", f"{reading.tokens_today} of {settings.daily_token_cap} tokens "
+                                                 f"today; the count starts again in {duration_words(tomorrow - now)}",
+                       tomorrow)
     if _sit_in_progress(settings):
-        return Action.SKIP, "sit_running", "the autonomy session is still working on a Sit"
+        return Verdict(Action.SKIP, "sit_running", "the autonomy session is still working on a Sit")
     detail = ("scheduled" if scheduled else
-              f"pressure {reading.value:.2f} >= threshold {settings.threshold:.2f}; top signal {reading.top_signal}")
+              f"pressure {reading.value:.2f} >= threshold {settings.threshold:.2f}; top signal: {top}")
     if settings.mode == AutonomyMode.OBSERVE:
-        return Action.WOULD_SIT, "observe", detail
-    return Action.SIT, "scheduled" if scheduled else "pressure", detail
+        return Verdict(Action.WOULD_SIT, "observe", detail + "; observe mode starts nothing")
+    return Verdict(Action.SIT, "scheduled" if scheduled else "pressure", detail)
+
+
+def _window_taken(settings: AutonomySettings, window_start: datetime, *, now: datetime) -> Verdict:
+    opens = window_start + timedelta(minutes=settings.window_minutes)
+    return Verdict(Action.SKIP, "window_taken",
+                   f"an autonomous Sit started in this window ({window_start:%H:%M} UTC) already; the next "
+                   f"window opens in {duration_words(opens - now)}", opens)
+
+
+def _quiet_end_after(now: datetime, settings: AutonomySettings) -> datetime:
+    local = now.astimezone(zoneinfo.ZoneInfo(settings.time_zone))
+    end = local.replace(hour=settings.quiet_end.hour, minute=settings.quiet_end.minute, second=0, microsecond=0)
+    return end if end > local else end + timedelta(days=1)
+
+
+def duration_words(span: timedelta) -> str:
+    """A span as an operator reads it: "under a minute", "4 min", "2 h 5 min"."""
+    minutes = int(max(span.total_seconds(), 0) // 60)
+    if minutes < 1:
+        return "under a minute"
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
 def _sit_in_progress(settings: AutonomySettings) -> bool:
@@ -212,7 +293,7 @@ def _sit_in_progress(settings: AutonomySettings) -> bool:
             or Turn.objects.filter(session_id=settings.session_id, status=Turn.Status.RUNNING).exists())
 
 
-def _claim(decision: AutonomyDecision, *, now: datetime) -> AutonomyDecision:
+def _claim(decision: AutonomyDecision, *, settings: AutonomySettings, now: datetime) -> AutonomyDecision:
     """Insert the `sit` decision, the window's one claim, and queue the Sit's start after commit; a
     window already claimed turns the decision into a `window_taken` skip (returned unsaved)."""
     decision.sit_state, decision.start_queued_at, decision.start_attempts = SitState.CLAIMED, now, 1
@@ -221,10 +302,11 @@ def _claim(decision: AutonomyDecision, *, now: datetime) -> AutonomyDecision:
             decision.save()
             _sit_start_enqueue(decision.pk)
     except IntegrityError:
+        verdict = _window_taken(settings, decision.window_start, now=now)
         decision.pk = None
         decision.sit_state, decision.start_queued_at, decision.start_attempts = "", None, 0
-        decision.action, decision.reason = Action.SKIP, "window_taken"
-        decision.detail = f"an autonomous Sit was started in this window ({decision.window_start:%H:%M} UTC) already"
+        decision.action, decision.reason, decision.detail = verdict.action, verdict.reason, verdict.detail
+        decision.opens_at = verdict.opens_at
     return decision
 
 

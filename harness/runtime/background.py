@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from fathom import outbox
 from fathom.errors import ApplicationError, ConflictError
+from fathom.file_root import FileRootNotShared, file_root_verify
 from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
 from harness.runtime.events import event_emit
@@ -38,6 +39,8 @@ State = Task.State
 TIME_LIMIT_GRACE_SECONDS = 30  # the hard limit after the soft one, and the sweep's margin past it
 START_BATCH = 200  # waiting tasks looked at per start pass (oldest first)
 RESULT_PREVIEW_CHARS = 500
+FILE_TOOLS = ("fs_list", "fs_read", "fs_write", "fs_replace")  # they need the shared file root
+REFUSED_RESEND_SECONDS = 5  # a file task refused by a worker without the shared root is sent again after
 
 
 # --- creating, starting, finishing ------------------------------------------------------------------------
@@ -90,6 +93,8 @@ def task_execute(*, task_id) -> str:
     task = Task.objects.select_related("workspace", "session").filter(pk=task_id).first()
     if task is None or task.state != State.RUNNING:
         return "skipped"
+    if task.tool in FILE_TOOLS and (refusal := _file_root_refusal(task)):
+        return refusal
     limits = harness_settings_get(workspace_id=task.workspace_id)
     if not claims.claim(Task, task.pk, stale_after=limits.stale_after_seconds):
         return "busy"
@@ -245,10 +250,26 @@ def _slots_give(task: Task) -> None:
         TaskSlots.objects.filter(scope=scope, running__gt=0).update(running=F("running") - 1)
 
 
-def _dispatch(task: Task) -> None:
+def _dispatch(task: Task, *, countdown: float = 0) -> None:
     """Run the task on a worker, under its own time limits, once the current transaction commits."""
     outbox.enqueue("fires.task_run", args=[str(task.pk)], soft_time_limit=task.timeout_seconds,
-                        time_limit=task.timeout_seconds + TIME_LIMIT_GRACE_SECONDS)
+                   time_limit=task.timeout_seconds + TIME_LIMIT_GRACE_SECONDS, countdown=countdown)
+
+
+def _file_root_refusal(task: Task) -> str:
+    """A file task on a worker whose file root is not the shared one is refused, not run: sent
+    again for a worker that has it, and failed with the reason once its time limit has passed
+    without one taking it. "" when this worker may run it."""
+    try:
+        file_root_verify()
+    except FileRootNotShared as exc:
+        if task.started_at and timezone.now() > task.started_at + timedelta(seconds=task.timeout_seconds):
+            _finish(task, State.FAILED, error=str(exc))
+            return "failed"
+        logger.error("refused file task %s (%s): %s", task.pk, task.tool, exc)
+        _dispatch(task, countdown=REFUSED_RESEND_SECONDS)
+        return "refused"
+    return ""
 
 
 def _emit(task: Task, *, previous: str) -> None:

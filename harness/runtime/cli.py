@@ -2,6 +2,7 @@
 
 import sys
 
+import httpx
 from django.conf import settings
 from django.core.management.base import CommandError
 from rich.console import Console
@@ -12,6 +13,7 @@ from harness.runtime.session_client import (
     FathomClient,
     Progress,
     Renderer,
+    client_target,
     profile_fields,
 )
 
@@ -26,9 +28,10 @@ def register(subparsers):
                     "RefreshProfile, /quit leaves). When input ends it waits until the turns answering what it sent "
                     "have ended, then exits.")
     client.add_argument("--url", default=settings.FATHOM_URL,
-                        help="the Fathom to talk to (default: FATHOM_URL, else this machine's port)")
+                        help="the Fathom to talk to (default: FATHOM_URL, else `url` in the config file "
+                             "FATHOM_CLIENT_CONFIG, ~/.config/fathom/client.toml, else this machine's port)")
     client.add_argument("--key", default=settings.FATHOM_API_KEY,
-                        help="an API key of the workspace (default: FATHOM_API_KEY)")
+                        help="an API key of the workspace (default: FATHOM_API_KEY, else `key` in the config file)")
     client.add_argument("--session", default="", help="attach to this session instead of opening one")
     client.add_argument("--title", default="", help="a new session's title")
     client.add_argument("--tag", default="", help="a new session's river tag")
@@ -52,7 +55,12 @@ def _client(command, options):
         raise CommandError("--wait must be positive")
     # The stream under Django's OutputWrapper, which would end every write (each delta) with a newline.
     console = Console(file=getattr(command.stdout, "_out", sys.stdout), highlight=False, soft_wrap=True)
-    client = FathomClient(options["url"], options["key"])
+    try:
+        url, key = client_target(url=options["url"], key=options["key"], config=settings.FATHOM_CLIENT_CONFIG,
+                                 port=settings.HTTP_PORT)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    client = FathomClient(url, key)
     follower = None
     try:
         session = _session(client, options)
@@ -67,7 +75,7 @@ def _client(command, options):
             if line == QUIT:
                 return
             if line == REFRESH:
-                client.profiles_refresh(session["id"])
+                progress.message_sent(client.profiles_refresh(session["id"])["trigger_id"])
             elif line.strip():
                 progress.message_sent(client.message_send(session["id"], line)["trigger_id"])
         if not progress.wait_idle(timeout=options["wait"]) and follower.failure is None:
@@ -76,6 +84,9 @@ def _client(command, options):
             raise CommandError(f"the event stream failed: {follower.failure}")
     except ClientError as exc:
         raise CommandError(f"{client.url} answered {exc}") from None
+    except httpx.TransportError as exc:
+        raise CommandError(f"cannot reach Fathom at {client.url} ({exc or type(exc).__name__}); is it running "
+                           "there? (--url, FATHOM_URL or the config file say where)") from None
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     finally:

@@ -316,5 +316,8 @@ def _emit(turn: Turn, kind: str, data: dict) -> SessionEvent:
 
 
 def _trigger_data(trigger: Trigger) -> dict:
-    return {"trigger_id": str(trigger.pk), "kind": trigger.kind, "variant": trigger.get_kind_display(),
+    data = {"trigger_id": str(trigger.pk), "kind": trigger.kind, "variant": trigger.get_kind_display(),
             "source": trigger.source, "author": trigger.author, "content": trigger.content}
+    if trigger.kind == Trigger.Kind.TASK_DONE:
+        data["task_id"] = (trigger.payload or {}).get("task_id")  # a client waiting on the task knows its news
+    return data

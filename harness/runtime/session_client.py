@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
+import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,22 @@ SSE_SECONDS = 300  # the server's longest stream; the follower reconnects after 
 RECONNECT_SECONDS = 1.0
 PROFILE_FIELDS = {"agent": ("name", "agents_md", "soul_md", "identity_md", "memory"),
                   "user": ("name", "user_md", "memory", "preferences")}
+
+
+def client_target(*, url: str, key: str, config: Path, port: int) -> tuple[str, str]:
+    """The URL and key to use: each from its flag, else its environment variable (both already in
+    `url`/`key` when given), else the config file (TOML: `url = "..."`, `key = "..."`), else this
+    machine's port and no key. A config file that is not TOML is a ValueError naming it."""
+    if url and key:
+        return url, key
+    stored = {}
+    if config.is_file():
+        try:
+            stored = tomllib.loads(config.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"the client's config file {config} is not TOML: {exc}") from None
+    return (url or str(stored.get("url") or "") or f"http://127.0.0.1:{port}",
+            key or str(stored.get("key") or ""))
 
 
 class ClientError(Exception):
@@ -94,12 +111,16 @@ class FathomClient:
 
 @dataclass
 class Progress:
-    """Which of the messages this client sent have had their turn end: the client is idle when all
-    have (used to leave after standard input ends)."""
+    """What this client is owed, to leave only when all of it came (after standard input ends): a
+    turn for each message or refresh it sent, and for what those turns cause in turn. A background
+    task a turn of ours starts is owed until its TaskDone trigger arrives, and that trigger's turn is
+    owed like a message's (so are the tasks that turn starts, and so on)."""
 
     sent: set[str] = field(default_factory=set)
     turns: dict[int, set[str]] = field(default_factory=dict)
     answered: set[str] = field(default_factory=set)
+    tasks: set[str] = field(default_factory=set)  # started by a turn of ours, their TaskDone not yet queued
+    ours: int | None = None  # the turn running now, when it answers something we are owed
     changed: threading.Condition = field(default_factory=threading.Condition)
 
     def message_sent(self, trigger_id: str) -> None:
@@ -107,18 +128,30 @@ class Progress:
             self.sent.add(trigger_id)
 
     def see(self, event: dict) -> None:
-        data = event.get("data") or {}
+        data, kind = event.get("data") or {}, event["kind"]
         with self.changed:
-            if event["kind"] == "TurnStarted":
-                self.turns[data.get("turn")] = set(data.get("trigger_ids") or ()) | set(data.get("refired_ids") or ())
-            elif event["kind"] in ("TurnEnded", "TurnFailure"):
+            if kind == "TurnStarted":
+                addressed = set(data.get("trigger_ids") or ()) | set(data.get("refired_ids") or ())
+                self.turns[data.get("turn")] = addressed
+                self.ours = data.get("turn") if addressed & self.sent else None
+            elif kind in ("TurnEnded", "TurnFailure"):
                 unaddressed = set(data.get("unaddressed_ids") or ())
                 self.answered |= self.turns.pop(data.get("turn"), set()) - unaddressed
+                self.ours = None
+            elif kind == "TaskStateChanged" and self.ours is not None and not data.get("previous"):
+                self.tasks.add(str(data.get("task_id")))
+            elif kind == "TriggerAccepted" and str(data.get("task_id")) in self.tasks:
+                self.tasks.discard(str(data["task_id"]))
+                self.sent.add(data["trigger_id"])
             self.changed.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        return self.sent <= self.answered and not self.tasks
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         with self.changed:
-            return self.changed.wait_for(lambda: self.sent <= self.answered, timeout=timeout)
+            return self.changed.wait_for(lambda: self.idle, timeout=timeout)
 
 
 class Renderer:

@@ -22,11 +22,13 @@ from festinger.loops.guard import loop_events_record
 from festinger.models import ConflictStatus, Edge
 from festinger.recollection import RECOLLECTION_EVENT
 from harness.autonomy.models import AutonomySettings, InboxMark, PressureSample
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.conductor.services import run_create
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback, QualityAttempt, QualityRun
 from harness.runtime.models import Trigger
+from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import Decision, ProposalStatus
@@ -42,13 +44,13 @@ from tests.festinger.conftest import isa_isa_conflict
 from tests.harness.tool_fire import run_tools
 
 # The feed page's queries, whatever its size: the session and the user, the memberships, the fires, their
-# turns and their tool calls, their quality runs with their attempts and their thumbs, the proposals and
+# turns and their tool calls, their traces' totals, their quality runs with their attempts and their thumbs, the proposals and
 # their decisions, the side panels (pending proposals and
 # their decisions, pending conflicts, the loop detector's conversations, the latest recollections, the inbox,
-# the pressure panel's settings, reading (two) and series, the directives, the conductor's runs, active
+# the pressure panel's settings, reading (two), series, latest decisions and producer runs, the directives, the conductor's runs, active
 # background tasks), the recollections and the background tasks of the page's fires, the user messages
 # still waiting for a turn, and the newest proposal id (where the live stream starts).
-FEED_QUERIES = 28
+FEED_QUERIES = 31
 # A conversation's page: the session and the user, the memberships, its loop events, its recollections.
 CONVERSATION_QUERIES = 5
 
@@ -179,6 +181,28 @@ def test_a_user_without_a_workspace_goes_to_onboarding(client, db):
 
 
 # --- the feed --------------------------------------------------------------------------------------------
+
+def test_the_cards_counts_agree_with_the_fires_trace(operator, scripted_llm, workspace):
+    # given a fire whose trace also holds the quality harness's calls (a classifier's and a verifier's)
+    fire = fire_with_tools(scripted_llm, workspace)
+    assert fire.trace_id
+    for actor, tokens in (("classifier", (100, 5)), ("verifier", (300, 40))):
+        for kind, (tokens_in, tokens_out) in (("llm.call.started", (0, 0)), ("llm.call.completed", tokens)):
+            TraceEvent.objects.create(workspace=workspace, at=timezone.now(), kind=kind, name="llm.call",
+                                      trace_id=fire.trace_id, span_id=actor[:16], actor_id=actor,
+                                      input_tokens=tokens_in, output_tokens=tokens_out)
+    # then the card counts what the trace shows, and says how many were the loop's own
+    calls = TraceEvent.objects.filter(workspace=workspace, trace_id=fire.trace_id, kind="llm.call.started")
+    completed = TraceEvent.objects.filter(workspace=workspace, trace_id=fire.trace_id, name="llm.call")
+    total_in = sum(completed.values_list("input_tokens", flat=True))
+    total_out = sum(completed.values_list("output_tokens", flat=True))
+    page = operator.get("/").content.decode()
+    summary = page[page.index("Thinking:"):page.index("</summary>", page.index("Thinking:"))]
+    assert f"{calls.count()} model calls ({fire.model_calls} in the loop), {total_in}+{total_out} tokens" in summary, summary
+    assert calls.count() == fire.model_calls + 2
+    loop = operator.get(f"/loop/{fire.pk}").content.decode()
+    assert f"{calls.count()} model calls ({fire.model_calls} in the loop)" in loop
+
 
 def test_the_feed_shows_a_fires_bubbles_card_and_accordion_with_its_tool_calls(operator, scripted_llm, workspace):
     fire = fire_with_tools(scripted_llm, workspace, question="where did the rover go?")
@@ -517,9 +541,20 @@ def test_the_pressure_panel_shows_the_gauge_its_breakdown_and_the_series_plot(op
         PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
     page = operator.get("/").content.decode()
     assert 'id="pressure-meter"' in page and "of threshold 0.35" in page
-    assert "unprovenanced" in page and "pending_conflicts" in page  # the breakdown by signal
+    # the breakdown by signal, in human labels; a workspace that never sat says so
+    assert "Un-provenanced material" in page and "Pending conflicts" in page and "never sat" in page
     assert "<polyline points=" in page and "3 samples from 0.10 to 0.50" in page
     assert 'value="observe" checked' in page  # the default mode
+
+
+def test_beside_the_gauge_autonomy_says_why_in_words(operator, workspace):
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=0.0)
+    message_send(session=session_create(workspace=workspace, title="asking"), content="rover dune")
+    autonomy_sweep()
+    page = operator.get("/").content.decode()
+    assert '<p class="why-now" data-reason="not_idle">' in page
+    assert "idle gate: last question under a minute ago; it opens in 14 min (15 min after a question)" in page
+    assert '<li class="decision decision-skip" data-reason="not_idle">' in page
 
 
 def test_the_pressure_plot_spans_the_samples_it_has(operator, workspace):
@@ -606,3 +641,65 @@ def test_the_live_feed_knows_what_the_page_holds():
     assert cursor.proposal_id == 4
     assert stream.known_fires(states, shown={}, until=None, cursor=cursor) == {"shown": None, "older": None}
     assert stream.Cursor.parse("not ours") is None
+
+
+def test_an_invalid_edit_on_the_proposal_page_keeps_the_text_and_decides_nothing(operator, workspace):
+    proposal = provenance_proposal(workspace, level=3)
+    response = operator.post(f"/proposals/{proposal.pk}/edit", {"payload": "{broken", "next": f"/proposals/{proposal.pk}"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "Not approved: the payload is not valid JSON" in page and ">{broken</textarea>" in page
+    proposal.refresh_from_db()
+    assert proposal.status == ProposalStatus.PENDING and not proposal.decisions.exists()
+
+
+def test_an_inline_decision_tells_waiting_for_you_to_reload_and_the_panel_renders_alone(operator, workspace):
+    proposal = provenance_proposal(workspace, level=3, title="The long drive")
+    panel = operator.get("/panels/proposals").content.decode()
+    assert 'id="side-proposals"' in panel and "The long drive" in panel
+    response = operator.post(f"/proposals/{proposal.pk}/approve", HTTP_HX_REQUEST="true")
+    assert response["HX-Trigger"] == "panel-proposals-changed"
+    panel = operator.get("/panels/proposals").content.decode()
+    assert 'id="side-proposals"' in panel and " hidden" in panel and "The long drive" not in panel
+    assert operator.get("/panels/no-such-panel").status_code == 404
+
+
+# --- the lake ------------------------------------------------------------------------------------------------
+
+def test_the_lake_page_searches_and_each_hit_links_to_its_delta(operator, workspace):
+    delta = delta_create(workspace=workspace, content="The rover crossed the dune at dawn")
+    page = operator.get("/lake/?q=rover+dune&mode=text").content.decode()
+    assert f'href="/lake/{delta.pk}"' in page and "The rover crossed the dune at dawn" in page
+    bad = operator.get("/lake/?q=rover&mode=sideways")
+    assert bad.status_code == 400 and "mode must be one of" in bad.content.decode()
+
+
+def test_a_deltas_page_shows_its_provenance_up_and_down_as_links(operator, workspace, other_workspace):
+    episode = provenance_proposal(workspace, level=1, title="The rover era")
+    provenance = Delta.objects.get(workspace=workspace, pk=episode.result_ref.removeprefix("delta:"))
+    moment = provenance.from_ids[0]
+    down = operator.get(f"/lake/{provenance.pk}").content.decode()
+    assert all(f'href="/lake/{child}"' in down for child in provenance.from_ids)
+    up = operator.get(f"/lake/{moment}").content.decode()
+    assert f'href="/lake/{provenance.pk}"' in up and "Provenance up" in up
+    theirs = delta_create(workspace=other_workspace, content="not yours")
+    assert operator.get(f"/lake/{theirs.pk}").status_code == 404
+
+
+def test_cited_ids_in_an_answer_are_links_to_the_lake(operator, scripted_llm, workspace):
+    delta = delta_create(workspace=workspace, content="The rover went north")
+    run_tools(scripted_llm, workspace, [], respond={"body": f"It went north [{delta.pk}]. <b>bold</b>"},
+              question="where?", mode="reactive")
+    page = operator.get("/").content.decode()
+    assert f'<a class="cited" href="/lake/{delta.pk}">[{delta.pk}]</a>' in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page  # the rest of the answer stays escaped
+
+
+def test_the_autonomy_page_shows_the_switch_why_and_the_decisions_in_words(operator, workspace):
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=1.0)
+    autonomy_sweep()
+    directive = delta_create(workspace=workspace, content="Look into the rover's logs", tags=["kind:directive"])
+    page = operator.get("/autonomy/").content.decode()
+    assert 'id="pressure-meter"' in page and '<p class="why-now" data-reason="below_threshold">' in page
+    assert '<tr class="decision decision-skip" data-reason="below_threshold">' in page
+    assert "below the threshold: pressure" in page and f'id="inbox-{directive.pk}"' in page

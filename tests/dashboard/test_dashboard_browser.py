@@ -16,9 +16,11 @@ from selenium.webdriver.support.wait import WebDriverWait
 from fathom.models import Membership
 from festinger.models import ConflictStatus
 from harness.autonomy.models import AutonomySettings, PressureSample
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.fires.services import fire_create
 from harness.quality.models import Feedback
 from harness.runtime.models import Trigger
+from harness.runtime.services import message_send, session_create
 from proposals.models import Decision, ProposalStatus
 from tests.dashboard.support import (
     PASSWORD,
@@ -216,8 +218,17 @@ def test_an_operator_flips_the_autonomy_switch_beside_the_pressure_gauge(live_se
     for hours_ago, value in ((20, 0.1), (15, 0.25), (10, 0.45), (6, 0.2), (2, 0.3), (0, 0.15)):
         sample = PressureSample.objects.create(workspace=workspace, value=value, breakdown={})
         PressureSample.objects.filter(pk=sample.pk).update(created_at=timezone.now() - timedelta(hours=hours_ago))
+    autonomy_settings_update(workspace=workspace, threshold=0.0)
+    message_send(session=session_create(workspace=workspace, title="asking"), content="rover dune")
+    autonomy_sweep()
     wait = log_in(browser, live_server_url)
     assert browser.find_element(By.ID, "pressure-meter").is_displayed()
+    # beside the gauge, why: in words, what the sweep would do now and what it decided
+    why = browser.find_element(By.CSS_SELECTOR, ".autonomy-why")
+    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.ID, "pressure-meter"))
+    assert why.is_displayed() and "idle gate: last question" in why.find_element(By.CSS_SELECTOR, ".why-now").text
+    assert "it opens in 14 min" in why.find_element(By.CSS_SELECTOR, "li.decision").text
+    assert browser.find_element(By.CSS_SELECTOR, "tr[data-signal=since_sit] td").text == "never sat"
     screenshot("pressure")
     browser.find_element(By.CSS_SELECTOR, ".switch input[value=on]").click()
     browser.find_element(By.CSS_SELECTOR, ".switch-button").click()

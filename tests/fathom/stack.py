@@ -63,11 +63,12 @@ class Stack:
     """`fathom up` on the data dir under `root`, its output read as it comes (so it never blocks on a
     full pipe)."""
 
-    def __init__(self, root: Path, port: int):
+    def __init__(self, root: Path, port: int, *, without: tuple[str, ...] = ()):
         self.root, self.port = root, port
         self.lines: list[str] = []
+        env = {name: value for name, value in stack_env(root).items() if name not in without}
         self.process = subprocess.Popen([sys.executable, "manage.py", "fathom", "up", "--port", str(port)],
-                                        cwd=REPO_ROOT, env=stack_env(root), stdout=subprocess.PIPE,
+                                        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

@@ -129,7 +129,7 @@ def test_the_focus_calls_tokens_count_toward_the_daily_token_cap(workspace, auto
     assert decision.focus_tokens == 110 and not Fire.objects.filter(workspace=workspace).exists()
     autonomy_sweep(now=NOON + timedelta(hours=1))  # the next window: only the focus call spent tokens
     skip = AutonomyDecision.objects.filter(workspace=workspace).exclude(pk=decision.pk).get()
-    assert (skip.action, skip.reason, skip.detail) == ("skip", "token_cap", "110 of 100 tokens today")
+    assert (skip.action, skip.reason, skip.detail) == ("skip", "token_cap", "110 of 100 tokens today; the count starts again in 10 h 59 min")
 
 
 def test_a_failed_focus_call_falls_back_to_the_top_signal(workspace, autonomy, scripted_llm):

@@ -2,6 +2,7 @@
 its command in a subprocess: standard input in, the rendered event log out."""
 
 import io
+import socket
 import subprocess
 import sys
 
@@ -10,18 +11,36 @@ from rich.console import Console
 
 from fathom.llm.scripted import Script
 from fathom.services import apikey_create
-from harness.runtime.models import AgentProfile, Session, UserProfile
-from harness.runtime.session_client import Renderer
+from harness.runtime.files import sandbox
+from harness.runtime.models import AgentProfile, Session, Task, UserProfile
+from harness.runtime.session_client import Progress, Renderer
 from tests.conftest import REPO_ROOT, wait_for, worker_env
+from tests.harness.conftest import ALL_QUEUES
 from tests.harness.support import wait_for_background_work
 
 ANSWER = "High tide is at noon; the harbour empties by two."
 
 
-def run_client(*args, key: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess:
+def run_client(*args, key: str, stdin: str = "", timeout: float = 180, env: dict | None = None
+               ) -> subprocess.CompletedProcess:
+    base = {name: value for name, value in worker_env().items()
+            if name not in ("FATHOM_URL", "FATHOM_CLIENT_CONFIG")}
     return subprocess.run([sys.executable, "manage.py", "fathom", "client", *args], cwd=REPO_ROOT, input=stdin,
-                          env={**worker_env(), "FATHOM_API_KEY": key}, capture_output=True, text=True,
+                          env={**base, "FATHOM_API_KEY": key, **(env or {})}, capture_output=True, text=True,
                           timeout=timeout)
+
+
+@pytest.fixture
+def fs_env(tmp_path, settings):
+    """A FATHOM_FS_ROOT of the test's own, here and (as environment) for its worker and client."""
+    settings.FATHOM_FS_ROOT = tmp_path / "root"
+    return {"FATHOM_FS_ROOT": str(tmp_path / "root")}
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens on it once the socket closes
 
 
 @pytest.mark.worker
@@ -86,3 +105,78 @@ def test_the_client_marks_a_degraded_answer_with_its_reasons():
     first, second = out.getvalue().splitlines()
     assert "AssistantOutput (unverified: Unfounded citation [deadbeefdeadbeef]: no such delta)" in first
     assert first.endswith(ANSWER) and second.endswith(f"AssistantOutput {ANSWER}")
+
+
+def test_against_a_closed_port_it_prints_one_line_naming_the_url_and_exits_non_zero(tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}"
+    done = run_client("--url", url, "--no-input", key="any", env={"FATHOM_CLIENT_CONFIG": str(tmp_path / "none")})
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot reach Fathom at {url}" in lines[0], done.stderr
+
+
+def test_the_url_comes_from_the_flag_then_the_environment_then_the_config_file(tmp_path):
+    flag, variable, stored = (f"http://127.0.0.1:{closed_port()}" for _ in range(3))
+    config = tmp_path / "client.toml"
+    config.write_text(f'url = "{stored}"\nkey = "from-the-file"\n')
+    env = {"FATHOM_CLIENT_CONFIG": str(config)}
+    assert stored in run_client("--no-input", key="", env=env).stderr
+    assert variable in run_client("--no-input", key="", env={**env, "FATHOM_URL": variable}).stderr
+    assert flag in run_client("--no-input", "--url", flag, key="", env={**env, "FATHOM_URL": variable}).stderr
+
+    config.write_text("url = not toml")
+    broken = run_client("--no-input", key="", env=env)
+    assert broken.returncode != 0 and f"the client's config file {config} is not TOML" in broken.stderr
+    assert len(broken.stderr.strip().splitlines()) == 1
+
+
+def test_progress_stays_for_the_task_done_turn_a_message_caused():
+    # given a message sent, whose turn starts a background task
+    progress = Progress()
+    progress.message_sent("m1")
+    events = [("TurnStarted", {"turn": 1, "trigger_ids": ["m1"]}),
+              ("TaskStateChanged", {"task_id": "t1", "state": "pending", "previous": None}),
+              ("TurnEnded", {"turn": 1}),
+              ("TaskStateChanged", {"task_id": "t1", "state": "succeeded", "previous": "running"}),
+              ("TriggerAccepted", {"trigger_id": "d1", "kind": "task_done", "task_id": "t1"}),
+              ("TurnStarted", {"turn": 2, "trigger_ids": ["d1"]})]
+    # then it is not idle while the task runs, nor once its TaskDone is queued, until that turn ends
+    for seq, (kind, data) in enumerate(events, start=1):
+        progress.see({"seq": seq, "kind": kind, "data": data})
+        assert not progress.idle, kind
+    progress.see({"seq": 7, "kind": "TurnEnded", "data": {"turn": 2}})
+    assert progress.idle
+
+
+def test_progress_ignores_tasks_of_turns_it_does_not_own():
+    progress = Progress()
+    progress.see({"seq": 1, "kind": "TurnStarted", "data": {"turn": 1, "trigger_ids": ["someone-else"]}})
+    progress.see({"seq": 2, "kind": "TaskStateChanged", "data": {"task_id": "t9", "state": "pending"}})
+    progress.see({"seq": 3, "kind": "TurnEnded", "data": {"turn": 1}})
+    assert progress.idle
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_the_client_stays_for_the_task_done_turn_and_a_profile_refresh_before_no_input_exits(
+        live_server_url, workspace, workers, fs_env):
+    # given a workspace folder with a note and a worker (the offline agent lists it through a task)
+    (sandbox.workspace_root(workspace) / "notes").mkdir(parents=True)
+    (sandbox.workspace_root(workspace) / "notes" / "todo.md").write_text("- buy milk\n")
+    workers(ALL_QUEUES, env=fs_env)
+    key = apikey_create(workspace=workspace, role="operator").secret
+
+    # when the client sends a message that starts a task, then a profile refresh, with --no-input
+    done = run_client("--url", live_server_url, "--no-input", "-m", "list fs://notes", "-m", "/refresh", key=key,
+                      env=fs_env)
+
+    # then it left only after the TaskDone's turn and the refresh's turn had ended, having shown both
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "task_done task" in out and "ProfileRefreshed" in out, out
+    session = Session.objects.get(workspace=workspace)
+    assert Task.objects.get(session=session).state == "succeeded"
+    last_turn = max(int(line.split("turn ")[1].split()[0]) for line in out.splitlines() if " ended" in line
+                    and "turn " in line)
+    assert last_turn >= 2 and out.rstrip().splitlines()[-1].endswith("ended"), out
+    wait_for_background_work(session)
