@@ -22,9 +22,11 @@ run: $(VENV)/.installed
 	@$(PY) manage.py fathom terminal check || echo "make run goes on: only the terminal needs it (apt-get install bubblewrap)"
 	$(PY) manage.py fathom up
 
+# The outage drills take the test run's own servers down: they run in a pytest (and servers) of their own.
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not drill"
+	$(PY) -m pytest -m drill
 
 # The unit tests: no real worker, no browser, nothing slow (markers in pyproject.toml).
 test-fast: $(VENV)/.installed

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import pytest
+from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -72,10 +73,11 @@ def test_the_stream_sends_new_fires_their_progress_and_new_proposals(live_server
         assert "a new question" in event["data"] and "not yours" not in event["data"]
 
         # the shown fire records a turn with a tool call: its card is sent again, fuller
-        turn = FireTurn.objects.create(workspace=workspace, fire=shown, number=1, text="let me look")
-        FireToolCall.objects.create(workspace=workspace, fire=shown, turn=turn, call_id="c1", name="semantic",
-                                    arguments={"query": "rover"}, result="three moments")
-        Fire.objects.filter(pk=shown.pk).update(status="running", model_calls=1)
+        with transaction.atomic():  # one change, seen at once (else its card may be sent for each write)
+            turn = FireTurn.objects.create(workspace=workspace, fire=shown, number=1, text="let me look")
+            FireToolCall.objects.create(workspace=workspace, fire=shown, turn=turn, call_id="c1", name="semantic",
+                                        arguments={"query": "rover"}, result="three moments")
+            Fire.objects.filter(pk=shown.pk).update(status="running", model_calls=1)
         event = next_event(lines)
         assert event["event"] == f"fire-{shown.pk}"
         assert '<span class="tool">semantic</span>' in event["data"] and "three moments" in event["data"]

@@ -37,7 +37,7 @@ from tests.conftest import REPO_ROOT, wait_for, wait_for_worker, worker_env
 from tests.harness.conftest import ALL_QUEUES
 from tests.harness.quality.conftest import classification, verdict
 
-pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.drill, pytest.mark.django_db(transaction=True)]
 
 BACK_WITHIN_SECONDS = 30
 OUTAGE_SECONDS = 60
