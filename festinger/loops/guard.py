@@ -175,7 +175,11 @@ def loop_observe(request, completion: Completion, *, cut: str | None = None) -> 
     if notes is None or notes.get("observed") or completion.provider == BREAKER_PROVIDER:
         return
     notes["observed"] = True
-    settings = loop_settings(request.workspace_id)
+    try:
+        settings = loop_settings(request.workspace_id)
+    except RedisError:  # a guard never fails the call it watches
+        log.warning("festinger: Redis is unreachable; loop detection skipped", exc_info=True)
+        return
     if not notes["followed"]:
         if cut:
             notes["events"].append({"kind": Kind.STREAM_REPETITION, "level": 0, "detail": _cut_detail(cut, settings)})
