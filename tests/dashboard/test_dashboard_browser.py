@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.utils import timezone
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.select import Select
@@ -38,7 +39,8 @@ OPERATOR = "operator@example.com"
 
 def log_in(browser, url: str, username: str = OPERATOR) -> WebDriverWait:
     browser.get(f"{url}/")  # logged out: sent to login
-    wait = WebDriverWait(browser, 30)
+    # a live update may swap the node a condition is reading: Chrome's "does not belong to the document"
+    wait = WebDriverWait(browser, 30, ignored_exceptions=(WebDriverException,))
     wait.until(seen.visibility_of_element_located((By.ID, "id_username"))).send_keys(username)
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()

@@ -28,7 +28,7 @@ State = Task.State
 def dispatched(monkeypatch):
     """The ids of the tasks sent to a worker (the test runs them itself, with background.task_execute)."""
     sent = []
-    monkeypatch.setattr(background, "_dispatch", lambda task: sent.append(task.pk))
+    monkeypatch.setattr(background, "_dispatch", lambda task, **_options: sent.append(task.pk))
     return sent
 
 
@@ -145,7 +145,7 @@ def test_capacity_is_read_from_the_workspace_settings_at_each_start(workspace, h
 def test_concurrent_starters_never_start_more_than_the_capacity(workspace, home, monkeypatch):
     # given 12 waiting tasks and a capacity of 3, and 8 threads starting waiting tasks at once (what
     # finishing tasks do), each on its own connection
-    monkeypatch.setattr(background, "_dispatch", lambda task: None)
+    monkeypatch.setattr(background, "_dispatch", lambda task, **_options: None)
     limits(workspace, task_capacity_workspace=3, task_capacity_session=3)
     session = session_create(workspace=workspace)
     limits(workspace, task_capacity_workspace=0)
@@ -392,7 +392,7 @@ def test_a_workspaces_capacity_is_its_own(workspace, other_workspace, home, disp
 def test_finishing_canceling_and_creating_at_once_neither_deadlocks_nor_miscounts(workspace, home, monkeypatch):
     # given two sessions with running and waiting tasks, and threads that at once finish, cancel and
     # create tasks (each on its own connection)
-    monkeypatch.setattr(background, "_dispatch", lambda task: None)
+    monkeypatch.setattr(background, "_dispatch", lambda task, **_options: None)
     limits(workspace, task_capacity_workspace=3, task_capacity_session=2)
     sessions = [session_create(workspace=workspace) for _ in range(2)]
     tasks = [create(sessions[i % 2]) for i in range(10)]
