@@ -15,8 +15,8 @@ answer's budget, and the notes are dropped. So the fused ranking is split in two
 
 The budget (`budget.pack`) keeps the sources' hits before the agent's."""
 
-from lake.models import PROVENANCE_TAG, is_agent_output
-from lake.search.rank import Ranked, provenance_cap, top_hits
+from lake.models import is_agent_output
+from lake.search.rank import ProvenanceQuota, Ranked, is_provenance, top_hits
 
 OWN_OUTPUT_EVERY = 5
 
@@ -32,27 +32,20 @@ def sources_first(ranked: list[Ranked], *, limit: int, share: float,
         return top_hits(ranked, limit=limit, share=share)
     order = {item.candidate.id: index for index, item in enumerate(ranked)}
     hits = list(sources)
-    provenance = sum(1 for item in hits if _is_provenance(item))
-    cap = max(1, provenance_cap(hits=limit, share=share)) if share > 0 else 0
+    quota = ProvenanceQuota.of(limit=limit, share=share, admitted=sum(1 for item in hits if is_provenance(item)))
     placed = -every  # the position of the last own row placed
     for item in (item for item in ranked if item.candidate.id in own_ids):
         natural = sum(1 for hit in hits if order[hit.candidate.id] < order[item.candidate.id])
         position = max(natural, placed + every)
         if position >= limit or position > len(hits):
             break
-        if _is_provenance(item):
-            if provenance >= cap:
-                passed_over += 1
-                continue
-            provenance += 1
+        if not quota.admits(item):
+            continue
         hits.insert(position, item)
         placed = position
-    return hits[:limit], passed_over
+    return hits[:limit], passed_over + quota.passed_over
 
 
 def is_own(item: Ranked) -> bool:
     return is_agent_output(source=item.candidate.source, tags=item.candidate.tags)
 
-
-def _is_provenance(item: Ranked) -> bool:
-    return PROVENANCE_TAG in item.candidate.tags

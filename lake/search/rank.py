@@ -175,25 +175,46 @@ def top_hits(ranked: list[Ranked], *, limit: int, share: float) -> tuple[list[Ra
     """The best `limit` of `ranked` with at most `provenance_cap` provenance rows among them, and
     how many provenance rows the cap passed over. The cap is a share of the hits returned, not of
     `limit`: when few moments pass the floor, fewer provenance rows come with them."""
-    cap = max(1, provenance_cap(hits=limit, share=share)) if share > 0 else 0
+    quota = ProvenanceQuota.of(limit=limit, share=share)
     hits: list[Ranked] = []
-    provenance = passed_over = 0
     for item in ranked:
         if len(hits) == limit:
             break
-        if _is_provenance(item):
-            if provenance >= cap:
-                passed_over += 1
-                continue
-            provenance += 1
-        hits.append(item)
+        if quota.admits(item):
+            hits.append(item)
+    provenance, passed_over = quota.admitted, quota.passed_over
     while provenance > provenance_cap(hits=len(hits), share=share, moments=len(hits) > provenance):
         # Fewer moments than `limit` passed the floor: drop the lowest-ranked provenance row.
-        hits.pop(max(index for index, item in enumerate(hits) if _is_provenance(item)))
+        hits.pop(max(index for index, item in enumerate(hits) if is_provenance(item)))
         provenance -= 1
         passed_over += 1
     return hits, passed_over
 
 
-def _is_provenance(item: Ranked) -> bool:
+@dataclass
+class ProvenanceQuota:
+    """The provenance cap of a search's `limit` hits as they are chosen: `admits` says whether a
+    hit may join them, counting the provenance rows let in and those passed over."""
+
+    cap: int
+    admitted: int = 0
+    passed_over: int = 0
+
+    @classmethod
+    def of(cls, *, limit: int, share: float, admitted: int = 0) -> "ProvenanceQuota":
+        """The quota of `limit` hits (at least one provenance row unless `share` is 0), `admitted`
+        of them already taken."""
+        return cls(cap=max(1, provenance_cap(hits=limit, share=share)) if share > 0 else 0, admitted=admitted)
+
+    def admits(self, item: Ranked) -> bool:
+        if not is_provenance(item):
+            return True
+        if self.admitted >= self.cap:
+            self.passed_over += 1
+            return False
+        self.admitted += 1
+        return True
+
+
+def is_provenance(item: Ranked) -> bool:
     return PROVENANCE_TAG in item.candidate.tags
