@@ -4,30 +4,25 @@ user message, so such a benchmark was answered almost entirely by the circuit br
 
     .venv/bin/python -m pytest tests/bench/bench_loops.py -s -q -o python_files='bench_*.py'
 
-Three processes besides this one, as tests/bench/bench_proxy.py starts them: a fast fake Ollama, the
-proxy (`festinger.proxy.asgi`, the loop guard on, its default thresholds) and the worker that records
-after each response. REQUESTS identical requests one at a time, taking turns with as many sent to the
+Three processes besides this one, tests/bench/proxy_stack.py's (as bench_proxy.py has them): a fast
+fake Ollama, the proxy (`festinger.proxy.asgi`, the loop guard on, its default thresholds) and the
+worker that records after each response. REQUESTS identical requests one at a time, taking turns with as many sent to the
 fake directly (p50 / p99 of the latency the proxy adds, and requests/s), then REQUESTS more from
 CONCURRENCY clients at once (requests/s). Asserts that nothing tripped: every answer is the model's,
 no loop event was recorded, no conversation has a loop state. Prints the figures, asserts no timing."""
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 
 import aiohttp
 import httpx
 import pytest
 
-from fathom.processes import proxy_argv
 from fathom.redis_client import get_redis
-from fathom.supervisor import stack_children
 from festinger.loops.models import LoopEvent
 from festinger.services import world_ensure
-from tests.bench.bench_proxy import chat_body, finished_calls, free_port, pct, start, stop
-from tests.conftest import REPO_ROOT, wait_for_worker, worker_env
+from tests.bench.proxy_stack import chat_body, finished_calls, pct, proxy_stack
 
 REQUESTS = int(os.environ.get("FATHOM_BENCH_LOOPS_REQUESTS", "3000"))
 CONCURRENCY = 32
@@ -36,22 +31,8 @@ CONCURRENCY = 32
 @pytest.fixture
 def stack(transactional_db, workspace):
     world_ensure(workspace=workspace)
-    fake_port, proxy_port = free_port(), free_port()
-    uvicorn = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
-    processes = [start([*uvicorn, "--port", str(fake_port), "tests.bench.fake_ollama_app:app"], port=fake_port,
-                       health="/api/tags")]
-    fake = f"http://127.0.0.1:{fake_port}"
-    env = {**worker_env(), "OLLAMA_HOST": fake, "FATHOM_PROXY_WORKSPACE": workspace.slug, "FATHOM_LOG_LEVEL": "WARNING"}
-    processes.append(start(proxy_argv(host="127.0.0.1", port=proxy_port), port=proxy_port, env=env))
-    worker = next(child for child in stack_children(host="127.0.0.1", port=0) if child.name == "worker")
-    processes.append(subprocess.Popen(worker.argv, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True))
-    wait_for_worker("fathom@")
-    try:
-        yield {"fake": fake, "proxy": f"http://127.0.0.1:{proxy_port}", "workspace": workspace}
-    finally:
-        for process in reversed(processes):
-            stop(process)
+    with proxy_stack(workspace) as started:
+        yield {"fake": started.fake, "proxy": started.proxy, "workspace": workspace}
 
 
 def sequential(fake: str, proxy: str) -> tuple[dict, list[str], float]:

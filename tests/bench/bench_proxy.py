@@ -19,9 +19,7 @@ import math
 import os
 import secrets
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 
@@ -30,50 +28,15 @@ import httpx
 import psutil
 import pytest
 
-from fathom.processes import proxy_argv
-from fathom.supervisor import stack_children
-from fathom.tracing.models import TraceEvent
 from festinger.models import Concept
 from festinger.services import insert_fact, world_ensure
-from tests.conftest import REPO_ROOT, wait_for_worker, worker_env
+from tests.bench.proxy_stack import chat_body, finished_calls, pct, proxy_stack, start, stop
+from tests.fathom.stack import free_port
 
 SEQUENTIAL = int(os.environ.get("FATHOM_BENCH_PROXY_REQUESTS", "300"))
 WARM_UP = 20
 CONCURRENT_STREAMS = 64
 REQUESTS_PER_STREAM = int(os.environ.get("FATHOM_BENCH_PROXY_PER_STREAM", "10"))
-PROMPT = "Please update gnommoweb to use FastAPI instead, and tell me what changed."
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start(argv, *, port: int, env=None, health: str = "/", headers=None) -> subprocess.Popen:
-    process = subprocess.Popen(argv, cwd=REPO_ROOT, env=env or os.environ.copy(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}{health}", headers=headers, timeout=2).status_code < 500:
-                return process
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None:
-            raise RuntimeError(f"{argv[:4]} exited with {process.returncode}")
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"{argv[:4]} did not start")
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture
@@ -83,44 +46,30 @@ def stack(transactional_db, workspace):
                 confidence=0.9, source="gutask")
     Concept.objects.filter(workspace=workspace, token="gnommoweb").update(encounter_count=20,
                                                                           saliency=math.log(20))
-    fake_port, proxy_port, litellm_port = free_port(), free_port(), free_port()
-    uvicorn = [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--no-access-log", "--log-level", "warning"]
-    processes = [start([*uvicorn, "--port", str(fake_port), "tests.bench.fake_ollama_app:app"], port=fake_port,
-                       health="/api/tags")]
-    fake = f"http://127.0.0.1:{fake_port}"
-    env = {**worker_env(), "OLLAMA_HOST": fake, "FATHOM_PROXY_WORKSPACE": workspace.slug, "FATHOM_LOG_LEVEL": "WARNING"}
-    processes.append(start(proxy_argv(host="127.0.0.1", port=proxy_port), port=proxy_port, env=env))
-    # The worker that does the work after each proxied response (memory queue), as `fathom up` runs it.
-    worker = next(child for child in stack_children(host="127.0.0.1", port=0) if child.name == "worker")
-    processes.append(subprocess.Popen(worker.argv, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True))
-    wait_for_worker("fathom@")
-    litellm_key = f"sk-bench-{secrets.token_hex(16)}"
-    litellm = shutil.which("litellm", path=os.path.dirname(sys.executable)) if os.environ.get(
-        "FATHOM_BENCH_PROXY_LITELLM", "1") != "0" else None
-    if litellm is not None:
+    with proxy_stack(workspace) as started:
+        litellm_port, litellm_key = free_port(), f"sk-bench-{secrets.token_hex(16)}"
+        litellm = shutil.which("litellm", path=os.path.dirname(sys.executable)) if os.environ.get(
+            "FATHOM_BENCH_PROXY_LITELLM", "1") != "0" else None
+        litellm_process = None
+        if litellm is not None:
+            try:
+                litellm_process = start(
+                    [litellm, "--model", "ollama_chat/llama3.2", "--api_base", started.fake, "--host", "127.0.0.1",
+                     "--port", str(litellm_port), "--telemetry", "False", "--num_workers", "1"],
+                    port=litellm_port, health="/health/liveliness",
+                    env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": litellm_key,
+                         "LITELLM_LOG": "ERROR"})
+            except RuntimeError as exc:
+                print(f"LiteLLM's proxy did not start ({exc}): compared with nothing")
+                litellm = None
         try:
-            processes.append(start(
-                [litellm, "--model", "ollama_chat/llama3.2", "--api_base", fake, "--host", "127.0.0.1", "--port",
-                 str(litellm_port), "--telemetry", "False", "--num_workers", "1"],
-                port=litellm_port, health="/health/liveliness",
-                env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MASTER_KEY": litellm_key,
-                     "LITELLM_LOG": "ERROR"}))
-        except RuntimeError as exc:
-            print(f"LiteLLM's proxy did not start ({exc}): compared with nothing")
-            litellm = None
-    try:
-        yield {"fake": fake, "proxy": f"http://127.0.0.1:{proxy_port}", "workspace": workspace,
-               "proxy_process": psutil.Process(processes[1].pid), "worker_process": psutil.Process(processes[2].pid),
-               "litellm": f"http://127.0.0.1:{litellm_port}" if litellm else None, "litellm_key": litellm_key}
-    finally:
-        for process in reversed(processes):
-            stop(process)
-
-
-def chat_body(stream: bool) -> dict:
-    return {"model": "llama3.2", "stream": stream, "messages": [
-        {"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": PROMPT}]}
+            yield {"fake": started.fake, "proxy": started.proxy, "workspace": workspace,
+                   "proxy_process": psutil.Process(started.proxy_process.pid),
+                   "worker_process": psutil.Process(started.worker_process.pid),
+                   "litellm": f"http://127.0.0.1:{litellm_port}" if litellm else None, "litellm_key": litellm_key}
+        finally:
+            if litellm_process is not None:
+                stop(litellm_process)
 
 
 def openai_body(stream: bool) -> dict:
@@ -158,11 +107,6 @@ def sequential(targets: dict, *, stream: bool) -> dict:
                     rows[label]["first"].append(first)
                     rows[label]["total"].append(total)
     return rows
-
-
-def pct(values, p) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * p))] * 1000
 
 
 def added(over: dict, base: dict, key: str) -> tuple[float, float]:
@@ -204,16 +148,6 @@ def cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system + times.children_user + times.children_system + sum(
         child.cpu_times().user + child.cpu_times().system for child in process.children(recursive=True))
-
-
-def finished_calls(workspace, expected: int, timeout: float = 120) -> tuple[int, float]:
-    """(proxied calls whose after-work is traced, seconds waited for them to reach `expected`)."""
-    started = time.monotonic()
-    while True:
-        finished = TraceEvent.objects.filter(workspace=workspace, kind="festinger.proxy.call.completed").count()
-        if finished >= expected or time.monotonic() - started > timeout:
-            return finished, time.monotonic() - started
-        time.sleep(0.5)
 
 
 def test_proxy_latency_and_throughput_against_litellm(stack):
