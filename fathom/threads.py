@@ -1,14 +1,17 @@
-"""The database from an event loop (the SSE streams, the dashboard's live updates, the MCP server):
-Django's ORM is synchronous, so each read or write runs on a worker thread, which gives its connection
-back to the pool when the call ends."""
+"""The database from an event loop (the SSE streams, the dashboard's live updates, the MCP server,
+Festinger's proxy): Django's ORM is synchronous, so each read or write runs on a worker thread, which
+gives its connection back to the pool when the call ends."""
+
+from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
 
-def in_thread(function):
-    """`function` as a coroutine function run on a thread (not one shared thread: calls run at once)."""
-    return sync_to_async(_closing_connections(function), thread_sensitive=False)
+def in_thread(function, *, executor: ThreadPoolExecutor | None = None):
+    """`function` as a coroutine function run on a thread of `executor` (the event loop's default when
+    None; not one shared thread: calls run at once)."""
+    return sync_to_async(_closing_connections(function), thread_sensitive=False, executor=executor)
 
 
 def _closing_connections(function):

@@ -48,6 +48,7 @@ from fathom.channels import from_memory
 from fathom.llm.errors import LLMError
 from fathom.llm.providers import thinking_options
 from fathom.llm.types import Completion
+from fathom.threads import in_thread
 from festinger.loops.conversations import ConversationName, conversation_name
 from festinger.loops.guard import StreamRepetition
 from festinger.proxy import threads, wire
@@ -65,7 +66,7 @@ from festinger.proxy.relay import (
     said,
 )
 from festinger.proxy.request import JSON, ClientGone, Request
-from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base
+from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base, registry_names, upstream_for
 from festinger.proxy.wire import OpenAIError, WireError
 
 log = logging.getLogger(__name__)
@@ -177,8 +178,10 @@ class ProxyApp:
             await self._client.close()
             self._client = None
 
-    def in_thread(self, function, *args):
-        return asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+    def in_thread(self, function, *args, **kwargs) -> asyncio.Task:
+        """`function` on one of the proxy's threads (`fathom.threads.in_thread`), started whether or not
+        the caller awaits it."""
+        return asyncio.ensure_future(in_thread(function, executor=self.executor)(*args, **kwargs))
 
     def after_response(self, function, *args) -> None:
         """Run `function` (a publish to the memory queue) in a thread once the response is out, never
@@ -249,7 +252,7 @@ class ProxyApp:
     async def tags(self, request):
         models = await self._ollama_models("/api/tags")
         known = {entry.get("name") for entry in models}
-        for name, family in await self.in_thread(threads.registry_names_of, request.workspace_id):
+        for name, family in await self.in_thread(registry_names, workspace_id=request.workspace_id):
             if name not in known:
                 models.append(wire.model_entry(name, family=family))
         await request.json(200, {"models": models})
@@ -262,7 +265,7 @@ class ProxyApp:
         name = body.get("model") or body.get("name")
         if not name or not isinstance(name, str):
             raise WireError(400, "model is required")
-        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
+        upstream = await self.in_thread(upstream_for, workspace_id=request.workspace_id, name=name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -280,7 +283,7 @@ class ProxyApp:
             texts, dimensions = wire.embedding_prompt(body), 0
         else:
             texts, dimensions = wire.embed_inputs(body), wire.embed_dimensions(body)
-        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
+        upstream = await self.in_thread(upstream_for, workspace_id=request.workspace_id, name=name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -299,7 +302,7 @@ class ProxyApp:
         body = wire.json_body(await request.body())
         name = wire.model_name(body)
         texts, dimensions, encoding = wire.openai_embedding_request(body)
-        upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
+        upstream = await self.in_thread(upstream_for, workspace_id=request.workspace_id, name=name)
         if upstream is None:
             raise wire.model_not_found(name)
         if upstream.kind == OLLAMA:
@@ -366,7 +369,7 @@ class ProxyApp:
         else:
             raw_messages = wire.generate_messages(body)
             if not raw_messages:  # Ollama loads the model and answers done at once
-                upstream = await self.in_thread(threads.upstream_lookup, request.workspace_id, name)
+                upstream = await self.in_thread(upstream_for, workspace_id=request.workspace_id, name=name)
                 if upstream is None:
                     raise wire.model_not_found(name)
                 await request.json(200, {"model": name, "created_at": wire.created_at(), "response": "",
@@ -498,7 +501,7 @@ class ProxyApp:
 
     async def openai_models(self, request):
         names = [entry["name"] for entry in await self._ollama_models("/api/tags")]
-        names += [name for name, _ in await self.in_thread(threads.registry_names_of, request.workspace_id) if name not in names]
+        names += [name for name, _ in await self.in_thread(registry_names, workspace_id=request.workspace_id) if name not in names]
         await request.json(200, {"object": "list", "data": [
             {"id": name, "object": "model", "created": 0, "owned_by": "fathom"} for name in names]})
 

@@ -27,7 +27,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from celery import signature
-from django.db import connections
 
 from fathom.llm import middleware
 from fathom.llm.middleware import LLMRequest
@@ -234,15 +233,6 @@ def call_notes_context(notes: dict):
         yield
     finally:
         call_notes.reset(token)
-
-
-@contextmanager
-def connections_returned():
-    """A proxy thread gives its database connection back to the pool when its work is done."""
-    try:
-        yield
-    finally:
-        connections.close_all()
 
 
 def _loop_level(metadata: dict):

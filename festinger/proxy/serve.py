@@ -4,18 +4,17 @@ main port's `/v1/festinger/proxy/...`, where the usual API key names the workspa
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections
 
 from fathom.auth import role_allows
 from fathom.processes import proxy_bind_refusal
 from fathom.services import apikey_authenticate, workspace_default_ensure
 from fathom.tenancy import Role, Workspace
+from fathom.threads import in_thread
 from festinger.proxy.admission import Admission, own_port_hosts
 from festinger.proxy.app import ProxyApp
 from festinger.proxy.request import bearer_of
@@ -41,22 +40,19 @@ def own_port_app(*, workspace_slug: str | None = None, token: str | None = None,
     found: list[int] = []
 
     def lookup() -> int:
-        try:
-            if slug == "default":
-                return workspace_default_ensure().pk
-            row = Workspace.objects.filter(slug=slug).first()
-            if row is None:
-                raise LookupError(f"FATHOM_PROXY_WORKSPACE names no workspace: {slug!r}")
-            return row.pk
-        finally:
-            connections.close_all()
+        if slug == "default":
+            return workspace_default_ensure().pk
+        row = Workspace.objects.filter(slug=slug).first()
+        if row is None:
+            raise LookupError(f"FATHOM_PROXY_WORKSPACE names no workspace: {slug!r}")
+        return row.pk
 
     async def workspace_of(scope) -> int | None:
         if token and not hmac.compare_digest(bearer_of(scope).encode(), token.encode()):
             return None
         if not found:
             try:
-                found.append(await asyncio.to_thread(lookup))
+                found.append(await in_thread(lookup)())
             except LookupError as exc:  # a configuration error: said on every request until it is fixed
                 raise WireError(503, str(exc)) from None
         return found[0]
@@ -71,13 +67,10 @@ def main_port_app() -> ProxyApp:
     the API's envelope, Host is checked against ALLOWED_HOSTS as on the rest of the port."""
 
     def key_of(secret: str):
-        try:
-            return apikey_authenticate(secret=secret) if secret else None
-        finally:
-            connections.close_all()
+        return apikey_authenticate(secret=secret) if secret else None
 
     async def workspace_of(scope) -> int | None:
-        key = await asyncio.to_thread(key_of, bearer_of(scope))
+        key = await in_thread(key_of)(bearer_of(scope))
         if key is None:
             return None
         if scope["path"][len(MOUNT_PREFIX):] in MODEL_CALLING_PATHS and not role_allows(key.role, Role.OPERATOR):

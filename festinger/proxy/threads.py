@@ -6,9 +6,10 @@ how its results come back.
 the same on the event loop when the caches it reads say they hold all it needs (the usual case), and
 says so, or does nothing. `RegistryStream` runs a registry model's
 call in a thread and carries its chunks to the event loop through a queue (abandoning the call at its
-next chunk once `abandon` is called: the client left). The rest are the small lookups of the routes
-(each gives its database connection back when done) and the work handed off after a response (the
-memory queue's messages)."""
+next chunk once `abandon` is called: the client left). The rest are a registry model's embeddings and
+the work handed off after a response (the memory queue's messages). The proxy runs them all through
+`ProxyApp.in_thread` (`fathom.threads.in_thread` on its own threads), which gives each thread's database
+connection back when its work is done."""
 
 from __future__ import annotations
 
@@ -33,11 +34,10 @@ from festinger.proxy import wire
 from festinger.proxy.calls import (
     ProxiedCall,
     call_notes_context,
-    connections_returned,
     outcomes_send,
     session_context,
 )
-from festinger.proxy.upstreams import OLLAMA, Upstream, registry_names, upstream_for, upstream_held
+from festinger.proxy.upstreams import OLLAMA, Upstream, upstream_for, upstream_held
 from festinger.proxy.wire import WireError
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,8 @@ def prepare(call: ProxiedCall, body: dict, choices: int) -> Upstream | None:
     model asked for several choices (one conversation turn: the middleware runs once, here, and the
     model calls go without it). A single registry call runs it inside `fathom.llm.complete`. A registry
     request the client must mend (its tools, format or `think`) is its 400 before the middleware runs."""
-    with connections_returned():
-        upstream = upstream_for(workspace_id=call.workspace_id, name=wire.model_name(body))
-        return _prepare(call, body, choices, upstream, loop_settings(call.workspace_id))
+    upstream = upstream_for(workspace_id=call.workspace_id, name=wire.model_name(body))
+    return _prepare(call, body, choices, upstream, loop_settings(call.workspace_id))
 
 
 def prepare_from_memory(call: ProxiedCall, body: dict, choices: int) -> bool:
@@ -81,8 +80,8 @@ class RegistryStream:
         self.chunks: asyncio.Queue = asyncio.Queue()
         self.abandoned = threading.Event()
         loop = asyncio.get_running_loop()
-        in_thread(_registry_call, call, body, kind, index, self.abandoned,
-                  lambda item: loop.call_soon_threadsafe(self.chunks.put_nowait, item))
+        self.running = in_thread(_registry_call, call, body, kind, index, self.abandoned,
+                                 lambda item: loop.call_soon_threadsafe(self.chunks.put_nowait, item))
 
     async def next(self) -> StreamChunk:
         item = await self.chunks.get()
@@ -95,24 +94,13 @@ class RegistryStream:
         self.abandoned.set()
 
 
-def upstream_lookup(workspace_id: int, name: str) -> Upstream | None:
-    with connections_returned():
-        return upstream_for(workspace_id=workspace_id, name=name)
-
-
 def registry_embeddings(workspace_id: int, upstream: Upstream, texts: list[str]) -> tuple[list, int]:
     """A registry model's embeddings of `texts`, and their tokens (`fathom.llm.embed`: the offline
     model's are the project's embedder's)."""
     if not texts:
         return [], 0
-    with connections_returned():
-        answer = llm_client.embed(workspace=workspace_id, model=upstream.model, texts=texts, actor_id="festinger:proxy")
+    answer = llm_client.embed(workspace=workspace_id, model=upstream.model, texts=texts, actor_id="festinger:proxy")
     return answer.vectors, answer.usage.input_tokens
-
-
-def registry_names_of(workspace_id: int) -> list[tuple[str, str]]:
-    with connections_returned():
-        return registry_names(workspace_id=workspace_id)
 
 
 def image_store(workspace_id: int):
@@ -145,16 +133,14 @@ def outcomes_queue(finished: list[tuple]) -> None:
 def answer_count(call: ProxiedCall, completion: Completion, cut: str | None) -> None:
     """The loop guard counts an answer into its followed conversation's state (a Redis round trip), once
     the answer is out, or before its last byte when it was cut."""
-    with connections_returned():
-        call.observe(completion, cut)
+    call.observe(completion, cut)
 
 
 def stream_cut_count(call: ProxiedCall, completion: Completion, unit: str) -> None:
     """A registry answer cut for repeating itself (its call ran the middleware itself): the loop guard
     counts it like any other answer, before the answer's last byte goes out."""
-    with connections_returned():
-        stream_cut_observe(workspace_id=call.workspace_id, conversation=call.conversation,
-                           completion=completion, unit=unit, model=call.upstream.name)
+    stream_cut_observe(workspace_id=call.workspace_id, conversation=call.conversation,
+                       completion=completion, unit=unit, model=call.upstream.name)
 
 
 def logged(function):
@@ -199,7 +185,7 @@ def _registry_call(call: ProxiedCall, body: dict, kind: str, index: int, abandon
             raise _Abandoned
         put(chunk)
 
-    with session_context(call.conversation), connections_returned(), call_notes_context(call.notes):
+    with session_context(call.conversation), call_notes_context(call.notes):
         try:
             tools = wire.to_tool_specs(body.get("tools"))
             response_format = wire.to_response_format(body.get("format"))
