@@ -30,9 +30,9 @@ from harness.fires.services import fire_create, fire_parked_resume
 from harness.quality import configuration, postflight, swarm, verification
 from harness.quality.events import emitting
 from harness.quality.models import QualityAttempt, QualityRun
+from harness.runtime.services import session_create
 from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
-from tests.harness.quality.conftest import Roles, verdict
-from tests.harness.quality.test_hooks import simple_chat_asked, verify_all
+from tests.harness.quality.conftest import Roles, simple_chat_asked, verdict, verify_all
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -116,7 +116,8 @@ def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> f
     """One fire's ticks, timed. With the harness, `sent`: the verifier's task and the way back run as
     the workers run them; without it, as this bench drove them first (the tests' verify_all, which
     reads the run twice to find what a message carries, then a plain session tick)."""
-    session = simple_chat_asked(workspace, roles, quality=quality)
+    session = session_create(workspace=workspace)
+    simple_chat_asked(session, roles, quality=quality)
     started = time.perf_counter()
     if not quality:
         assert session_tick(session_id=session.pk) == "ended"

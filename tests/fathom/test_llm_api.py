@@ -8,8 +8,7 @@ from fathom.llm.services import model_create, model_share
 from fathom.tracing.models import TraceEvent
 from harness.quality.models import QualityRun
 from tests.fathom.wire import WireServer
-from tests.harness.quality.conftest import verdict
-from tests.harness.quality.test_hooks import verify_all
+from tests.harness.quality.conftest import verdict, verify_all
 from tests.harness.support import session_tick
 
 KEY = "sk-tenant-model-key-0123WXYZ"

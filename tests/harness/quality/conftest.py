@@ -1,6 +1,7 @@
 """Fixtures of the quality harness's tests: the harness switched on for the test's workspace, one
 scripted model per role, so each role's calls are counted apart, and a real model's wire for the main
-role."""
+role; and their helpers: the scripted models' answers, a question asked, the quality worker's part
+played in-process, the harness's events."""
 
 import json
 import uuid
@@ -9,8 +10,15 @@ import pytest
 
 from fathom.llm.scripted import Script
 from fathom.llm.services import model_assign, model_create
+from harness.quality import verification
 from harness.quality.configuration import quality_settings_get
+from harness.quality.models import QualityRun
+from harness.runtime.models import SessionEvent
+from harness.runtime.services import message_send
 from tests.fathom.wire import WireServer
+from tests.harness.support import session_tick
+
+ANSWER = "Paris is the capital of France, and has been for most of the last thousand years."
 
 
 @pytest.fixture
@@ -57,6 +65,52 @@ def classification(level="SIMPLE", workflow="chat", **expected) -> str:
 
 def verdict(score=0.9, passed=True, issues=(), feedback="fine") -> str:
     return json.dumps({"passed": passed, "score": score, "issues": list(issues), "feedback": feedback})
+
+
+def respond(body=ANSWER, **extra):
+    return {"name": "respond", "arguments": {"body": body, **extra}}
+
+
+def simple_chat_asked(session, roles, *, quality: bool = True, search: str = "") -> None:
+    """`session` asked a SIMPLE chat question, its answers queued: the classifier's and the verifier's
+    when the harness is on, a search for `search` when given, then the main model's respond and skip."""
+    message_send(session=session, content="What is the capital of France?")
+    if quality:
+        roles.classifier.reply(classification("SIMPLE", "chat"))
+        roles.verifier.reply(verdict(0.9))
+    if search:
+        roles.main.call_tool("semantic", {"query": search})
+    roles.main.reply(tool_calls=[respond()])
+    roles.main.call_tool("skip", {"reason": "-"})
+
+
+def verify_all(run: QualityRun) -> None:
+    """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
+    or each verifier of the contrastive group, then the chord's join."""
+    run.refresh_from_db()
+    perspectives = verification.perspectives_for(run)
+    brief = verification.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
+    if perspectives == ("standard",):
+        assert verification.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
+        return
+    for perspective in perspectives:
+        verification.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
+    assert verification.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
+
+
+def ticked_to_its_end(session, *, parks: int = 1) -> QualityRun:
+    """`session` ticked until its fire ends, parking `parks` times (each time its verifiers answered as
+    the quality worker answers them); the fire's run."""
+    for _ in range(parks):
+        assert session_tick(session_id=session.pk) == "parked"
+        verify_all(QualityRun.objects.get(fire__session=session))
+    assert session_tick(session_id=session.pk) == "ended"
+    return QualityRun.objects.get(fire__session=session)
+
+
+def harness_events(session) -> list[str]:
+    return [kind for kind in SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True)
+            if kind.startswith("harness_") or kind in ("context_metrics", "milestone_unlocked")]
 
 
 @pytest.fixture

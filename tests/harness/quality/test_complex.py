@@ -16,8 +16,7 @@ from harness.runtime.profiles import user_profile_create
 from harness.runtime.services import message_send, session_create
 from lake.models import Delta
 from lake.services import delta_create
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import harness_events, verify_all
+from tests.harness.quality.conftest import classification, harness_events, verdict, verify_all
 from tests.harness.support import session_tick
 
 QUESTION = "Compare the themes across all of the zephyrine expedition notes"

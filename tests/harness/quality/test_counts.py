@@ -13,8 +13,7 @@ from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from harness.runtime.services import message_send
 from tests.dashboard.support import member
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import respond, verify_all
+from tests.harness.quality.conftest import classification, respond, verdict, verify_all
 from tests.harness.support import session_tick
 
 

@@ -11,62 +11,29 @@ from festinger.models import Concept
 from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_parked_resume
-from harness.quality import agents, postflight, verification
+from harness.quality import agents, postflight
 from harness.quality.contracts import HEALING_MARKER
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
-from harness.runtime.services import harness_settings_get, message_send, session_create
+from harness.runtime.services import harness_settings_get, message_send
 from lake.models import Delta
 from lake.services import delta_create
-from tests.harness.quality.conftest import classification, verdict
+from tests.harness.quality.conftest import (
+    ANSWER,
+    classification,
+    harness_events,
+    respond,
+    simple_chat_asked,
+    ticked_to_its_end,
+    verdict,
+    verify_all,
+)
 from tests.harness.support import fire_write_kinds, session_tick
-
-ANSWER = "Paris is the capital of France, and has been for most of the last thousand years."
-
-
-def respond(body=ANSWER, **extra):
-    return {"name": "respond", "arguments": {"body": body, **extra}}
-
-
-def verify_all(run: QualityRun) -> None:
-    """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
-    or each verifier of the contrastive group, then the chord's join."""
-    run.refresh_from_db()
-    perspectives = verification.perspectives_for(run)
-    brief = verification.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
-    if perspectives == ("standard",):
-        assert verification.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
-        return
-    for perspective in perspectives:
-        verification.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
-    assert verification.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
-
-
-def simple_chat_asked(workspace, roles, *, quality: bool):
-    """A new session asked a SIMPLE chat question, its answers queued: the classifier's and the
-    verifier's when the harness is on, then the main model's respond and skip. Returns the session."""
-    session = session_create(workspace=workspace)
-    message_send(session=session, content="What is the capital of France?")
-    if quality:
-        roles.classifier.reply(classification("SIMPLE", "chat"))
-        roles.verifier.reply(verdict(0.9))
-    roles.main.reply(tool_calls=[respond()])
-    roles.main.call_tool("skip", {"reason": "-"})
-    return session
-
-
-def harness_events(session) -> list[str]:
-    return [kind for kind in SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", flat=True)
-            if kind.startswith("harness_") or kind in ("context_metrics", "milestone_unlocked")]
 
 
 def test_a_simple_chat_question_is_classified_answered_verified_and_written_once(roles, session):
     # given a chat question, a classifier, a main model that answers at once, a verifier that passes it
-    message_send(session=session, content="What is the capital of France?")
-    roles.classifier.reply(classification("SIMPLE", "chat"))
-    roles.main.reply(tool_calls=[respond()])
-    roles.verifier.reply(verdict(0.9))
-    roles.main.call_tool("skip", {"reason": "nothing to name"})
+    simple_chat_asked(session, roles)
     # when the session ticks, the fire answers and parks, waiting for its verifier
     assert session_tick(session_id=session.pk) == "parked"
     fire = Fire.objects.get(session=session)
@@ -108,12 +75,7 @@ def test_a_simple_chat_question_is_classified_answered_verified_and_written_once
 def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
     # given a chat question answered after a search and parked, and its verifier's task run as the quality
     # worker runs it
-    message_send(session=session, content="What is the capital of France?")
-    roles.classifier.reply(classification("SIMPLE", "chat"))
-    roles.main.call_tool("semantic", {"query": "capital of France"})
-    roles.main.reply(tool_calls=[respond()])
-    roles.verifier.reply(verdict(0.9))
-    roles.main.call_tool("skip", {"reason": "-"})
+    simple_chat_asked(session, roles, search="capital of France")
     assert session_tick(session_id=session.pk) == "parked"
     fire = Fire.objects.get(session=session)
     verify_all(QualityRun.objects.get(fire=fire))
@@ -139,11 +101,7 @@ def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
 
 def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles, session, monkeypatch):
     # given a chat question, and the verifier's send watched: what the database says of the claims then
-    message_send(session=session, content="What is the capital of France?")
-    roles.classifier.reply(classification("SIMPLE", "chat"))
-    roles.main.reply(tool_calls=[respond()])
-    roles.verifier.reply(verdict(0.9))
-    roles.main.call_tool("skip", {"reason": "-"})
+    simple_chat_asked(session, roles)
     runners = []
     monkeypatch.setattr(postflight, "verification_send", lambda **kwargs: runners.append((
         Session.objects.values_list("runner", flat=True).get(pk=session.pk),
@@ -253,15 +211,8 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
     roles.main.reply(tool_calls=[respond("Hi again.")])
     roles.verifier.reply(verdict(0.35, passed=False, issues=["Still terse"]))
-    assert session_tick(session_id=session.pk) == "parked"
-    run = QualityRun.objects.get(fire__session=session)
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "parked"
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "ended"
-    run.refresh_from_db()
+    run = ticked_to_its_end(session, parks=2)
     fire = run.fire
-    fire.refresh_from_db()
     assert fire.response["body"] == "Hi again." and run.final_attempt == 2
     issues = ["Output too short: 3 chars (minimum 50)", "Output too short: 9 chars (minimum 50)", "Still terse",
               "Terse"]
@@ -289,13 +240,7 @@ def test_an_attempt_that_repeats_the_healing_prompt_is_never_the_answer(roles, s
     echo = f"{HEALING_MARKER} Attempt 2 of 2] Your previous attempt had quality issues: answer properly this time."
     roles.main.reply(tool_calls=[respond(echo)])
     roles.verifier.reply(verdict(0.9))
-    assert session_tick(session_id=session.pk) == "parked"
-    run = QualityRun.objects.get(fire__session=session)
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "parked"
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "ended"
-    run.refresh_from_db()
+    run = ticked_to_its_end(session, parks=2)
     # then the user gets the first attempt's answer, marked degraded, and never the harness's words
     assert run.attempts.get(number=2).combined > run.attempts.get(number=1).combined
     assert run.final_attempt == 1 and run.degraded["attempts_made"] == 2
@@ -340,14 +285,9 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
     roles.main.reply("Hi.")  # the forced turn's text is the answer
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
     # when the session ticks, and ticks again once the verifier answered
-    assert session_tick(session_id=session.pk) == "parked"
-    run = QualityRun.objects.get(fire__session=session)
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "ended"
+    run = ticked_to_its_end(session)
     # then the capped answer is kept, degraded, with its stop reason, and the main loop ran once
-    run.refresh_from_db()
     fire = run.fire
-    fire.refresh_from_db()
     assert (fire.status, fire.stop_reason, fire.response["body"]) == ("finished", "max_turns", "Hi.")
     assert run.attempts.count() == 1
     assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
@@ -386,12 +326,8 @@ def test_deep_synthesis_iteration_makes_every_pass_and_keeps_the_best(roles, ses
         roles.verifier.reply(verdict(score))
     roles.main.call_tool("skip", {"reason": "-"})
     # when the session ticks through its three passes
-    for _ in range(3):
-        assert session_tick(session_id=session.pk) == "parked"
-        verify_all(QualityRun.objects.get(fire__session=session))
-    assert session_tick(session_id=session.pk) == "ended"
+    run = ticked_to_its_end(session, parks=3)
     # then the second pass, the best, is the answer, and one event sums the iterations up
-    run = QualityRun.objects.get(fire__session=session)
     assert run.iterations == 3 and run.final_attempt == 2 and not run.degraded
     assert run.fire.response["body"].endswith("(pass 2)")
     summary = next(e for e in run.events if e["event"] == "harness_iteration_complete")["data"]
@@ -439,9 +375,7 @@ def test_a_stream_alert_reaches_the_session_while_the_answer_is_written(roles, s
     roles.verifier.reply(verdict(0.9))
     roles.main.call_tool("skip", {"reason": "-"})
     # when the fire runs to its end
-    assert session_tick(session_id=session.pk) == "parked"
-    verify_all(QualityRun.objects.get(fire__session=session))
-    assert session_tick(session_id=session.pk) == "ended"
+    run = ticked_to_its_end(session)
     # then the 500-character check alerted once, while the answer was being written: after the first
     # streamed delta, before the answer's turn was committed, its contract and the fire's end
     events = list(SessionEvent.objects.filter(session=session).order_by("seq").values_list("kind", "data"))
@@ -454,5 +388,4 @@ def test_a_stream_alert_reaches_the_session_while_the_answer_is_written(roles, s
     answer_committed = next(n for n, (kind, data) in enumerate(events) if kind == "AgentStream" and data.get("text"))
     assert first_delta < alert_at < answer_committed < kinds.index("harness_contract") < kinds.index("TurnEnded")
     # and the attempt keeps it, the post-flight's own check of the final answer adding none
-    run = QualityRun.objects.get(fire__session=session)
     assert [a["checkpoint"] for a in run.attempts.get(number=1).stream_alerts] == [500]

@@ -8,7 +8,7 @@ from harness.quality.contracts import HEALING_MARKER
 from harness.quality.models import QualityRun
 from harness.runtime.services import message_send, session_create
 from lake.services import delta_create
-from tests.harness.quality.test_hooks import verify_all
+from tests.harness.quality.conftest import verify_all
 from tests.harness.support import session_tick
 
 QUESTIONS = {

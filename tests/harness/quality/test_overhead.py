@@ -11,8 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from harness.fires.services import fire_parked_resume
 from harness.quality import configuration, verification
 from harness.quality.models import QualityRun
-from tests.harness.quality.conftest import Roles
-from tests.harness.quality.test_hooks import simple_chat_asked
+from harness.runtime.services import session_create
+from tests.harness.quality.conftest import Roles, simple_chat_asked
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN and COMMIT are counted
@@ -35,7 +35,8 @@ VERIFIER_STATEMENTS = 6
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
-    session = simple_chat_asked(workspace, roles, quality=quality)
+    session = session_create(workspace=workspace)
+    simple_chat_asked(session, roles, quality=quality)
     fire_statements, verifier_statements = [], []
     with CaptureQueriesContext(connection) as ticks:
         outcome = session_tick(session_id=session.pk)

@@ -11,8 +11,14 @@ from harness.quality.profile import profile_invalidate
 from harness.quality.tasks import quality_calibration
 from harness.runtime.services import message_send
 from lake.services import delta_create
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import ANSWER, harness_events, respond, verify_all
+from tests.harness.quality.conftest import (
+    ANSWER,
+    classification,
+    harness_events,
+    respond,
+    verdict,
+    verify_all,
+)
 from tests.harness.support import session_tick
 
 

@@ -8,8 +8,7 @@ from harness.quality import agents, verification
 from harness.quality.models import QualityRun
 from harness.runtime.services import message_send
 from lake.services import delta_create
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import respond, verify_all
+from tests.harness.quality.conftest import classification, respond, verdict, verify_all
 from tests.harness.support import session_tick
 
 NOTES = ("The kestrel survey counted 41 nesting pairs along the north ridge in May.",

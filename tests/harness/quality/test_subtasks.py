@@ -11,8 +11,7 @@ from harness.fires.models import Fire
 from harness.quality import subtask_fires, subtasks
 from harness.quality.models import QualityRun
 from harness.runtime.services import message_send
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import harness_events, verify_all
+from tests.harness.quality.conftest import classification, harness_events, verdict, verify_all
 from tests.harness.support import session_tick
 
 QUESTION = "Compare what the rover logs and the lake survey say about the northern shore"

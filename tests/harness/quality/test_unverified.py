@@ -9,8 +9,7 @@ from harness.fires.models import Fire
 from harness.quality.models import QualityRun
 from lake.models import Delta
 from lake.services import delta_create
-from tests.harness.quality.conftest import classification, verdict
-from tests.harness.quality.test_hooks import verify_all
+from tests.harness.quality.conftest import classification, verdict, verify_all
 from tests.harness.support import session_tick
 
 TIDE = "High tide at Port Isaac is at 6:12 on Tuesday, and the harbour dries out two hours after."
