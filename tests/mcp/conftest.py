@@ -11,6 +11,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from fathom.services import apikey_create
 from tests.conftest import REPO_ROOT, worker_env
+from tests.harness.quality.conftest import quality_on, roles  # noqa: F401  (the quality harness's scripted roles)
 
 TRANSPORTS = ("stdio", "http")
 # The clients of before the 2026-07-28 protocol: an initialize handshake and a session (Mcp-Session-Id), the

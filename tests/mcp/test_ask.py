@@ -7,10 +7,9 @@ import anyio
 import pytest
 
 from harness.fires.models import Fire
-from harness.quality.configuration import quality_settings_get
 from harness.runtime.models import Trigger
 from tests.conftest import wait_for
-from tests.harness.quality.conftest import Roles, classification, verdict
+from tests.harness.quality.conftest import classification, verdict
 from tests.harness.support import session_tick
 from tests.mcp.conftest import LEGACY_HTTP, TRANSPORTS, key_of, text_of
 
@@ -22,14 +21,29 @@ QUESTION = "What do the notes say about the foghorn?"
 pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
 
-@pytest.fixture
-def roles(workspace):
-    settings = quality_settings_get(workspace_id=workspace.pk)
-    settings.enabled = True
-    settings.save(update_fields=["enabled"])
-    scripted = Roles(workspace)
-    yield scripted
-    scripted.reset()
+class Progress:
+    """An MCP progress callback: the messages heard, and `heard` set at the first that starts with
+    `prefix`."""
+
+    def __init__(self, prefix: str = ""):
+        self.messages: list[str] = []
+        self.prefix = prefix
+        self.heard = anyio.Event()
+
+    async def __call__(self, done, total, message):
+        self.messages.append(message)
+        if message.startswith(self.prefix):
+            self.heard.set()
+
+
+async def ask_cancelled(client, question: str, *, once: str) -> None:
+    """`ask` called with `question`, and the call cancelled once its progress says `once`."""
+    progress = Progress(once)
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: client.call_tool("ask", {"question": question}, progress_callback=progress))
+        with anyio.fail_after(60):
+            await progress.heard.wait()
+        group.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("connect", [*TRANSPORTS, LEGACY_HTTP], indirect=True)
@@ -38,10 +52,7 @@ def test_ask_answers_from_the_remembered_notes_with_its_verdict_and_citations(co
     # given an operator's key, and the models' answers: a chat question, answered after a search,
     # citing the three notes, passed by the verifier
     key = key_of(workspace)
-    progress = []
-
-    async def on_progress(done, total, message):
-        progress.append(message)
+    progress = Progress()
 
     async def scenario():
         async with connect(workspace, key) as client:
@@ -57,7 +68,7 @@ def test_ask_answers_from_the_remembered_notes_with_its_verdict_and_citations(co
             roles.verifier.reply(verdict(0.9))
             roles.main.call_tool("skip", {"reason": "-"})
             answered = await client.call_tool("ask", {"question": QUESTION, "wait_seconds": 120},
-                                              progress_callback=on_progress)
+                                              progress_callback=progress)
             cited = answered.structured_content["citations"][1]["id"]
             viewed = await client.call_tool("view_delta", {"id": cited})
             fire = await client.read_resource(answered.structured_content["resource"])
@@ -75,8 +86,8 @@ def test_ask_answers_from_the_remembered_notes_with_its_verdict_and_citations(co
     assert Fire.objects.get(pk=answer["fire_id"]).session.workspace_id == workspace.pk
     assert roles.calls()["verifier"] == 1
     # the client heard the fire move: waiting (queued, or running), then finished
-    assert len(progress) >= 2 and progress[0].startswith(("queued:", "running:"))
-    assert progress[-1] == "finished: responded"
+    assert len(progress.messages) >= 2 and progress.messages[0].startswith(("queued:", "running:"))
+    assert progress.messages[-1] == "finished: responded"
     # and the cited delta opens whole, and the fire as a resource
     assert viewed.structured_content["content"] == NOTES[1]
     assert answer["fire_id"] in fire.contents[0].text
@@ -89,21 +100,11 @@ def test_cancelling_a_long_ask_mid_way_cancels_its_fire(connect, workspace, role
     roles.classifier.reply(classification("SIMPLE", "chat"))
     roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "Too late to matter, this answer."}}],
                      latency=6)
-    running = anyio.Event()
-
-    async def on_progress(done, total, message):
-        if message.startswith("running:"):
-            running.set()
 
     async def scenario():
         async with connect(workspace, key) as client:
-            async with anyio.create_task_group() as group:
-                group.start_soon(lambda: client.call_tool("ask", {"question": "When is high tide?"},
-                                                          progress_callback=on_progress))
-                # when the client cancels the call once the fire runs
-                with anyio.fail_after(60):
-                    await running.wait()
-                group.cancel_scope.cancel()
+            # when the client cancels the call once the fire runs
+            await ask_cancelled(client, "When is high tide?", once="running:")
             # the session goes on
             return await client.call_tool("search", {"query": "tide", "mode": "text"})
 
@@ -120,15 +121,12 @@ def test_introspect_answers_its_card(connect, workspace, roles, celery_worker):
     key = key_of(workspace)
     roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "I hold notes about the harbour."}}])
     roles.main.call_tool("skip", {"reason": "-"})
-    progress = []
-
-    async def on_progress(done, total, message):
-        progress.append(message)
+    progress = Progress()
 
     async def scenario():
         async with connect(workspace, key) as client:
             return await client.call_tool("introspect", {"question": "What do you know?", "wait_seconds": 120},
-                                          progress_callback=on_progress)
+                                          progress_callback=progress)
 
     answered = anyio.run(scenario)
     # then the introspective fire ran on the worker and its card is the answer
@@ -138,27 +136,17 @@ def test_introspect_answers_its_card(connect, workspace, roles, celery_worker):
     assert text_of(answered) == "I hold notes about the harbour."
     fire = Fire.objects.get(pk=card["fire_id"])
     assert (fire.workspace_id, fire.mode, fire.session_id) == (workspace.pk, "introspective", None)
-    assert progress[-1] == "finished: responded"
+    assert progress.messages[-1] == "finished: responded"
 
 
 def test_cancelling_an_ask_no_worker_took_yet_withdraws_the_question(connect, workspace):
     # given no worker running: the question waits in its session
     key = key_of(workspace)
-    queued = anyio.Event()
-
-    async def on_progress(done, total, message):
-        if message.startswith("queued"):
-            queued.set()
 
     async def scenario():
         async with connect(workspace, key) as client:
-            async with anyio.create_task_group() as group:
-                group.start_soon(lambda: client.call_tool("ask", {"question": "Is anyone there?"},
-                                                          progress_callback=on_progress))
-                # when the client cancels the call while it waits
-                with anyio.fail_after(60):
-                    await queued.wait()
-                group.cancel_scope.cancel()
+            # when the client cancels the call while it waits
+            await ask_cancelled(client, "Is anyone there?", once="queued")
 
     anyio.run(scenario)
     # then the question is withdrawn: addressed, and no turn takes it
