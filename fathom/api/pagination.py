@@ -32,3 +32,11 @@ class CreatedCursorPagination(StrictCursorPagination):
 
     ordering = ("-created_at", "-id")
     max_page_size = 500
+
+
+def page_of(queryset, *, pagination: StrictCursorPagination, request, view) -> dict:
+    """The page of `queryset` that the request's `?cursor=` and `?page_size=` ask for, in the list
+    endpoints' shape ({"next", "previous", "results"}), for an answer that holds a list beside other
+    things."""
+    results = pagination.paginate_queryset(queryset, request, view=view)
+    return {"next": pagination.get_next_link(), "previous": pagination.get_previous_link(), "results": results}

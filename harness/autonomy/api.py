@@ -2,11 +2,12 @@
 the self-direction inbox and the crystal of directives."""
 
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.pagination import CreatedCursorPagination, page_of
 from fathom.auth import request_actor
 from fathom.models import Role
 from harness.autonomy import selectors, services
@@ -134,6 +135,12 @@ class DecisionListView(generics.ListAPIView):
                                         reason=self.request.query_params.get("reason", ""))
 
 
+class DecisionPageOutput(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="the next page: older decisions")
+    previous = serializers.URLField(allow_null=True)
+    results = DecisionOutput(many=True)
+
+
 class StatusNowOutput(serializers.Serializer):
     at = serializers.DateTimeField()
     pressure = serializers.FloatField(allow_null=True, help_text="null while autonomy is off")
@@ -165,23 +172,28 @@ class StatusOutput(serializers.Serializer):
     idle_minutes = serializers.IntegerField()
     window_minutes = serializers.IntegerField()
     now = StatusNowOutput()
-    decisions = DecisionOutput(many=True, help_text="the latest sweeps' decisions, newest first")
+    decisions = DecisionPageOutput(help_text="the latest sweeps' decisions, newest first: a page, as a list "
+                                             "endpoint answers it (`?page_size=`, `?cursor=`)")
     producer_runs = ProducerRunEffectOutput(many=True, help_text="the newest producer runs and their effect on "
                                                                  "the pressure")
+
+
+class StatusDecisionPagination(CreatedCursorPagination):
+    page_size = 10
+    max_page_size = 100
 
 
 class StatusView(APIView):
     """Autonomy explains itself: what the sweep would decide now and why (in words, with when the
     gate holding a Sit back opens), the latest decisions and the producers' effect on pressure."""
 
-    class Query(serializers.Serializer):
-        decisions = serializers.IntegerField(min_value=1, max_value=100, default=10,
-                                             help_text="how many recent decisions (1-100)")
-
-    @extend_schema(parameters=[Query], responses=StatusOutput, summary="Why autonomy does what it does, in words")
+    @extend_schema(parameters=[OpenApiParameter("cursor", str, description="a page's `next` or `previous` cursor"),
+                               OpenApiParameter("page_size", int, description="decisions a page (default 10, up to "
+                                                                               "100)")],
+                   responses=StatusOutput, summary="Why autonomy does what it does, in words")
     def get(self, request):
-        query = self.Query(data=request.query_params)
-        query.is_valid(raise_exception=True)
+        decisions = page_of(selectors.decisions_list(workspace=request.workspace),
+                            pagination=StatusDecisionPagination(), request=request, view=self)
         settings = services.autonomy_settings_get(workspace=request.workspace)
         now = timezone.now()
         verdict, reading = services.autonomy_now(settings=settings, now=now)
@@ -190,7 +202,7 @@ class StatusView(APIView):
             "window_minutes": settings.window_minutes,
             "now": {"at": now, "pressure": reading.value if reading else None, "action": verdict.action,
                     "reason": verdict.reason, "words": verdict.words, "opens_at": verdict.opens_at},
-            "decisions": selectors.decisions_list(workspace=request.workspace)[:query.validated_data["decisions"]],
+            "decisions": decisions,
             "producer_runs": selectors.producer_runs_with_effect(workspace=request.workspace)}).data)
 
 

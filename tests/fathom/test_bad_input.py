@@ -54,8 +54,8 @@ LIST_ENDPOINTS = ["/v1/apikeys", "/v1/deltas", "/v1/traces", "/v1/proposals", "/
                   "/v1/profiles/users",
                   "/v1/sessions/{session}/tasks", "/v1/profiles/agents/{agent}/history",
                   "/v1/profiles/users/{user}/history", "/v1/runs",
-                  "/v1/autonomy/decisions", "/v1/autonomy/inbox", "/v1/autonomy/directives", "/v1/festinger/loops",
-                  "/v1/sessions/{session}/schedules", "/v1/quality/feedback"]
+                  "/v1/autonomy/decisions", "/v1/autonomy/status", "/v1/autonomy/inbox", "/v1/autonomy/directives",
+                  "/v1/festinger/loops", "/v1/sessions/{session}/schedules", "/v1/quality/feedback"]
 
 QUERY_PARAMETERS = [("/v1/traces", "actor_id"), ("/v1/traces", "run_id"), ("/v1/deltas", "source"),
                     ("/v1/deltas", "tags"), ("/v1/proposals", "tool"), ("/v1/festinger/conflicts", "concept"),

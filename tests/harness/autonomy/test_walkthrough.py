@@ -6,6 +6,7 @@ start makes its first message."""
 from datetime import timedelta
 
 from django.core.management import call_command
+from django.utils import timezone
 
 from harness.autonomy import tasks
 from harness.autonomy.models import AutonomyDecision, ProducerRun
@@ -48,7 +49,7 @@ def test_the_walk_through_sits_once_the_idle_gate_opens_and_says_why_before(api,
     tasks.autonomy_sit_start.apply(args=[sit.pk], throw=True)
     sit.refresh_from_db()
     assert sit.sit_state == "started" and sit.trigger.source == "sit" and sit.trigger.session.tag == "autonomy"
-    words = [d["words"] for d in api.get("/v1/autonomy/status").json()["decisions"]]
+    words = [d["words"] for d in api.get("/v1/autonomy/status").json()["decisions"]["results"]]
     assert words[0].startswith("sat: pressure") and words[1].startswith("idle gate:")
 
 
@@ -66,14 +67,38 @@ def test_the_status_explains_a_taken_window_with_when_the_next_opens(api, worksp
     autonomy_sweep()
     body = api.get("/v1/autonomy/status").json()
     assert body["now"]["reason"] == "window_taken" and "the next window opens in" in body["now"]["words"]
-    assert body["decisions"][0]["action"] == "sit"
+    assert body["decisions"]["results"][0]["action"] == "sit"
 
 
-def test_bad_status_queries_are_a_400_naming_the_field(api):
-    for query in ("decisions=abc", "decisions=0", "decisions=101", "decisions=2.5"):
+def test_the_status_pages_its_decisions_as_the_lists_do(api, workspace):
+    # given twelve sweeps' decisions
+    for _ in range(12):
+        AutonomyDecision.objects.create(workspace=workspace, mode="observe", action=AutonomyDecision.Action.SKIP,
+                                        reason="below_threshold", window_start=timezone.now())
+    newest_first = list(AutonomyDecision.objects.filter(workspace=workspace).order_by("-created_at", "-id")
+                        .values_list("id", flat=True))
+    # when the status is read, then page by page, five decisions a page
+    first = api.get("/v1/autonomy/status").json()["decisions"]
+    page = api.get("/v1/autonomy/status?page_size=5").json()["decisions"]
+    pages = [page]
+    while page["next"]:
+        page = api.get(page["next"]).json()["decisions"]
+        pages.append(page)
+    # then a page has the lists' shape, ten by default, and the pages hold every decision once, newest first
+    assert set(first) == {"next", "previous", "results"} and first["previous"] is None
+    assert [d["id"] for d in first["results"]] == newest_first[:10] and first["next"]
+    assert [len(p["results"]) for p in pages] == [5, 5, 2]
+    assert [d["id"] for p in pages for d in p["results"]] == newest_first
+    # and a page size above the maximum is cut to it
+    assert len(api.get("/v1/autonomy/status?page_size=1000").json()["decisions"]["results"]) == 12
+
+
+def test_bad_status_pages_are_a_400_in_the_error_envelope(api):
+    for query in ("page_size=abc", "page_size=0", "page_size=2.5", "cursor=not-a-cursor"):
         response = api.get(f"/v1/autonomy/status?{query}")
         assert response.status_code == 400, (query, response.content)
-        assert "decisions" in str(response.json()["error"])
+        error = response.json()["error"]
+        assert set(error) == {"code", "message", "details"} and query.split("=")[0] in error["details"]
 
 
 def test_the_status_shows_only_its_own_workspaces_decisions_and_runs(workspace, other_workspace, api_client_for):
@@ -82,8 +107,8 @@ def test_the_status_shows_only_its_own_workspaces_decisions_and_runs(workspace, 
     mine.post("/v1/producers/topical/run", {}, format="json")
     autonomy_sweep()
     ours = mine.get("/v1/autonomy/status").json()
-    assert ours["decisions"] and ours["producer_runs"] and ours["mode"] == "on"
+    assert ours["decisions"]["results"] and ours["producer_runs"] and ours["mode"] == "on"
     body = theirs.get("/v1/autonomy/status").json()
-    mine_ids = {d["id"] for d in ours["decisions"]}
+    mine_ids = {d["id"] for d in ours["decisions"]["results"]}
     assert body["mode"] == "observe" and body["producer_runs"] == []
-    assert not mine_ids & {d["id"] for d in body["decisions"]}
+    assert not mine_ids & {d["id"] for d in body["decisions"]["results"]}
