@@ -6,13 +6,11 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fathom.api.params import int_param
 from harness.conductor import selectors, services
 from harness.conductor.events import run_channel
 from harness.conductor.models import AgendaItem, CapabilityCall, Decision, Run
 from harness.conductor.services import MAX_OBJECTIVE_CHARS
-from harness.runtime.api import EVENT_STREAM_PARAMETERS, SSE_MAX_SECONDS
-from harness.runtime.sse import EventStreamRenderer, event_stream_response, numbered_event_stream
+from harness.runtime.sse import EVENT_STREAM_PARAMETERS, EventStreamRenderer, numbered_events_answer
 
 
 class RunAgendaItemOutput(serializers.ModelSerializer):
@@ -138,18 +136,10 @@ class RunEventsView(APIView):
     )
     def get(self, request, run_id):
         run = selectors.run_get(workspace=request.workspace, run_id=run_id)
-        after = int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
-        if request.accepted_renderer.format == "sse":
-            timeout = int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
 
-            def read_after(*, after: int, limit: int):
-                return selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
+        def read_after(*, after: int, limit: int):
+            return selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
 
-            return event_stream_response(
-                numbered_event_stream(channel=run_channel(run.pk), read_after=read_after, payload=run_event_payload,
-                                      after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)))
-        limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
-        events = selectors.run_events_after(run_id=run.pk, after=after, limit=limit)
-        last = events[-1].seq if events else after
-        return Response({"events": [run_event_payload(e) for e in events], "last_seq": last, "next": f"?after={last}"})
+        return numbered_events_answer(request, channel=run_channel(run.pk), read_after=read_after,
+                                      payload=run_event_payload)
 

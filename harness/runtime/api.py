@@ -6,13 +6,15 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from fathom.api.params import int_param
 from harness.runtime import profiles, selectors, services
+from harness.runtime.events import channel_for
 from harness.runtime.models import AgentProfile, Session, Trigger, UserProfile
-from harness.runtime.sse import EventStreamRenderer, event_payload, event_stream, event_stream_response
-
-SSE_MAX_SECONDS = 300
-
+from harness.runtime.sse import (
+    EVENT_STREAM_PARAMETERS,
+    EventStreamRenderer,
+    event_payload,
+    numbered_events_answer,
+)
 
 # --- sessions ---------------------------------------------------------------------------------------------
 
@@ -113,15 +115,6 @@ class SessionEventsOutput(serializers.Serializer):
     next = serializers.CharField(help_text="the query that polls for what comes next")
 
 
-# The query of an event stream (a session's, a run's): SSE or JSON polling, resumable.
-EVENT_STREAM_PARAMETERS = [
-    OpenApiParameter("after", int, description="only events numbered above this"),
-    OpenApiParameter("limit", int, description="JSON form: at most this many (default 200)"),
-    OpenApiParameter("timeout", int, description=f"SSE: close after this many seconds (<= {SSE_MAX_SECONDS})"),
-    OpenApiParameter("Last-Event-ID", str, OpenApiParameter.HEADER, required=False),
-]
-
-
 class SessionEventsView(APIView):
     """The session's events: Server-Sent Events with `Accept: text/event-stream` (resumable with
     Last-Event-ID), otherwise a JSON page for polling (`?after=<seq>`)."""
@@ -135,16 +128,12 @@ class SessionEventsView(APIView):
     )
     def get(self, request, session_id):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
-        after = int_param(request.headers.get("Last-Event-ID") or request.query_params.get("after"), "after", 0)
-        if request.accepted_renderer.format == "sse":
-            timeout = int_param(request.query_params.get("timeout"), "timeout", SSE_MAX_SECONDS)
-            return event_stream_response(
-                event_stream(session.pk, after=after, max_seconds=min(max(timeout, 1), SSE_MAX_SECONDS)))
-        limit = min(max(int_param(request.query_params.get("limit"), "limit", 200), 1), 1000)
-        events = selectors.session_events_after(session_id=session.pk, after=after, limit=limit)
-        last = events[-1].seq if events else after
-        return Response({"events": [event_payload(e) for e in events], "last_seq": last,
-                         "next": f"?after={last}"})
+
+        def read_after(*, after: int, limit: int):
+            return selectors.session_events_after(session_id=session.pk, after=after, limit=limit)
+
+        return numbered_events_answer(request, channel=channel_for(session.pk), read_after=read_after,
+                                      payload=event_payload)
 
 
 # --- profiles ---------------------------------------------------------------------------------------------
