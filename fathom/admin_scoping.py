@@ -21,8 +21,8 @@ def workspaces_visible_to(request):
     return Workspace.objects.filter(memberships__user=request.user)
 
 
-class WorkspaceScopedAdmin(admin.ModelAdmin):
-    """The admin of a workspace-scoped model: staff see the rows of their own workspaces, and may put
+class WorkspaceScoped:
+    """A ModelAdmin's or an inline's scoping: staff see the rows of their own workspaces, and may put
     new rows only in workspaces where they are owner or operator."""
 
     def get_queryset(self, request):
@@ -32,6 +32,10 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
         if db_field.name == "workspace" and not request.user.is_superuser:
             kwargs["queryset"] = workspaces_operated_by(request.user)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class WorkspaceScopedAdmin(WorkspaceScoped, admin.ModelAdmin):
+    """The admin of a workspace-scoped model (`WorkspaceScoped`)."""
 
 
 class ReadOnlyAdmin(WorkspaceScopedAdmin):

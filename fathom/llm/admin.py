@@ -7,7 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
-from fathom.admin_scoping import WorkspaceScopedAdmin, rows_visible_to
+from fathom.admin_scoping import WorkspaceScoped, WorkspaceScopedAdmin
 from fathom.auth import request_actor, workspaces_operated_by
 from fathom.errors import ApplicationError
 from fathom.llm import ROLES
@@ -79,19 +79,11 @@ class AssignmentForm(forms.ModelForm):
         return data
 
 
-class AssignmentInline(admin.TabularInline):
+class AssignmentInline(WorkspaceScoped, admin.TabularInline):
     model = ModelAssignment
     form = AssignmentForm
     extra = 0
     fields = ["workspace", "role"]
-
-    def get_queryset(self, request):
-        return rows_visible_to(request, super().get_queryset(request))
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "workspace" and not request.user.is_superuser:
-            kwargs["queryset"] = workspaces_operated_by(request.user)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
 @admin.register(LLMModel)
