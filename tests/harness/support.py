@@ -1,5 +1,5 @@
 """Helpers of the harness's tests: a session tick as the worker runs it, waiting for workers'
-results, reading SSE, counting a fire's writes."""
+results, reading SSE, counting a fire's writes, a list's page read in a fixed number of queries."""
 
 from collections import Counter
 
@@ -56,3 +56,15 @@ def fire_write_kinds(fire) -> Counter:
             kinds = [next(t.split(":")[0] for t in tags if t.startswith(("affirms:", "refutes:")))]
         counts["+".join(kinds)] += 1
     return counts
+
+
+def page_results_in_fixed_queries(api, path: str, *, more, queries: int, assert_num_queries) -> tuple[list, list]:
+    """The results of `path`'s page read in `queries` queries (django_assert_num_queries) as the rows
+    stand, and again after `more()` added many: (the few, the many)."""
+    api.get(path)  # the key's use is written once a minute: not counted below
+    with assert_num_queries(queries):
+        few = api.get(path)
+    more()
+    with assert_num_queries(queries):
+        many = api.get(path)
+    return few.json()["results"], many.json()["results"]

@@ -6,6 +6,7 @@ from django.utils import timezone
 from harness.autonomy.models import AutonomyDecision
 from harness.autonomy.selectors import SELF_DIRECTING_TAG
 from lake.services import delta_create
+from tests.harness.support import page_results_in_fixed_queries
 
 PAGE_QUERIES = 2  # the key, the page (an inbox item's mark is a subquery of it): nothing per row
 
@@ -32,36 +33,24 @@ def given_inbox(api, workspace, count):
 def test_it_lists_decisions_in_the_same_number_of_queries_for_few_and_many(api, workspace,
                                                                             django_assert_num_queries):
     given_decisions(workspace, 1)
-    api.get("/v1/autonomy/decisions")  # the key's use is written once a minute: not counted below
-    with django_assert_num_queries(PAGE_QUERIES):
-        few = api.get("/v1/autonomy/decisions")
-    given_decisions(workspace, 10)
-    with django_assert_num_queries(PAGE_QUERIES):
-        many = api.get("/v1/autonomy/decisions")
-    assert (len(few.json()["results"]), len(many.json()["results"])) == (1, 11)
+    few, many = page_results_in_fixed_queries(api, "/v1/autonomy/decisions", more=lambda: given_decisions(workspace, 10),
+                                              queries=PAGE_QUERIES, assert_num_queries=django_assert_num_queries)
+    assert (len(few), len(many)) == (1, 11)
 
 
 def test_it_lists_the_inbox_in_the_same_number_of_queries_for_few_and_many(api, workspace,
                                                                             django_assert_num_queries):
     given_inbox(api, workspace, 1)
-    api.get("/v1/autonomy/inbox")  # the key's use is written once a minute: not counted below
-    with django_assert_num_queries(PAGE_QUERIES):
-        few = api.get("/v1/autonomy/inbox")
-    given_inbox(api, workspace, 6)
-    with django_assert_num_queries(PAGE_QUERIES):
-        many = api.get("/v1/autonomy/inbox")
-    assert (len(few.json()["results"]), len(many.json()["results"])) == (3, 21)
-    assert sorted({item["state"] for item in many.json()["results"]}) == ["acknowledged", "acted", "new"]
-    assert sum(item["trigger"] is not None for item in many.json()["results"]) == 4
+    few, many = page_results_in_fixed_queries(api, "/v1/autonomy/inbox", more=lambda: given_inbox(api, workspace, 6),
+                                              queries=PAGE_QUERIES, assert_num_queries=django_assert_num_queries)
+    assert (len(few), len(many)) == (3, 21)
+    assert sorted({item["state"] for item in many}) == ["acknowledged", "acted", "new"]
+    assert sum(item["trigger"] is not None for item in many) == 4
 
 
 def test_it_lists_the_directives_in_the_same_number_of_queries_for_few_and_many(api, workspace,
                                                                                  django_assert_num_queries):
     given_inbox(api, workspace, 1)
-    api.get("/v1/autonomy/directives")  # the key's use is written once a minute: not counted below
-    with django_assert_num_queries(PAGE_QUERIES):
-        few = api.get("/v1/autonomy/directives")
-    given_inbox(api, workspace, 6)
-    with django_assert_num_queries(PAGE_QUERIES):
-        many = api.get("/v1/autonomy/directives")
-    assert (len(few.json()["results"]), len(many.json()["results"])) == (1, 7)
+    few, many = page_results_in_fixed_queries(api, "/v1/autonomy/directives", more=lambda: given_inbox(api, workspace, 6),
+                                              queries=PAGE_QUERIES, assert_num_queries=django_assert_num_queries)
+    assert (len(few), len(many)) == (1, 7)

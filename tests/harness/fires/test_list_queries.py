@@ -3,6 +3,7 @@
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.runtime.services import session_create
+from tests.harness.support import page_results_in_fixed_queries
 
 FIRES_PAGE_QUERIES = 2  # the key, the page: nothing per fire
 
@@ -16,22 +17,15 @@ def given_fires(workspace, count, *, session=None):
 
 def test_it_lists_fires_in_the_same_number_of_queries_for_few_and_many(api, workspace, django_assert_num_queries):
     given_fires(workspace, 1)
-    api.get("/v1/fires")  # the key's use is written once a minute: not counted below
-    with django_assert_num_queries(FIRES_PAGE_QUERIES):
-        few = api.get("/v1/fires")
-    given_fires(workspace, 10)
-    with django_assert_num_queries(FIRES_PAGE_QUERIES):
-        many = api.get("/v1/fires")
-    assert (len(few.json()["results"]), len(many.json()["results"])) == (2, 22)
+    few, many = page_results_in_fixed_queries(api, "/v1/fires", more=lambda: given_fires(workspace, 10),
+                                              queries=FIRES_PAGE_QUERIES, assert_num_queries=django_assert_num_queries)
+    assert (len(few), len(many)) == (2, 22)
 
 
 def test_it_lists_a_sessions_fires_in_a_fixed_number_of_queries(api, workspace, django_assert_num_queries):
     session = session_create(workspace=workspace, title="asked")
     given_fires(workspace, 1, session=session)
-    api.get(f"/v1/fires?session={session.pk}")  # the key's use is written once a minute: not counted below
-    with django_assert_num_queries(FIRES_PAGE_QUERIES + 1):  # and the session named by ?session=
-        few = api.get(f"/v1/fires?session={session.pk}")
-    given_fires(workspace, 10, session=session)
-    with django_assert_num_queries(FIRES_PAGE_QUERIES + 1):
-        many = api.get(f"/v1/fires?session={session.pk}")
-    assert (len(few.json()["results"]), len(many.json()["results"])) == (1, 11)
+    few, many = page_results_in_fixed_queries(
+        api, f"/v1/fires?session={session.pk}", more=lambda: given_fires(workspace, 10, session=session),
+        queries=FIRES_PAGE_QUERIES + 1, assert_num_queries=django_assert_num_queries)  # and the session named by ?session=
+    assert (len(few), len(many)) == (1, 11)
