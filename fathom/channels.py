@@ -13,6 +13,7 @@ published before anyone is told of it is heard at the next look.
 state of something every process caches (the model registry, the proxy's routes, the loop detector's
 thresholds). A bump increments the key and publishes its name; `version` answers from this process's
 memory, reading a key again (one GET) only when it was bumped or the subscription was made anew.
+`VersionedCache` is a process's cache of what such versions name, dropped whole when one changes.
 
 `from_memory()` is for code that must not wait on the database (the proxy's event loop): having asked
 the caches it reads whether they hold what it needs, current (each cache kept coherent by a channel has
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -127,6 +128,45 @@ def version_bump(key: str) -> None:
         pipe.incr(key)
         pipe.publish(VERSIONS_CHANNEL, key)
         pipe.execute()
+
+
+class VersionedCache:
+    """This process's answers (by key) about the state that `versions()` (a `version`, or a tuple of
+    them) names, all dropped when it changes; thread-safe. An answer read while a change lands is not
+    kept."""
+
+    def __init__(self, versions: Callable[[], Hashable]):
+        self.versions = versions
+        self.lock = threading.Lock()
+        self.answers: dict = {}
+        self.answers_at: Hashable = None  # the versions `answers` hold
+
+    def get(self, key: Hashable, read: Callable[[], object]):
+        """The answer for `key` at the current versions: held, or `read()` now (None is an answer)."""
+        current = self.versions()
+        with self.lock:
+            if self.answers_at != current:
+                self.answers.clear()
+                self.answers_at = current
+            if key in self.answers:
+                return self.answers[key]
+        found = read()
+        with self.lock:
+            if self.answers_at == current:
+                self.answers[key] = found
+        return found
+
+    def held(self, key: Hashable) -> tuple[bool, object]:
+        """(True, the answer) when this process holds `key`'s, current; else (False, None)."""
+        current = self.versions()
+        with self.lock:
+            if self.answers_at == current and key in self.answers:
+                return True, self.answers[key]
+        return False, None
+
+    def clear(self) -> None:
+        with self.lock:
+            self.answers.clear()
 
 
 def _forked() -> None:

@@ -14,7 +14,6 @@ trip."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
 
-from fathom.channels import version, version_bump
+from fathom.channels import VersionedCache, version, version_bump
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Provider
 
@@ -69,19 +68,7 @@ OFFLINE_MODEL = ResolvedModel(name=OFFLINE_NAME, provider=Provider.OFFLINE.value
 def resolve(*, workspace, role: str) -> ResolvedModel:
     """The model that answers `role` in `workspace` (a Workspace or its id)."""
     workspace_id = getattr(workspace, "pk", workspace)
-    version = _current_version()
-    cache_key = (workspace_id, role)
-    with _lock:
-        if _cache.get("version") != version:
-            _cache.clear()
-            _cache["version"] = version
-        found = _cache.get(cache_key)
-    if found is None:
-        found = _resolve_uncached(workspace_id, role)
-        with _lock:
-            if _cache.get("version") == version:
-                _cache[cache_key] = found
-    return found
+    return _resolved.get((workspace_id, role), lambda: _resolve_uncached(workspace_id, role))
 
 
 def model_by_name(name: str, *, workspace) -> ResolvedModel:
@@ -165,12 +152,7 @@ def with_options(model: ResolvedModel, **changes) -> ResolvedModel:
 
 # --- internals ------------------------------------------------------------------------------------------
 
-_cache: dict = {}
-_lock = threading.Lock()
-
-
-def _current_version() -> str:
-    return version(VERSION_KEY)
+_resolved = VersionedCache(lambda: version(VERSION_KEY))
 
 
 def _resolve_uncached(workspace_id, role: str) -> ResolvedModel:
@@ -191,5 +173,4 @@ def _resolve_uncached(workspace_id, role: str) -> ResolvedModel:
 @receiver(setting_changed)
 def _settings_changed(setting, **_kwargs):
     if setting in ("FATHOM_DEFAULT_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OLLAMA_HOST"):
-        with _lock:
-            _cache.clear()
+        _resolved.clear()

@@ -11,13 +11,12 @@ Redis, fathom.channels), so the hot path costs no round trip."""
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
 
-from fathom.channels import version, version_bump
+from fathom.channels import VersionedCache, version, version_bump
 from fathom.llm import registry
 from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import Provider
@@ -44,29 +43,13 @@ class Upstream:
 
 def upstream_for(*, workspace_id: int, name: str) -> Upstream | None:
     """The upstream that answers `name` in the workspace, or None (an unknown model)."""
-    versions = _versions()
-    key = (workspace_id, name)
-    with _lock:
-        if _cache.get("versions") != versions:
-            _cache.clear()
-            _cache["versions"] = versions
-        if key in _cache:
-            return _cache[key]
-    found = _resolve(workspace_id, name)
-    with _lock:
-        if _cache.get("versions") == versions:
-            _cache[key] = found
-    return found
+    return _upstreams.get((workspace_id, name), lambda: _resolve(workspace_id, name))
 
 
 def upstream_held(*, workspace_id: int, name: str) -> tuple[bool, Upstream | None]:
     """(True, what `upstream_for` answers) when this process holds it, current; (False, None) when it
     must be resolved from the database."""
-    versions, key = _versions(), (workspace_id, name)
-    with _lock:
-        if _cache.get("versions") == versions and key in _cache:
-            return True, _cache[key]
-    return False, None
+    return _upstreams.held((workspace_id, name))
 
 
 def registry_names(*, workspace_id: int) -> list[tuple[str, str]]:
@@ -108,12 +91,7 @@ def routes_changed() -> None:
 
 # --- internals ------------------------------------------------------------------------------------------
 
-_cache: dict = {}
-_lock = threading.Lock()
-
-
-def _versions() -> tuple:
-    return version(ROUTES_VERSION_KEY), version(registry.VERSION_KEY), settings.OLLAMA_HOST
+_upstreams = VersionedCache(lambda: (version(ROUTES_VERSION_KEY), version(registry.VERSION_KEY), settings.OLLAMA_HOST))
 
 
 def _resolve(workspace_id: int, name: str) -> Upstream | None:

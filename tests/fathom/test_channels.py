@@ -76,3 +76,24 @@ def test_a_subscription_whose_confirmation_never_came_is_read_at_the_next_look(m
 
     heard = subscription.take()
     assert heard.resubscribed and heard.messages == ["meanwhile"]
+
+
+def test_a_versioned_cache_keeps_its_answers_until_the_version_is_bumped():
+    key = f"test:version:{uuid.uuid4().hex}"
+    cache = channels.VersionedCache(lambda: channels.version(key))
+    reads = []
+
+    def read(answer):
+        reads.append(answer)
+        return answer
+
+    # given answers read once, None among them
+    assert cache.get("a", lambda: read(1)) == 1 and cache.get("b", lambda: read(None)) is None
+    # then they are held: not read again
+    assert cache.get("a", lambda: read(2)) == 1 and cache.get("b", lambda: read(2)) is None
+    assert cache.held("a") == (True, 1) and cache.held("c") == (False, None)
+    # and after a bump, every answer is read again
+    channels.version_bump(key)
+    assert cache.held("a") == (False, None)
+    assert cache.get("a", lambda: read(3)) == 3
+    assert reads == [1, None, 3]
