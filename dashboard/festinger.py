@@ -16,12 +16,44 @@ def loop_event_row(event: LoopEvent) -> dict:
 
 
 def recollection_entry(row) -> dict:
-    """A `festinger.recollection` trace event: its block, what it recalled and did not know, and where it
-    went (`fire_id` for a fire's model call, else the conversation, e.g. a proxied client's session)."""
+    """A `festinger.recollection` trace event: its block, what it recalled and did not know, who was
+    prompted (`source`, in words) and where it went (`fire_id` for a fire's model call, else the
+    conversation, e.g. a proxied client's session)."""
     payload = row.payload or {}
     return {"at": row.at, "block": payload.get("block", ""), "recalled": payload.get("recalled") or [],
             "unknown": payload.get("unknown") or [], "session": payload.get("session") or "",
+            "source": _prompted(row.actor_id or ""),
             "fire_id": row.run_id if row.run_id and row.actor_id == f"fire:{row.run_id}" else None}
+
+
+def recollections_folded(rows) -> list[dict]:
+    """The entries of these recollection events, newest first, the same block given to the same source
+    in a row shown once with how many times (`times`)."""
+    entries: list[dict] = []
+    for row in rows:
+        entry = recollection_entry(row)
+        last = entries[-1] if entries else None
+        if last and (last["block"], last["source"], last["session"]) == (entry["block"], entry["source"],
+                                                                          entry["session"]):
+            last["times"] += 1
+            continue
+        entries.append({**entry, "times": 1})
+    return entries
+
+
+def _prompted(actor_id: str) -> str:
+    kind, _, rest = actor_id.partition(":")
+    if kind == "fire":
+        return "a fire's prompt"
+    if kind == "producer":
+        return f"the {rest.partition(':')[0]} producer's prompt"
+    if kind == "conductor":
+        return "a conductor run's prompt"
+    if kind == "autonomy":
+        return "a Sit's prompt"
+    if actor_id == "festinger:proxy":
+        return "a proxied prompt"
+    return f"{actor_id}'s prompt" if actor_id else "a prompt"
 
 
 def recollections_by_turn(fire, rows) -> dict:

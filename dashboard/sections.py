@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from dashboard.festinger import recollection_entry, recollections_by_turn
+from dashboard.festinger import recollections_by_turn, recollections_folded
 from dashboard.panels import card_section, side_panel
 from fathom.tracing.selectors import traces_totals
 from festinger.loops.selectors import loop_conversations
@@ -159,8 +159,8 @@ def loop_detector(current) -> dict | None:
 @side_panel(name="recollections", title="Festinger recollections", template="dashboard/panels/recollections.html")
 def recent_recollections(current) -> dict | None:
     """The latest recollections Festinger injected into a prompt, a fire's or a proxied call's."""
-    rows = list(recollections_list(workspace=current.workspace)[:RECOLLECTION_ROWS])
-    return {"recollections": [recollection_entry(row) for row in rows]} if rows else None
+    rows = list(recollections_list(workspace=current.workspace)[:RECOLLECTION_ROWS * 4])  # repeats fold
+    return {"recollections": recollections_folded(rows)[:RECOLLECTION_ROWS]} if rows else None
 
 
 @side_panel(name="inbox", title="Inbox", template="dashboard/panels/inbox.html")

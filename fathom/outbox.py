@@ -52,16 +52,25 @@ class OutboxMessage(models.Model):
         return f"{self.message.get('task', 'canvas')} due {self.due_at:%H:%M:%S}"
 
 
-def enqueue(task: str | Signature, *, args=(), kwargs=None, countdown: float | None = None, **options) -> None:
+def enqueue(task: str | Signature, *, args=(), kwargs=None, countdown: float | None = None, swept: bool = False,
+            **options) -> None:
     """Send `task` (a registered task's name, or a Celery signature: a chord too) once the current
     transaction commits (at once outside one): recorded in that transaction, so nothing is sent for a
     write rolled back and nothing is lost if the broker refuses it (the relay sends it later). By name,
     as beat does, so a service never imports the tasks module that calls it; `options` are
-    apply_async's (queue, time limits); `countdown` delays the run."""
-    message = task if isinstance(task, Signature) else app.signature(task, args=list(args), kwargs=kwargs or {},
-                                                                     **options)
-    row = OutboxMessage.objects.create(message=dict(message),
-                                       due_at=timezone.now() + timedelta(seconds=countdown or 0))
+    apply_async's (queue, time limits); `countdown` delays the run.
+
+    `swept`: a send that a sweep makes again when it is lost (a parked fire's verifiers: the quality
+    resend sweep; a parked fire's way back: the sessions sweep). It is recorded only if the broker
+    refuses it at commit, which spares a hot path the row's insert and delete: a process dying between
+    the commit and the publish loses it, and its sweep sends it again."""
+    message = dict(task if isinstance(task, Signature) else app.signature(task, args=list(args), kwargs=kwargs or {},
+                                                                          **options))
+    due_at = timezone.now() + timedelta(seconds=countdown or 0)
+    if swept:
+        transaction.on_commit(lambda: _publish_or_record(message, due_at))
+        return
+    row = OutboxMessage.objects.create(message=message, due_at=due_at)
     transaction.on_commit(lambda: _publish(row))
 
 
@@ -75,7 +84,7 @@ def relay(*, grace_seconds: float = RELAY_GRACE_SECONDS) -> int:
                    .filter(created_at__lt=timezone.now() - timedelta(seconds=grace_seconds))[:RELAY_BATCH])
         for row in pending:
             try:
-                _send(row)
+                _send(row.message, row.due_at)
             except TRANSIENT_ERRORS as exc:  # the broker is still away: the next relay tries again
                 OutboxMessage.objects.filter(pk=row.pk).update(attempts=row.attempts + 1, last_error=repr(exc)[:2000])
                 break
@@ -108,7 +117,7 @@ class Task(CeleryTask):
 
 def _publish(row: OutboxMessage) -> None:
     try:
-        _send(row)
+        _send(row.message, row.due_at)
     except TRANSIENT_ERRORS:
         logger.warning("outbox message %s not published now; the relay sends it", row.pk, exc_info=True)
         return
@@ -116,6 +125,19 @@ def _publish(row: OutboxMessage) -> None:
         _delete(row.pk)
     except TRANSIENT_ERRORS:  # published, but still recorded: the relay may publish it once more
         logger.warning("outbox message %s published but not deleted", row.pk, exc_info=True)
+
+
+def _publish_or_record(message: dict, due_at) -> None:
+    try:
+        _send(message, due_at)
+    except TRANSIENT_ERRORS:
+        try:
+            row = OutboxMessage.objects.create(message=message, due_at=due_at)
+        except TRANSIENT_ERRORS:  # the database is away too: its sweep sends it again
+            logger.warning("%s not published nor recorded; its sweep sends it again", message.get("task", "canvas"),
+                           exc_info=True)
+            return
+        logger.warning("outbox message %s not published now; the relay sends it", row.pk, exc_info=True)
 
 
 def _delete(pk) -> None:
@@ -129,6 +151,6 @@ def _delete(pk) -> None:
                        [pk])
 
 
-def _send(row: OutboxMessage) -> None:
-    remaining = (row.due_at - timezone.now()).total_seconds()
-    signature(row.message, app=app).apply_async(countdown=remaining if remaining > 0 else None)
+def _send(message: dict, due_at) -> None:
+    remaining = (due_at - timezone.now()).total_seconds()
+    signature(message, app=app).apply_async(countdown=remaining if remaining > 0 else None)

@@ -113,7 +113,7 @@ def _write(step: Step) -> None:
 def fire_resume(*, session_id, workspace_id, fire_id) -> None:
     """Tick the fire's session once the current transaction commits, the way back into a parked fire
     (harness.fires.services.fire_parked_resume): its turn resumes the fire."""
-    outbox.enqueue("fires.fire_parked_resume", args=[str(session_id), workspace_id, str(fire_id)])
+    outbox.enqueue("fires.fire_parked_resume", args=[str(session_id), workspace_id, str(fire_id)], swept=True)
 
 
 def _json(value) -> str:

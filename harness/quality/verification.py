@@ -31,12 +31,12 @@ def verification_send(*, run_id, attempt: int, token: str, perspectives, brief: 
     the join as its callback; a lone standard verifier is one task, which joins itself. Each carries
     the verifiers' `brief` (verifier_brief)."""
     if tuple(perspectives) == ("standard",):
-        outbox.enqueue("quality.verify", args=[run_id, attempt, token, brief])
+        outbox.enqueue("quality.verify", args=[run_id, attempt, token, brief], swept=True)
         return
     header = group(signature("quality.verify_perspective", args=[run_id, attempt, p, token, brief])
                    for p in perspectives)
     callback = signature("quality.verification_join", args=[run_id, attempt, token])
-    outbox.enqueue(chord(header, callback))
+    outbox.enqueue(chord(header, callback), swept=True)
 
 
 def verifier_brief(fire: Fire, response: dict) -> dict:

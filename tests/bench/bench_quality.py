@@ -10,8 +10,9 @@
    SIMPLE chat fire with the harness on (its session's tick, which parks it; the verifier's task, run
    here with its message's arguments; the way back its task sends: classifier, contract, verifier,
    events, profile) against the same fire with it off, alternating; p50 and p95 of the rounds'
-   differences. Beside it, the same fire driven as this bench first drove it (the tests' verify_all,
-   which reads the run twice for what a message carries, then a plain session tick back).
+   differences, by the wall clock and in this process's CPU time. Beside it, the same fire driven as
+   this bench first drove it (the tests' verify_all, which reads the run twice for what a message
+   carries, then a plain session tick back).
 4. Model calls per role of that fire, and its database statements with the harness and without
    (the verifier's task, run in process here, counted with the harness)."""
 
@@ -112,13 +113,13 @@ class Sent:
         return recorded
 
 
-def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> float:
+def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> tuple[float, float]:
     """One fire's ticks, timed. With the harness, `sent`: the verifier's task and the way back run as
     the workers run them; without it, as this bench drove them first (the tests' verify_all, which
     reads the run twice to find what a message carries, then a plain session tick)."""
     session = session_create(workspace=workspace)
     simple_chat_asked(session, roles, quality=quality)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if not quality:
         assert session_tick(session_id=session.pk) == "ended"
     elif sent is None:
@@ -131,7 +132,7 @@ def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> f
         assert verification.verification_alone(run_id=message["run_id"], attempt=message["attempt"], token=message["token"],
                                        brief=message["brief"])
         assert fire_parked_resume(**sent.resumed.pop()) == "ended"
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu_started
 
 
 def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
@@ -148,11 +149,11 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
         settings.save()
         roles[drive] = Roles(workspaces[drive])
 
-    def fire(drive: str) -> float:
+    def fire(drive: str) -> tuple[float, float]:
         return _one_fire(workspaces[drive], roles[drive], quality=drive != "without",
                          sent=sent if drive == "workers" else None)
 
-    walls = {drive: [] for drive in drives}
+    walls, cpus = {drive: [] for drive in drives}, {drive: [] for drive in drives}
     statements = {}
     try:
         for drive in drives:
@@ -161,7 +162,9 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
                 script.reset()
         for _ in range(OVERHEAD_FIRES):
             for drive in drives:
-                walls[drive].append(fire(drive))
+                wall, cpu = fire(drive)
+                walls[drive].append(wall)
+                cpus[drive].append(cpu)
         calls = {drive: {role: n // OVERHEAD_FIRES for role, n in roles[drive].calls().items()} for drive in drives}
         for drive in drives:
             with CaptureQueriesContext(connection) as counted:
@@ -173,6 +176,7 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
     overhead = {drive: [(b - a) * 1000 for a, b in zip(walls["without"], walls[drive], strict=True)]
                 for drive in drives[1:]}
     ms = {drive: statistics.median(walls[drive]) * 1000 for drive in drives}
+    cpu_overhead = [(b - a) * 1000 for a, b in zip(cpus["without"], cpus["workers"], strict=True)]
     print(f"\n[quality] SIMPLE chat fire with an instant model, {OVERHEAD_FIRES} fires each way, alternating: p50 "
           f"{ms['without']:.1f} ms without the harness, {ms['workers']:.1f} ms with it: overhead p50 "
           f"{percentile(overhead['workers'], 50):.1f} ms, p95 {percentile(overhead['workers'], 95):.1f} ms "
@@ -180,6 +184,8 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
     print(f"[quality] the same fire driven as this bench first drove it (the tests' verify_all, a plain session tick "
           f"back): {ms['first']:.1f} ms, overhead p50 {percentile(overhead['first'], 50):.1f} ms, p95 "
           f"{percentile(overhead['first'], 95):.1f} ms")
+    print(f"[quality] the same overhead in this process's CPU time (the database's own work aside, so a busy "
+          f"machine moves it less): p50 {percentile(cpu_overhead, 50):.1f} ms")
     print(f"[quality] model calls per fire and role: with the harness {calls['workers']}, without {calls['without']}")
     print(f"[quality] database statements per fire: {statements['workers']} with the harness, "
           f"{statements['without']} without: {statements['workers'] - statements['without']} the harness's "

@@ -1,6 +1,7 @@
 """The operator dashboard through Django's test client: login, workspaces and their isolation, the
 feed and its query count, the thinking accordion, deciding proposals and conflicts, onboarding."""
 
+import html
 import json
 import re
 from datetime import timedelta
@@ -332,8 +333,27 @@ def test_a_fires_card_shows_the_recollection_each_turn_received(operator, script
     assert "&lt;recollection&gt;\ngnommoweb: [type] repo\n&lt;/recollection&gt;" in card
     # the latest recollections beside the feed, each with where it went
     panel = page[page.index('id="panel-recollections"'):]
-    assert "a fire's prompt: 1 recalled, 0 unknown" in panel and f'href="/loop/{fire.pk}"' in panel
+    assert re.search(r"a fire's prompt( ×\d+)?: 1 recalled, 0 unknown", html.unescape(panel)) and f'href="/loop/{fire.pk}"' in panel
     assert "gnommoweb: [type] repo" in operator.get(f"/loop/{fire.pk}").content.decode()  # and its loop view
+
+
+def test_the_recollections_panel_names_who_was_prompted_and_folds_repeats(operator, workspace):
+    # given recollections given to a producer three times in a row, a conductor run, a Sit and a proxied call
+    now = timezone.now()
+    actors = ["festinger:proxy", "autonomy:7", "conductor:abc", *["producer:reflective:3"] * 3]
+    for seconds, actor in enumerate(actors):
+        TraceEvent.objects.create(workspace=workspace, at=now + timedelta(seconds=seconds), kind=RECOLLECTION_EVENT,
+                                  name="llm.call", trace_id="t" * 32, span_id=f"{seconds:016d}", actor_id=actor,
+                                  payload={"block": "<recollection>\nurchin: [type] animal\n</recollection>",
+                                           "recalled": ["urchin"], "unknown": []})
+    # when the operator opens the feed
+    page = operator.get("/").content.decode()
+    panel = page[page.index('id="panel-recollections"'):]
+    panel = panel[:panel.index("</ul>")]
+    # then each says who was prompted, newest first, the producer's three in a row shown once
+    said = re.findall(r"· ([^:<]+): 1 recalled", html.unescape(panel))
+    assert said == ["the reflective producer's prompt ×3", "a conductor run's prompt", "a Sit's prompt",
+                    "a proxied prompt"]
 
 
 def test_a_conversations_page_costs_the_same_queries_for_two_events_or_twenty(operator, workspace,

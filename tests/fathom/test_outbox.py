@@ -5,6 +5,7 @@ beat's relay publishes it on a worker."""
 from datetime import timedelta
 
 import pytest
+import redis
 from celery import Celery, chord, group, signature
 from celery.exceptions import Ignore
 from django.db import OperationalError, transaction
@@ -38,6 +39,27 @@ def test_a_change_rolled_back_sends_nothing():
         outbox.enqueue("platform.ping", args=["never"], queue="maintenance")
         raise RuntimeError("rolled back")
     assert not OutboxMessage.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_send_its_sweep_makes_again_is_published_at_commit_without_a_row():
+    with transaction.atomic():
+        outbox.enqueue("platform.ping", args=["swept"], queue="maintenance", swept=True)
+        assert not OutboxMessage.objects.exists()
+    assert not OutboxMessage.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_send_its_sweep_makes_again_is_recorded_when_the_broker_refuses_it(monkeypatch):
+    def refused(*args, **kwargs):
+        raise redis.exceptions.ConnectionError("the broker is away")
+
+    monkeypatch.setattr(outbox, "_send", refused)
+    with transaction.atomic():
+        outbox.enqueue("platform.ping", args=["swept"], queue="maintenance", countdown=30, swept=True)
+    row = OutboxMessage.objects.get()
+    assert row.message["task"] == "platform.ping" and row.message["args"] == ["swept"]
+    assert timedelta(seconds=29) < row.due_at - timezone.now() <= timedelta(seconds=30)
 
 
 def test_a_chord_is_kept_whole(db):

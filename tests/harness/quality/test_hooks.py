@@ -4,7 +4,9 @@ carries it on. The parallel runs on a real worker are in test_workers.py."""
 
 import pytest
 
+from fathom import outbox
 from fathom.llm import Message, complete
+from fathom.outbox import OutboxMessage
 from fathom.tracing.selectors import trace_get
 from festinger import cache as festinger_cache
 from festinger.models import Concept
@@ -15,7 +17,7 @@ from harness.quality import agents, postflight
 from harness.quality.contracts import HEALING_MARKER
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
-from harness.runtime.services import harness_settings_get, message_send
+from harness.runtime.services import harness_settings_get, message_send, sessions_sweep
 from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import (
@@ -112,6 +114,28 @@ def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles,
     # and they are still
     assert runners == [("", "")]
     assert Session.objects.get(pk=session.pk).runner == "" and Fire.objects.get(session=session).runner == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parked_fire_whose_sends_are_lost_is_carried_on_by_the_sweeps(roles, session, monkeypatch):
+    # given a chat question, and a process that dies after each commit before publishing what it sends
+    # (the verifier's group and the way back are not recorded in the outbox: their sweeps send them again)
+    simple_chat_asked(session, roles, quality=True)
+    lost = []
+    monkeypatch.setattr(outbox, "_publish_or_record", lambda message, due_at: lost.append(message["task"]))
+    assert session_tick(session_id=session.pk) == "parked"
+    fire = Fire.objects.get(session=session)
+    # when the resend sweep sends the verifier again, and the verifier's way back is lost too
+    assert verification.runs_waiting_resend(older_than_seconds=0) == [QualityRun.objects.get(fire=fire).pk]
+    verify_all(QualityRun.objects.get(fire=fire))
+    assert lost == ["quality.verify", "quality.verify", "fires.fire_parked_resume"]
+    assert not OutboxMessage.objects.exists()
+    # then the sessions sweep ticks the parked fire's session, and the fire ends verified
+    assert session.pk in sessions_sweep()
+    assert session_tick(session_id=session.pk) == "ended"
+    fire.refresh_from_db()
+    run = QualityRun.objects.get(fire=fire)
+    assert (fire.status, fire.response["body"], run.state, run.verifier_score) == ("finished", ANSWER, "done", 0.9)
 
 
 def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):

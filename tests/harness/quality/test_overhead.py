@@ -24,14 +24,14 @@ pytestmark = pytest.mark.django_db(transaction=True)  # as in production: BEGIN 
 # harness's hook then records its checks); on its way back (fire_parked_resume), the session's settings
 # and claim, the fire read and claimed, its trace's earlier runs, its QualityRun with the current attempt
 # (the run's retry policy kept in it), the tool results' sizes and the profile's figures (each a plain
-# read of its own), and the decision's one statement; and the verifier's send, recorded in the outbox and
-# deleted once published (fathom.outbox). 63 (and 14 on the quality worker) before the events of a step
+# read of its own), and the decision's one statement. The verifier's send is not recorded in the outbox
+# unless the broker refuses it (a lost one is sent again by the resend sweep: fathom.outbox, `swept`). 63 (and 14 on the quality worker) before the events of a step
 # were written at once and settings, the run and its attempt read once; 5 when the way back was one
 # hand-joined read of six tables (the fire's lifecycle hooks read what they need themselves).
-HARNESS_STATEMENTS = 15
-# the lone verifier's task: what it reads besides its message, its call traced, its verdict, and the fire's
-# resume recorded in the outbox and deleted once published
-VERIFIER_STATEMENTS = 6
+HARNESS_STATEMENTS = 13
+# the lone verifier's task: what it reads besides its message, its call traced, and its verdict (the fire's
+# resume, like the verifier's send, is recorded only if the broker refuses it)
+VERIFIER_STATEMENTS = 4
 
 
 def _fire_statements(workspace, roles, *, quality: bool) -> tuple[list[str], list[str]]:
