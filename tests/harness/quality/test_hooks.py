@@ -13,7 +13,7 @@ from festinger.models import Concept
 from festinger.services import insert_fact
 from harness.fires.models import Fire, FireTurn
 from harness.fires.services import fire_parked_resume
-from harness.quality import agents, postflight
+from harness.quality import agents, postflight, verification
 from harness.quality.contracts import HEALING_MARKER
 from harness.quality.models import QualityRun
 from harness.runtime.models import Session, SessionEvent, Turn
