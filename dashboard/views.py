@@ -52,7 +52,7 @@ from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from harness.runtime.sse import event_stream_response
 from lake.search import DEPTHS, MODES, deltas_search
-from lake.selectors import delta_get, provenance_children, provenance_parents
+from lake.selectors import delta_get, deltas_list, provenance_children, provenance_parents
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -523,7 +523,8 @@ def _back(request):
 @require_GET
 @dashboard_view
 def lake_view(request):
-    """Search the lake (the search API's modes and depths); each hit links to its delta."""
+    """Search the lake (the search API's modes and depths); each hit links to its delta. Without a
+    query: the newest deltas (the page refreshes them live)."""
     query, mode, depth = (request.GET.get(name, "").strip() for name in ("q", "mode", "depth"))
     result, error = None, ""
     if query:
@@ -534,7 +535,9 @@ def lake_view(request):
             error = exc.message
     return render(request, "dashboard/lake.html", {
         "current": request.dashboard, "query": query, "mode": mode or "hybrid", "depth": depth or "normal",
-        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error}, status=400 if error else 200)
+        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error,
+        "newest": [] if query else list(deltas_list(workspace=request.dashboard.workspace)[:LAKE_NEWEST]),
+    }, status=400 if error else 200)
 
 
 @require_GET
@@ -550,6 +553,7 @@ def delta_view(request, delta_id: str):
 
 
 LAKE_HITS = 20
+LAKE_NEWEST = 20
 
 
 # --- Autonomy ----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from festinger.services import insert_fact
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.runtime.services import message_send, session_create
+from lake.services import delta_create
 from proposals.models import ProposalStatus
 from proposals.services import proposal_deny
 from tests.dashboard.support import member, provenance_proposal
@@ -300,3 +301,19 @@ def test_the_new_pages_send_a_logged_out_user_to_login(client, workspace):
     for path in ["/proposals/", "/festinger/", "/?kind=answers"]:
         response = client.get(path)
         assert response.status_code == 302 and response["Location"].startswith("/login/?next="), path
+
+
+# --- the lake's and autonomy's live parts -------------------------------------------------------------
+
+def test_the_lake_without_a_query_lists_its_newest_deltas_and_refreshes_them(operator, workspace, other_workspace):
+    ours = delta_create(workspace=workspace, content="a note about the rover", tags=["kind:note"])
+    delta_create(workspace=other_workspace, content="their private note", tags=["kind:note"])
+    page = operator.get("/lake/").content.decode()
+    assert f'href="/lake/{ours.pk}"' in page and "their private note" not in page
+    assert 'hx-trigger="every 5s" hx-select="#lake-newest"' in page
+    assert 'id="lake-newest"' not in operator.get("/lake/", {"q": "rover", "mode": "text"}).content.decode()
+
+
+def test_the_autonomy_pages_decisions_refresh_themselves(operator, workspace):
+    page = operator.get("/autonomy/").content.decode()
+    assert 'id="autonomy-decisions"' in page and 'hx-select="#autonomy-decisions"' in page
