@@ -32,7 +32,7 @@ FEED_STATUSES = {
     "finished": FeedStatus("Answered", fires=(Fire.Status.FINISHED,)),
     "failed": FeedStatus("Failed", fires=(Fire.Status.FAILED,), proposal=ProposalStatus.FAILED),
     "cancelled": FeedStatus("Cancelled", fires=(Fire.Status.CANCELLED,)),
-    "pending": FeedStatus("Waiting for a decision", proposal=ProposalStatus.PENDING),
+    "pending": FeedStatus("Pending", proposal=ProposalStatus.PENDING),
     "approved": FeedStatus("Approved", proposal=ProposalStatus.APPROVED),
     "denied": FeedStatus("Denied", proposal=ProposalStatus.DENIED),
 }
