@@ -183,6 +183,16 @@ def test_an_inline_decision_on_the_proposals_page_decides_through_the_service(op
     assert f'id="proposal-{proposal.pk}"' in operator.get("/proposals/", {"status": "approved"}).content.decode()
 
 
+def test_a_viewer_reads_the_proposals_and_festinger_pages_without_the_forms_that_act(client, workspace):
+    client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
+    proposal = provenance_proposal(workspace, level=3)
+    conflict = isa_isa_conflict(workspace)
+    page = client.get("/proposals/").content.decode()
+    assert f'id="proposal-{proposal.pk}"' in page and f'action="/proposals/{proposal.pk}/approve"' not in page
+    page = client.get("/festinger/").content.decode()
+    assert f'id="conflict-{conflict.pk}"' in page and f'action="/conflicts/{conflict.pk}/override"' not in page
+
+
 @pytest.mark.parametrize("params", [{"status": "maybe"}, {"kind": "no-such-tool"}, {"q": "x" * 201}])
 def test_a_bad_proposals_filter_is_a_400_page(operator, workspace, params):
     response = operator.get("/proposals/", params)
