@@ -11,6 +11,9 @@ Its parts:
   card (the thinking accordion; later quality). Adding one is a function and a template, registered
   with `@side_panel(...)` or `@card_section(...)` in `dashboard/sections.py`; nothing else changes.
 - `feed`: the feed's page (fires and proposals merged, newest first, in a fixed number of queries).
+- `filters`: the lists' filters as GET parameters (the feed's kind, status and text; the proposals
+  page's; the world model's), parsed by forms; an unknown value is a 400 page.
+- `pages`: the list pages of their own: Proposals (`/proposals/`) and Festinger (`/festinger/`).
 - `festinger`: how Festinger's loop detector and recollections are told (its panels, the recollection
   card section, the conversation page at `/festinger/conversations/<session>`).
 - `stream`: the live feed over SSE (woken by the session event stream's notifications).

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from dashboard.filters import FeedMatch
 from dashboard.panels import card_sections_render
 from dashboard.stream import fire_signature
 from harness.fires.models import Fire
@@ -17,6 +18,7 @@ from proposals.selectors import latest_decision, proposals_list
 PAGE_SIZE = 20
 ORDINARY_SOURCES = ("", "api", "dashboard", "user_message")
 AUTO_POLICY_PREFIX = "auto-policy"
+EVERYTHING = FeedMatch()
 
 
 @dataclass
@@ -95,19 +97,23 @@ class FeedPage:
     waiting: list = field(default_factory=list)  # user messages no fire has taken up yet (first page only)
 
 
-def feed_page(*, workspace, before: datetime | None = None, limit: int = PAGE_SIZE) -> FeedPage:
-    """The entries older than `before` (None: the newest), at most `limit`, and where the next page
-    starts (None on the last)."""
-    fires = fires_feed_page(workspace=workspace, before=before, limit=limit + 1)
-    proposals = proposals_list(workspace=workspace)
-    if before is not None:
+def feed_page(*, workspace, before: datetime | None = None, limit: int = PAGE_SIZE,
+              match: FeedMatch = EVERYTHING) -> FeedPage:
+    """The entries `match` shows older than `before` (None: the newest), at most `limit`, and where the
+    next page starts (None on the last). The messages still waiting for a turn only unfiltered."""
+    fire_filter, proposal_filter = match.fires, match.proposals
+    fires = [] if fire_filter is None else fires_feed_page(workspace=workspace, before=before, limit=limit + 1,
+                                                           **fire_filter)
+    proposals = [] if proposal_filter is None else proposals_list(workspace=workspace, **proposal_filter)
+    if before is not None and proposal_filter is not None:
         proposals = proposals.filter(created_at__lt=before)
-    entries = [*fire_cards(workspace, fires), *(proposal_row(p) for p in proposals.order_by("-created_at", "-id")
-                                                [:limit + 1])]
+    if proposal_filter is not None:
+        proposals = proposals.order_by("-created_at", "-id")[:limit + 1]
+    entries = [*fire_cards(workspace, fires), *(proposal_row(p) for p in proposals)]
     entries.sort(key=lambda entry: entry.at, reverse=True)
     more = len(entries) > limit
     entries = entries[:limit]
-    waiting = messages_waiting(workspace=workspace, limit=limit) if before is None else []
+    waiting = messages_waiting(workspace=workspace, limit=limit) if before is None and not match.active else []
     return FeedPage(entries=entries, next_before=entries[-1].at if more and entries else None, waiting=waiting)
 
 

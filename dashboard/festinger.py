@@ -1,10 +1,14 @@
-"""How the dashboard says what Festinger did: a loop detector's event in a few words, and a recollection
-with where it went (a fire's turns, a proxied conversation). Read by the Festinger panels and card
-section (`sections`) and the conversation page (`views`)."""
+"""How the dashboard says what Festinger did: a loop detector's event in a few words, a recollection
+with where it went (a fire's turns, a proxied conversation), a conflict with the decisions its override
+may take, and the conversations Festinger saw. Read by the Festinger panels and card section
+(`sections`), the conversation page (`views`) and the Festinger page (`pages`)."""
 
 import json
 
 from festinger.loops.models import DETECTIONS, MITIGATIONS, LoopEvent
+from festinger.loops.selectors import loop_conversations
+from festinger.resolution import allowed_decisions
+from festinger.selectors import recollection_conversations
 
 Kind = LoopEvent.Kind
 
@@ -74,6 +78,26 @@ def recollections_by_turn(fire, rows) -> dict:
     return {"groups": groups,
             "recalled": list(dict.fromkeys(token for group in groups for token in group["recalled"])),
             "unknown": list(dict.fromkeys(token for group in groups for token in group["unknown"]))}
+
+
+def conflict_items(conflicts) -> list[dict]:
+    """Pending conflicts for the override form: each with the decisions its collision type allows."""
+    return [{"conflict": conflict, "decisions": allowed_decisions(conflict.collision_type)} for conflict in conflicts]
+
+
+def conversations_seen(*, workspace, limit: int) -> list[dict]:
+    """The conversations Festinger saw, the latest first: those the loop detector acted in and those whose
+    prompts received recollections, each once as {session, last_at, recollections, from_fires, detections,
+    mitigations, state} (`state`: its loop state now, None when unknown). Two queries and a Redis read."""
+    seen: dict[str, dict] = {}
+    for row in recollection_conversations(workspace=workspace, limit=limit):
+        seen[row["session"]] = {**row, "detections": 0, "mitigations": 0, "state": None}
+    for row in loop_conversations(workspace=workspace, since=None, limit=limit):
+        found = seen.setdefault(row["session"], {"session": row["session"], "last_at": row["last_at"],
+                                                 "recollections": 0, "from_fires": 0})
+        found.update(detections=row["detections"], mitigations=row["mitigations"], state=row["state"],
+                     last_at=max(found["last_at"], row["last_at"]))
+    return sorted(seen.values(), key=lambda row: row["last_at"], reverse=True)[:limit]
 
 
 def _summary(kind: str, detail: dict) -> str:

@@ -12,12 +12,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from dashboard.festinger import recollections_by_turn, recollections_folded
+from dashboard.festinger import conflict_items, recollections_by_turn, recollections_folded
 from dashboard.panels import card_section, side_panel
 from fathom.tracing.selectors import traces_totals
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
-from festinger.resolution import allowed_decisions
 from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs
 from harness.autonomy.models import AutonomyMode
 from harness.autonomy.pressure import SIGNALS
@@ -143,9 +142,7 @@ def pending_proposals(current) -> dict | None:
 @side_panel(name="conflicts", title="Festinger conflicts", template="dashboard/panels/conflicts.html")
 def pending_conflicts(current) -> dict | None:
     pending = list(conflicts_list(workspace=current.workspace, status=ConflictStatus.PENDING)[:PANEL_ROWS])
-    if not pending:
-        return None
-    return {"conflicts": [{"conflict": c, "decisions": allowed_decisions(c.collision_type)} for c in pending]}
+    return {"conflicts": conflict_items(pending)} if pending else None
 
 
 @side_panel(name="loops", title="Festinger loop detector", template="dashboard/panels/loops.html")

@@ -31,11 +31,11 @@ def proposal_newest_id(*, workspace) -> int:
     return proposals_list(workspace=workspace).order_by("-pk").values_list("pk", flat=True).first() or 0
 
 
-def proposals_newer(*, workspace, after: int) -> list[int]:
-    """Ids of the workspace's proposals drafted after proposal `after`, oldest first (a bounded batch)."""
-    return list(proposals_list(workspace=workspace).filter(pk__gt=after).order_by("pk")
+def proposals_newer(*, workspace, after: int, match: dict | None = None) -> list[int]:
+    """Ids of the workspace's proposals drafted after proposal `after` (those `proposals_list` finds with
+    the filters `match`), oldest first (a bounded batch)."""
+    return list(proposals_list(workspace=workspace, **(match or {})).filter(pk__gt=after).order_by("pk")
                 .values_list("pk", flat=True)[:LIVE_PROPOSALS])
-
 
 
 def conversation_get(*, workspace, session: str) -> dict:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import views
+from dashboard import pages, views
 
 app_name = "dashboard"
 
@@ -31,4 +31,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),
     path("festinger/conversations/<path:session>", views.conversation_view, name="conversation"),
+    # The list pages of their own (dashboard/pages.py)
+    path("proposals/", pages.proposals_page, name="proposals"),
+    path("festinger/", pages.festinger_page, name="festinger"),
 ]

@@ -18,6 +18,7 @@ from dashboard import forms, stream
 from dashboard.access import current_set, current_switch, dashboard_view
 from dashboard.feed import feed_page, fire_cards, proposal_row
 from dashboard.festinger import loop_event_row, recollection_entry
+from dashboard.filters import FeedFilterForm, FilterError, feed_match
 from dashboard.panels import side_panel_render, side_panels_render
 from dashboard.sections import pretty, thinking_of
 from dashboard.selectors import (
@@ -51,7 +52,7 @@ from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from harness.runtime.sse import event_stream_response
 from lake.search import DEPTHS, MODES, deltas_search
-from lake.selectors import delta_get, provenance_children, provenance_parents
+from lake.selectors import delta_get, deltas_list, provenance_children, provenance_parents
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -74,17 +75,22 @@ class LoginView(auth_views.LoginView):
 def feed(request):
     current = request.dashboard
     before = _before(request)
+    try:
+        match = feed_match(request.GET)
+    except FilterError as exc:
+        return render(request, "dashboard/error.html", {"title": "Bad filter", "message": exc.message}, status=400)
     # Taken before the page is read: a fire or proposal a worker creates while it is read (a question
     # just asked) is newer, so the live feed sends it even though the page could not show it.
     read_at = timezone.now()
     stream_after = proposal_newest_id(workspace=current.workspace)
-    page = feed_page(workspace=current.workspace, before=before)
+    page = feed_page(workspace=current.workspace, before=before, match=match)
     if request.headers.get("HX-Request") and before is not None:
-        return render(request, "dashboard/partials/feed_page.html", {"page": page, "current": current})
+        return render(request, "dashboard/partials/feed_page.html", {"page": page, "current": current,
+                                                                     "match": match})
     return render(request, "dashboard/feed.html", {
         "current": current, "page": page, "before": before, "panels": side_panels_render(current),
         "ask_form": forms.AskForm(), "stream_after": stream_after,
-        "read_at": read_at,
+        "read_at": read_at, "match": match, "filter_form": FeedFilterForm(request.GET),
     })
 
 
@@ -94,8 +100,12 @@ def feed_stream(request):
     """The live feed (SSE). The fires the page showed are known; whatever is newer or moved arrives."""
     current = request.dashboard
     workspace = current.workspace
+    try:  # the page's filter: an entry it does not match is never sent
+        match = feed_match(request.GET)
+    except FilterError as exc:
+        return render(request, "dashboard/error.html", {"title": "Bad filter", "message": exc.message}, status=400)
     csrf_token = get_token(request)
-    states = _fire_states(workspace)
+    states = _fire_states(workspace, match)
     cursor = stream.Cursor.parse(request.headers.get("Last-Event-ID", ""))
     shown = dict(item.partition("~")[::2] for item in request.GET.getlist("shown"))
     until = parse_datetime(request.GET.get("until", "").replace(" ", "+"))
@@ -108,7 +118,10 @@ def feed_stream(request):
                                proposal_id=_int(request.GET.get("proposals_after"), 0))
 
     def progress(proposal_id: int):
-        return _fire_states(workspace), proposals_newer(workspace=workspace, after=proposal_id)
+        if match.proposals is None:
+            return _fire_states(workspace, match), []
+        return _fire_states(workspace, match), proposals_newer(workspace=workspace, after=proposal_id,
+                                                               match=match.proposals)
 
     def render_fire(fire_id: str) -> str:
         card = fire_cards(workspace, [fire_with_journal_get(workspace=workspace, fire_id=fire_id)])[0]
@@ -471,12 +484,14 @@ def _dashboard_session(request):
     return session
 
 
-def _fire_states(workspace) -> dict:
-    """{fire id: (created at, signature)} of the newest fires the live feed watches."""
+def _fire_states(workspace, match) -> dict:
+    """{fire id: (created at, signature)} of the newest fires the live feed watches (those `match` shows)."""
+    if match.fires is None:
+        return {}
     return {str(fire_id): (created_at, stream.fire_signature(status=status, phase=phase, model_calls=calls,
                                                              turns=turns))
-            for fire_id, created_at, status, phase, calls, turns in fires_progress(workspace=workspace,
-                                                                                    limit=stream.WATCHED_FIRES)}
+            for fire_id, created_at, status, phase, calls, turns in fires_progress(
+                workspace=workspace, limit=stream.WATCHED_FIRES, **match.fires)}
 
 
 def _before(request):
@@ -508,7 +523,8 @@ def _back(request):
 @require_GET
 @dashboard_view
 def lake_view(request):
-    """Search the lake (the search API's modes and depths); each hit links to its delta."""
+    """Search the lake (the search API's modes and depths); each hit links to its delta. Without a
+    query: the newest deltas (the page refreshes them live)."""
     query, mode, depth = (request.GET.get(name, "").strip() for name in ("q", "mode", "depth"))
     result, error = None, ""
     if query:
@@ -519,7 +535,9 @@ def lake_view(request):
             error = exc.message
     return render(request, "dashboard/lake.html", {
         "current": request.dashboard, "query": query, "mode": mode or "hybrid", "depth": depth or "normal",
-        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error}, status=400 if error else 200)
+        "modes": MODES, "depths": list(DEPTHS), "result": result, "error": error,
+        "newest": [] if query else list(deltas_list(workspace=request.dashboard.workspace)[:LAKE_NEWEST]),
+    }, status=400 if error else 200)
 
 
 @require_GET
@@ -535,6 +553,7 @@ def delta_view(request, delta_id: str):
 
 
 LAKE_HITS = 20
+LAKE_NEWEST = 20
 
 
 # --- Autonomy ----------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""Festinger's reads: the conflict queue, the resolution runs, the graph's cycles and the recollections
-prompts received, of a workspace."""
+"""Festinger's reads: the conflict queue, the resolution runs, the graph's cycles, the world model
+(concepts placed in dimensions) and the recollections prompts received, of a workspace."""
 
 from collections import defaultdict
 
-from django.db.models import F
+from django.db.models import Count, F, Max, Prefetch, Q
+from django.db.models.fields.json import KT
 
 from fathom.errors import NotFoundError
 from fathom.tracing.models import TraceEvent
@@ -96,3 +97,38 @@ def recollections_of_runs(*, workspace, run_ids) -> dict[str, list[TraceEvent]]:
                                          kind=RECOLLECTION_EVENT).order_by("at", "id"):
         found[row.run_id].append(row)
     return dict(found)
+
+
+def world_concepts(*, workspace, search: str = "", dimension: str = ""):
+    """The concepts of the workspace's world model (placed somewhere: an URD edge that is no dimension's
+    root), by token, each with `placed`, its edges (parent and dimension loaded) by dimension. `search`:
+    those whose token, or a parent's, contains it (any case); `dimension`: those placed in it (a token).
+    Two queries for a page."""
+    placed = Edge.objects.filter(workspace=workspace).exclude(concept_id=F("parent_id"))
+    wanted = placed.filter(dimension__token=dimension) if dimension else placed
+    concepts = Concept.objects.filter(workspace=workspace, pk__in=wanted.values("concept_id"))
+    if search:
+        search = search.strip().lower()
+        concepts = concepts.filter(Q(token__icontains=search)
+                                   | Q(pk__in=placed.filter(parent__token__icontains=search).values("concept_id")))
+    return concepts.order_by("token").prefetch_related(
+        Prefetch("edges", queryset=placed.select_related("parent", "dimension").order_by("dimension__token"),
+                 to_attr="placed"))
+
+
+def world_dimensions(*, workspace) -> list[dict]:
+    """The workspace's dimensions (each a root edge's concept) by token, each as {token, concepts}: how many
+    concepts are placed in it; one query."""
+    return list(Edge.objects.filter(workspace=workspace).values(token=F("dimension__token"))
+                .annotate(concepts=Count("id", filter=~Q(concept_id=F("parent_id")))).order_by("token"))
+
+
+def recollection_conversations(*, workspace, limit: int) -> list[dict]:
+    """The conversations whose prompts received recollections (as the loop detector names them), the
+    latest first, each as {session, last_at, recollections, from_fires}: how many, and how many of them a
+    fire's model calls received; one query."""
+    return list(TraceEvent.objects.filter(workspace=workspace, kind=RECOLLECTION_EVENT)
+                .values(session=KT("payload__session"))
+                .annotate(last_at=Max("at"), recollections=Count("id"),
+                          from_fires=Count("id", filter=Q(actor_id__startswith="fire:")))
+                .exclude(session__isnull=True).exclude(session="").order_by("-last_at")[:limit])

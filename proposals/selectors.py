@@ -1,16 +1,19 @@
 """Read queries of proposals."""
 
-from django.db.models import Case, IntegerField, Prefetch, QuerySet, Value, When
+from django.db.models import Case, Count, IntegerField, Prefetch, Q, QuerySet, Value, When
 
 from fathom.errors import NotFoundError
 from proposals.models import Decision, Proposal, ProposalStatus
 
 
 def proposals_list(*, workspace, status: str | None = None, tool: str | None = None, level: int | None = None,
-                   producer: str | None = None) -> QuerySet[Proposal]:
+                   producer: str | None = None, search: str = "") -> QuerySet[Proposal]:
     """The workspace's proposals, newest first, each with `latest_decisions` prefetched (one
-    query for the page, one for its decisions)."""
+    query for the page, one for its decisions); `search`: those whose title or rationale contains it
+    (any case)."""
     queryset = Proposal.objects.filter(workspace=workspace)
+    if search:
+        queryset = queryset.filter(Q(title__icontains=search) | Q(rationale__icontains=search))
     if status:
         queryset = queryset.filter(status=status)
     if tool:
@@ -50,3 +53,11 @@ PENDING_FIRST = (ATTENTION.asc(), "-created_at", "-id")
 def pending_first(queryset: QuerySet[Proposal]) -> QuerySet[Proposal]:
     """Pending proposals first, then failed ones, then the rest; newest first within each."""
     return queryset.order_by(*PENDING_FIRST)
+
+
+def proposals_status_counts(*, workspace, tool: str | None = None) -> dict[str, int]:
+    """{status: how many of the workspace's proposals (of `tool`, when given) are in it}, one query."""
+    queryset = Proposal.objects.filter(workspace=workspace)
+    if tool:
+        queryset = queryset.filter(tool=tool)
+    return dict(queryset.order_by().values_list("status").annotate(count=Count("id")))

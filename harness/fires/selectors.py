@@ -73,19 +73,35 @@ def fire_calls_by_role(*, fire: Fire) -> dict[str, dict]:
 
 # --- The operator dashboard's reads (dashboard) -----------------------------------------------
 
-def fires_feed_page(*, workspace, before=None, limit: int) -> list[Fire]:
-    """A page of the workspace's top-level fires, newest first, created before `before` (a datetime;
-    None: the newest), each with its turns and their tool calls: three queries whatever the page size."""
+def fires_top_level(*, workspace, modes=None, statuses=None, search: str = ""):
+    """The workspace's top-level fires (the feed's): with `modes` or `statuses` (lists; None: any) only
+    those in them, with `search` only those whose question or answer contains it (any case)."""
     fires = Fire.objects.filter(workspace=workspace, depth=0)
+    if modes is not None:
+        fires = fires.filter(mode__in=modes)
+    if statuses is not None:
+        fires = fires.filter(status__in=statuses)
+    if search:
+        fires = fires.filter(models.Q(question__icontains=search) | models.Q(response__body__icontains=search))
+    return fires
+
+
+def fires_feed_page(*, workspace, before=None, limit: int, modes=None, statuses=None, search: str = "") -> list[Fire]:
+    """A page of the workspace's top-level fires (those `fires_top_level` matches), newest first, created
+    before `before` (a datetime; None: the newest), each with its turns and their tool calls: three
+    queries whatever the page size."""
+    fires = fires_top_level(workspace=workspace, modes=modes, statuses=statuses, search=search)
     if before is not None:
         fires = fires.filter(created_at__lt=before)
     return list(fires.order_by("-created_at", "-id").prefetch_related("turns__calls")[:limit])
 
 
-def fires_progress(*, workspace, limit: int) -> list[tuple]:
+def fires_progress(*, workspace, limit: int, modes=None, statuses=None, search: str = "") -> list[tuple]:
     """(id, created at, status, phase, model calls, turns recorded) of the workspace's newest top-level
-    fires, one query: what the dashboard's live feed compares to notice a new fire or one that moved on."""
-    return list(Fire.objects.filter(workspace=workspace, depth=0).order_by("-created_at", "-id")
+    fires (those `fires_top_level` matches), one query: what the dashboard's live feed compares to notice
+    a new fire or one that moved on."""
+    return list(fires_top_level(workspace=workspace, modes=modes, statuses=statuses, search=search)
+                .order_by("-created_at", "-id")
                 .annotate(turns_recorded=models.Count("turns"))
                 .values_list("id", "created_at", "status", "phase", "model_calls", "turns_recorded")[:limit])
 
