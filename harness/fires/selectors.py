@@ -104,3 +104,22 @@ def fire_citations(*, fire: Fire) -> list[dict]:
     found = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=[i for _, i in wanted]).in_bulk()
     return [{"id": i, "verb": verb, "found": i in found, "tags": found[i].tags if i in found else [],
              "content": found[i].content if i in found else ""} for verb, i in wanted]
+
+
+def fires_filtered(*, workspace, mode: str = "", status: str = "", stop_reason: str = "", errored: bool = False,
+                   text: str = ""):
+    """The workspace's top-level fires, newest first (a queryset, to paginate), narrowed to a mode, a
+    status, a stop reason, those that failed or recorded an error (`errored`), and those whose
+    question contains `text` (any case). An empty criterion narrows nothing."""
+    fires = Fire.objects.filter(workspace=workspace, depth=0)
+    if mode:
+        fires = fires.filter(mode=mode)
+    if status:
+        fires = fires.filter(status=status)
+    if stop_reason:
+        fires = fires.filter(stop_reason=stop_reason)
+    if errored:
+        fires = fires.filter(models.Q(status=Fire.Status.FAILED) | ~models.Q(error=""))
+    if text:
+        fires = fires.filter(question__icontains=text)
+    return fires.order_by("-created_at", "-id")
