@@ -135,7 +135,7 @@ def _page(rows, size: int, number: int | None, *, noun: str):
 # --- The graph ---------------------------------------------------------------------------------------
 
 NODE_WIDTH, NODE_HEIGHT, GAP_X, GAP_Y = 190, 62, 56, 20
-TASK_CHARS = 28
+TASK_CHARS = 26
 
 
 def run_graph_layout(run: Run, items: list[AgendaItem], calls: dict) -> dict:
@@ -171,16 +171,20 @@ def run_graph_layout(run: Run, items: list[AgendaItem], calls: dict) -> dict:
 
 
 def _conductor_node(run: Run) -> dict:
-    return {"number": 0, "state": run.status, "title": "Conductor", "detail": f"{run.decisions_made} decisions",
+    return {"number": 0, "state": run.status, "title": "Conductor", "detail": _count(run.decisions_made, "decision"),
             "task": _clip(run.objective), "full": run.objective, "fire_id": None}
 
 
 def _item_node(item: AgendaItem, call) -> dict:
     task = item.input.get("task", "")
-    calls = f" · {call.model_calls} model call{'s' if call.model_calls != 1 else ''}" if call else ""
+    calls = f" · {_count(call.model_calls, 'model call')}" if call else ""
     return {"number": item.number, "state": item.state, "title": f"{item.number} · {item.capability}",
             "detail": f"{item.get_state_display().lower()}{calls}", "task": _clip(task), "full": task,
             "fire_id": call.fire_id if call else None}
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _clip(text: str) -> str:

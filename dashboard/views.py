@@ -147,7 +147,8 @@ def loop_view(request, fire_id):
     work_set = dict(fire.work_set or {})
     return render(request, "dashboard/loop.html", {
         "current": request.dashboard, "fire": fire, "entry": card, "thinking": {**thinking, "open": True},
-        "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
+        "trace": fire_trace(fire=fire, shared=card.research is not None),
+        "calls_by_role": fire_calls_by_role(fire=fire, shared=card.research is not None),
         "messages_worked": work_set.pop("messages", []), "work_set": work_set,
         "response": {key: value for key, value in (fire.response or {}).items() if key not in ("body", "cards")},
         "children": list(fire.children.all()),

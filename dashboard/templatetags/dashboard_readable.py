@@ -1,5 +1,5 @@
 """`readable`: a JSON value (a fire's response, review pass, writes, work set) as HTML an operator reads:
-objects as definition lists with human labels, lists as lists, delta ids as links to their page in the
+objects as definition lists with human labels (an empty or null field left out), lists as lists, delta ids as links to their page in the
 lake, proposal ids as links to the proposal, `[id]` citations in text as links, text escaped."""
 
 import json
@@ -23,10 +23,11 @@ def readable(value) -> str:
 
 def _html(value, *, key: str) -> str:
     if isinstance(value, dict):
-        if not value:
+        shown = {name: item for name, item in value.items() if item not in (None, "")}  # what was said
+        if not shown:
             return '<span class="quiet">none</span>'
         rows = "".join(f"<dt>{escape(_label(name))}</dt><dd>{_html(item, key=str(name))}</dd>"
-                       for name, item in value.items())
+                       for name, item in shown.items())
         return f'<dl class="readable">{rows}</dl>'
     if isinstance(value, list):
         if not value:

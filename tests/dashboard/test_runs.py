@@ -176,6 +176,8 @@ def test_a_research_fire_shows_as_its_runs_on_the_feed_the_loop_view_and_the_run
     assert f"{own} model call{'s' if own != 1 else ''} (" in card
     loop = operator.get(f"/loop/{call.fire_id}").content.decode()
     assert link in loop and "Conductor research" in loop
+    assert "<tr><td>main</td><td>1</td>" in loop  # its own calls by role, not its run's three
+    assert 'class="trace"' in loop and "conductor.bootstrap" not in loop  # its own part of the run's trace
     listed = operator.get("/runs/").content.decode()
     assert listed.count('class="run-link"') == 3
 
