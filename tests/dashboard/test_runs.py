@@ -5,6 +5,8 @@ loop view rendered as HTML, through Django's test client."""
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from fathom.tracing.models import TraceEvent
 from harness.conductor.models import Run
@@ -104,6 +106,22 @@ def test_the_runs_page_is_paginated_and_bad_input_is_a_4xx(operator, workspace):
         response = operator.get("/runs/", bad)
         assert response.status_code == 400, bad
         assert "Not a filter this page knows" in response.content.decode(), bad
+
+
+def test_the_runs_page_costs_the_same_queries_whatever_it_shows(operator, workspace):
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert operator.get("/runs/").status_code == 200
+        return len(captured)
+
+    a_fire(workspace, "the first question")
+    run_create(workspace=workspace, objective="the first objective")
+    few = queries()
+    for n in range(30):
+        a_fire(workspace, f"question {n}")
+    for n in range(12):
+        run_create(workspace=workspace, objective=f"objective {n}")
+    assert queries() == few
 
 
 def test_another_workspaces_fires_and_runs_are_never_shown(operator, workspace, other_workspace):
