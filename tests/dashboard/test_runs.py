@@ -169,6 +169,7 @@ def test_a_conductor_run_has_its_page_with_plan_graph_calls_and_research_fires(
 
 def test_a_running_run_has_cancel_and_the_operator_cancels_it_from_its_page(operator, workspace, driver):  # noqa: F811
     run = run_create(workspace=workspace, objective="Map the rover's route")
+    assert f'href="/runs/{run.pk}"' in operator.get("/").content.decode()  # from the panel beside the feed
     page = operator.get(f"/runs/{run.pk}").content.decode()
     assert f'action="/runs/{run.pk}/cancel"' in page and 'hx-trigger="every 2s"' in page  # it updates itself
     response = operator.post(f"/runs/{run.pk}/cancel", {"next": f"/runs/{run.pk}"})
