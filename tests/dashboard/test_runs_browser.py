@@ -87,6 +87,8 @@ def test_a_runs_page_draws_its_graph_and_follows_the_run_live(
         browser.set_window_size(width, 900)
         assert scrolls_sideways(browser) == [], width
         screenshot(f"run-{width}")
+    browser.execute_script("arguments[0].scrollIntoView()", browser.find_element(By.XPATH, "//h2[text()='Plan']"))
+    screenshot("run-plan")
     fire_id = run.calls.get(item__number=3).fire_id
     browser.execute_script("arguments[0].scrollIntoView()", graph)
     graph.find_element(By.CSS_SELECTOR, "g.node[data-item='3'] a").click()
