@@ -106,6 +106,7 @@ def test_the_runs_page_is_paginated_and_bad_input_is_a_4xx(operator, workspace):
         response = operator.get("/runs/", bad)
         assert response.status_code == 400, bad
         assert "Not a filter this page knows" in response.content.decode(), bad
+    assert operator.get("/runs/", {"q": "nul\x00"}).status_code == 400  # refused before any view
 
 
 def test_the_runs_page_costs_the_same_queries_whatever_it_shows(operator, workspace):
