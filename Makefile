@@ -41,7 +41,8 @@ bench: $(VENV)/.installed
 
 # The dashboard's screenshots (docs/dashboard.md's screenshots), taken by its browser tests in headless Chromium.
 screenshots: $(VENV)/.installed
-	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/dashboard/test_dashboard_browser.py tests/dashboard/test_operator_browser.py tests/dashboard/test_pages_browser.py -q
+	FATHOM_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/dashboard/test_dashboard_browser.py tests/dashboard/test_operator_browser.py \
+		tests/dashboard/test_pages_browser.py tests/dashboard/test_runs_browser.py -q
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -17,5 +17,7 @@ Its parts:
 - `festinger`: how Festinger's loop detector and recollections are told (its panels, the recollection
   card section, the conversation page at `/festinger/conversations/<session>`).
 - `stream`: the live feed over SSE (woken by the session event stream's notifications).
+- `runs`: the runs page (the workspace's fires, filtered and paginated, and its conductor runs) and a
+  conductor run's page with its graph laid out server-side as SVG.
 - `views`, `urls`: thin views; templates live in `templates/dashboard/`.
 """

@@ -9,6 +9,7 @@ from datetime import datetime
 from dashboard.filters import FeedMatch
 from dashboard.panels import card_sections_render
 from dashboard.stream import fire_signature
+from harness.conductor.selectors import research_calls_of_fires
 from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
 from harness.runtime.selectors import messages_waiting
@@ -47,6 +48,7 @@ class FireCard:
     body: str
     cards: list
     sections: list = field(default_factory=list)
+    research: object = None  # a conductor run's research fire: the run's CapabilityCall it works for
 
     kind = "fire"
 
@@ -120,8 +122,10 @@ def feed_page(*, workspace, before: datetime | None = None, limit: int = PAGE_SI
 def fire_cards(workspace, fires: list[Fire]) -> list[FireCard]:
     """The fires (turns and tool calls prefetched) as cards with their sections."""
     sections = card_sections_render(workspace, fires)
+    research = research_calls_of_fires(workspace=workspace, fires=fires)
     return [FireCard(fire=fire, bubbles=bubbles_of(fire), body=(fire.response or {}).get("body", ""),
-                     cards=(fire.response or {}).get("cards") or [], sections=sections.get(fire.pk, []))
+                     cards=(fire.response or {}).get("cards") or [], sections=sections.get(fire.pk, []),
+                     research=research.get(fire.pk))
             for fire in fires]
 
 

@@ -1,7 +1,8 @@
 """The filters of the dashboard's lists, as GET parameters kept in the URL (a filtered page is a link to
 share, and the back button comes back to it): the feed's (kind of entry, status, text), the proposals
-page's (status, kind, text) and the world model's (text, dimension). Each is a form; a value it does not
-know is refused with a 400 page that names it (`FilterError`), never a 500."""
+page's (status, kind, text), the world model's (text, dimension) and the runs page's (text, mode,
+status, stop reason, errors). Each is a form; a value it does not know is refused with a 400 page that
+names it, never a 500."""
 
 from dataclasses import dataclass
 
@@ -107,6 +108,20 @@ class ProposalFilterForm(forms.Form):
 class WorldFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=SEARCH_MAX, label="Concept")
     dimension = forms.CharField(required=False, max_length=SEARCH_MAX, label="Dimension")
+
+
+class FireFilterForm(forms.Form):
+    """The runs page's filters (GET): every one optional; an unknown value is a 400, never ignored
+    silently nor a 500."""
+
+    q = forms.CharField(required=False, max_length=SEARCH_MAX, label="Question contains")
+    mode = forms.ChoiceField(required=False, choices=[("", "Any mode"), *Fire.Mode.choices])
+    status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Fire.Status.choices])
+    stop = forms.ChoiceField(required=False, choices=[("", "Any stop reason"), *Fire.StopReason.choices],
+                             label="Stop reason")
+    errored = forms.BooleanField(required=False, label="Failed or with an error")
+    page = forms.IntegerField(required=False, min_value=1)
+    runs_page = forms.IntegerField(required=False, min_value=1)
 
 
 def filter_form(form_class, params) -> forms.Form:

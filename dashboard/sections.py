@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from dashboard.festinger import conflict_items, recollections_by_turn, recollections_folded
 from dashboard.panels import card_section, side_panel
-from fathom.tracing.selectors import traces_totals
+from dashboard.runs import fires_usage
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs
@@ -31,7 +31,7 @@ from harness.autonomy.selectors import (
 )
 from harness.autonomy.services import autonomy_now, autonomy_settings_get
 from harness.conductor.models import AgendaItem
-from harness.conductor.selectors import runs_recent
+from harness.conductor.selectors import research_calls_of_fires, runs_recent
 from harness.fires.models import Fire
 from harness.fires.tools.plan import MARKERS
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
@@ -73,15 +73,10 @@ def quality(workspace, fires: list[Fire]) -> dict:
 def thinking(workspace, fires: list[Fire]) -> dict:
     """The thinking accordion and the plan board of each fire, from its prefetched journal, with the
     usage of its whole trace (the loop's model calls and the quality harness's: classifier, planner,
-    verifier, judge), so the card counts what the trace shows (one query for the page)."""
-    totals = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in fires if fire.trace_id])
-    return {fire.pk: {**thinking_of(fire), "usage": totals.get(fire.trace_id) or fire_usage(fire)} for fire in fires}
-
-
-def fire_usage(fire: Fire) -> dict:
-    """A fire's own counters, for a fire whose trace holds nothing (yet)."""
-    return {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens, "output_tokens": fire.output_tokens,
-            "cost": fire.cost}
+    verifier, judge; a conductor's research fire's own part of its run's trace), so the card counts what
+    the trace shows (one query for the page, two with a research fire on it)."""
+    usage = fires_usage(workspace, fires, research=research_calls_of_fires(workspace=workspace, fires=fires))
+    return {fire.pk: {**thinking_of(fire), "usage": usage[fire.pk]} for fire in fires}
 
 
 def thinking_of(fire: Fire) -> dict:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import pages, views
+from dashboard import pages, runs, views
 
 app_name = "dashboard"
 
@@ -27,6 +27,8 @@ urlpatterns = [
     path("autonomy/", views.autonomy_view, name="autonomy"),
     path("autonomy/mode", views.autonomy_mode, name="autonomy-mode"),
     path("inbox/<str:delta_id>/<str:action>", views.inbox_mark_view, name="inbox-mark"),
+    path("runs/", runs.runs_view, name="runs"),
+    path("runs/<str:run_id>", runs.run_view, name="run"),
     path("runs/<str:run_id>/cancel", views.conductor_run_cancel, name="run-cancel"),
     path("tasks/<str:task_id>/cancel", views.task_cancel, name="task-cancel"),
     path("conflicts/<int:conflict_id>/override", views.conflict_override, name="conflict-override"),

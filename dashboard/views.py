@@ -155,14 +155,17 @@ def loop_view(request, fire_id):
     """One fire's substrate close up, turn by turn: the journal, the plan, the trace, its child fires."""
     workspace = request.dashboard.workspace
     fire = fire_with_journal_get(workspace=workspace, fire_id=fire_id)
-    sections = fire_cards(workspace, [fire])[0].sections
-    thinking = next(section.ctx for section in sections if section.name == "thinking")
+    card = fire_cards(workspace, [fire])[0]
+    thinking = next(section.ctx for section in card.sections if section.name == "thinking")
+    work_set = dict(fire.work_set or {})
     return render(request, "dashboard/loop.html", {
-        "current": request.dashboard, "fire": fire, "thinking": {**thinking, "open": True},
-        "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
-        "work_set": pretty(fire.work_set), "response": pretty(fire.response), "review": pretty(fire.review),
-        "writes": pretty(fire.writes), "children": list(fire.children.all()),
-        "sections": [section for section in sections if section.name != "thinking"],
+        "current": request.dashboard, "fire": fire, "entry": card, "thinking": {**thinking, "open": True},
+        "trace": fire_trace(fire=fire, shared=card.research is not None),
+        "calls_by_role": fire_calls_by_role(fire=fire, shared=card.research is not None),
+        "messages_worked": work_set.pop("messages", []), "work_set": work_set,
+        "response": {key: value for key, value in (fire.response or {}).items() if key not in ("body", "cards")},
+        "children": list(fire.children.all()),
+        "sections": [section for section in card.sections if section.name != "thinking"],
     })
 
 

@@ -74,9 +74,18 @@ def trace_roots():
 
 def traces_totals(*, workspace, trace_ids: list[str]) -> dict[str, dict]:
     """Per trace: spans, model calls, tool calls, tokens, cost, its end, and whether anything failed."""
+    return _totals_by(TraceEvent.objects.filter(workspace=workspace, trace_id__in=trace_ids), "trace_id")
+
+
+def runs_totals(*, workspace, run_ids: list[str]) -> dict[str, dict]:
+    """`traces_totals` per run id instead of per trace: what one run of a shared trace did (a
+    conductor's research fire is a run of its own inside the conductor run's trace)."""
+    return _totals_by(TraceEvent.objects.filter(workspace=workspace, run_id__in=run_ids), "run_id")
+
+
+def _totals_by(events, key: str) -> dict[str, dict]:
     grouped = (
-        TraceEvent.objects.filter(workspace=workspace, trace_id__in=trace_ids)
-        .values("trace_id")
+        events.values(key)
         .annotate(spans=Count("span_id", distinct=True),
                   model_calls=Count("id", filter=Q(name=LLM, kind=words(LLM)[0])),
                   failed_model_calls=Count("id", filter=Q(name=LLM, status="error")),
@@ -88,7 +97,7 @@ def traces_totals(*, workspace, trace_ids: list[str]) -> dict[str, dict]:
                   ended_at=Max("at"),
                   errors=Count("id", filter=Q(status="error")))
     )
-    return {row.pop("trace_id"): _zeroed(row) for row in grouped}
+    return {row.pop(key): _zeroed(row) for row in grouped}
 
 
 def usage_by_day(*, workspace, since: date, until: date) -> dict:

@@ -119,6 +119,9 @@ class AgendaItem(WorkspaceScoped):
         return f"{self.number}. {self.capability} of {self.run_id}"
 
 
+RESEARCH_KEY_PREFIX = "conductor:"
+
+
 class CapabilityCall(WorkspaceScoped, Claimable):
     """The dispatch of one agenda item to a worker (one per item: a redelivered step cannot dispatch
     it twice). `call_id` is the run-scoped id the trace and the graph name it by."""
@@ -157,6 +160,11 @@ class CapabilityCall(WorkspaceScoped, Claimable):
     @property
     def actor_id(self) -> str:
         return f"{self.worker}:{self.call_id}"
+
+    @property
+    def research_key(self) -> str:
+        """The `spawned_by` of its research fire: the fire is made once, and knows the call it is for."""
+        return f"{RESEARCH_KEY_PREFIX}{self.call_id}"
 
     @property
     def is_terminal(self) -> bool:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db.models import Count, Q
+
 from fathom.errors import NotFoundError
 from fathom.selectors import workspace_row_get
 from fathom.tracing.selectors import LLM, TOOL, trace_get
-from harness.conductor.models import CapabilityCall, Run, RunEvent
+from harness.conductor.models import RESEARCH_KEY_PREFIX, AgendaItem, CapabilityCall, Run, RunEvent
 
 CONDUCTOR_SPANS = {"conductor.bootstrap": "bootstrap", "conductor.decide": "decide"}
 WORKER_SPAN = "conductor.worker"
@@ -132,3 +134,38 @@ def _count_by(rows: list[dict], key: str) -> dict[str, int]:
 def runs_recent(*, workspace, limit: int) -> list[Run]:
     """The workspace's newest runs with their agenda items (two queries)."""
     return list(runs_list(workspace=workspace).prefetch_related("agenda")[:limit])
+
+
+def runs_overview(*, workspace):
+    """The workspace's runs, newest first (a queryset, to paginate), each annotated with its agenda's
+    size (`items`), the items done (`done`) and its capability calls by worker kind (`researchers`,
+    `terminals`)."""
+    return runs_list(workspace=workspace).annotate(
+        items=Count("agenda", distinct=True),
+        done=Count("agenda", filter=Q(agenda__state=AgendaItem.State.DONE), distinct=True),
+        researchers=Count("calls", filter=Q(calls__worker="researcher"), distinct=True),
+        terminals=Count("calls", filter=Q(calls__worker="terminal"), distinct=True))
+
+
+def research_calls_of_fires(*, workspace, fires) -> dict:
+    """{fire id: the capability call (with its run and agenda item) the fire researches for} of the
+    fires that are a conductor run's research fires (one query; none when no fire is one)."""
+    wanted = {fire.spawned_by.removeprefix(RESEARCH_KEY_PREFIX): fire.pk for fire in fires
+              if fire.spawned_by.startswith(RESEARCH_KEY_PREFIX)}
+    if not wanted:
+        return {}
+    calls = CapabilityCall.objects.filter(workspace=workspace, call_id__in=wanted).select_related("run", "item")
+    return {wanted[call.call_id]: call for call in calls}
+
+
+def run_trace_calls(*, run: Run) -> list[dict]:
+    """Every model call and tool call of the run's trace (the conductor's, its workers', their
+    research fires'), in start order: each span node of the trace (fathom.tracing) with `kind`
+    model or tool and its `role` (a model call's) or `tool` (a tool call's)."""
+    calls = []
+    for node, _ in _walk(_spans(run)):
+        if node["name"] == LLM:
+            calls.append({**node, "kind": "model", "label": _role(node)})
+        elif node["name"] == TOOL:
+            calls.append({**node, "kind": "tool", "label": str(node["attributes"].get("tool", ""))})
+    return sorted(calls, key=lambda node: node["started_at"])

@@ -63,7 +63,7 @@ def research_disabled_tools() -> list[str]:
 
 def _researcher(call: CapabilityCall) -> WorkerOutcome:
     fire = fire_create(workspace=call.run.workspace, mode=Fire.Mode.REACTIVE, question=_research_question(call),
-                       disabled_tools=research_disabled_tools(), spawned_by=f"conductor:{call.call_id}")
+                       disabled_tools=research_disabled_tools(), spawned_by=call.research_key)
     if call.fire_id != fire.pk:
         CapabilityCall.objects.filter(pk=call.pk).update(fire=fire)
     fire = fire_run(fire_id=fire.pk)

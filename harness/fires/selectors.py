@@ -49,26 +49,31 @@ def fire_returned_ids(*, fire: Fire) -> set[str]:
     return found
 
 
-def fire_trace(*, fire: Fire) -> list[dict]:
-    """The fire's trace events (model calls, tool calls, its child fires), oldest first."""
+def fire_trace(*, fire: Fire, shared: bool = False) -> list[dict]:
+    """The fire's trace events (model calls, tool calls, its child fires), oldest first; `shared`: the
+    fire runs inside another's trace (a conductor run's), and only its own run's events are its."""
     if not fire.trace_id:
         return []
-    return list(TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
-                .order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
+    return list(_trace_events(fire, shared).order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
 
 
-def fire_calls_by_role(*, fire: Fire) -> dict[str, dict]:
+def fire_calls_by_role(*, fire: Fire, shared: bool = False) -> dict[str, dict]:
     """{role: {calls, input_tokens, output_tokens, cost}} of every model call that ended in the fire's
     trace (classifier, planner, main, review, verifier, judge, writer, ...: each call counted under
-    the role it was made for), in one query; {} before the fire has a trace."""
+    the role it was made for), in one query; {} before the fire has a trace. `shared` as fire_trace."""
     if not fire.trace_id:
         return {}
-    rows = (TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id, name="llm.call")
+    rows = (_trace_events(fire, shared).filter(name="llm.call")
             .exclude(status="").values(role=KT("payload__role"))
             .annotate(calls=models.Count("id"), input_tokens=models.Sum("input_tokens"),
                       output_tokens=models.Sum("output_tokens"), cost=models.Sum("cost")).order_by("role"))
     return {row["role"] or "": {"calls": row["calls"], "input_tokens": row["input_tokens"],
                                 "output_tokens": row["output_tokens"], "cost": float(row["cost"])} for row in rows}
+
+
+def _trace_events(fire: Fire, shared: bool):
+    events = TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
+    return events.filter(run_id=str(fire.pk)) if shared else events
 
 
 # --- The operator dashboard's reads (dashboard) -----------------------------------------------
@@ -120,3 +125,17 @@ def fire_citations(*, fire: Fire) -> list[dict]:
     found = Delta.objects.filter(workspace_id=fire.workspace_id, pk__in=[i for _, i in wanted]).in_bulk()
     return [{"id": i, "verb": verb, "found": i in found, "tags": found[i].tags if i in found else [],
              "content": found[i].content if i in found else ""} for verb, i in wanted]
+
+
+def fires_filtered(*, workspace, mode: str = "", status: str = "", stop_reason: str = "", errored: bool = False,
+                   text: str = ""):
+    """The workspace's top-level fires, newest first (a queryset, to paginate), narrowed to a mode, a
+    status, a stop reason, those that failed or recorded an error (`errored`), and those whose
+    question or answer contains `text` (any case, as `fires_top_level`). An empty criterion narrows nothing."""
+    fires = fires_top_level(workspace=workspace, modes=[mode] if mode else None, statuses=[status] if status else None,
+                            search=text)
+    if stop_reason:
+        fires = fires.filter(stop_reason=stop_reason)
+    if errored:
+        fires = fires.filter(models.Q(status=Fire.Status.FAILED) | ~models.Q(error=""))
+    return fires.order_by("-created_at", "-id")
