@@ -114,7 +114,7 @@ class FireFilterForm(forms.Form):
     """The runs page's filters (GET): every one optional; an unknown value is a 400, never ignored
     silently nor a 500."""
 
-    q = forms.CharField(required=False, max_length=SEARCH_MAX, label="Question contains")
+    q = forms.CharField(required=False, max_length=SEARCH_MAX, label="Question or answer contains")
     mode = forms.ChoiceField(required=False, choices=[("", "Any mode"), *Fire.Mode.choices])
     status = forms.ChoiceField(required=False, choices=[("", "Any status"), *Fire.Status.choices])
     stop = forms.ChoiceField(required=False, choices=[("", "Any stop reason"), *Fire.StopReason.choices],
