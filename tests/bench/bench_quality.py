@@ -9,7 +9,8 @@
 3. The harness's own overhead per fire with an instant (scripted) model, in this process: a
    SIMPLE chat fire with the harness on (its session's tick, which parks it; the verifier's task, run
    here with its message's arguments; the way back its task sends: classifier, contract, verifier,
-   events, profile) against the same fire with it off, alternating; p50 and p95 of the rounds'
+   events, profile; each tick and task in a tracing scope of its own, as a worker runs a task) against
+   the same fire with it off, alternating; p50 and p95 of the rounds'
    differences, by the wall clock and in this process's CPU time. Beside it, the same fire driven as
    this bench first drove it (the tests' verify_all, which reads the run twice for what a message
    carries, then a plain session tick back).
@@ -27,6 +28,7 @@ from django.test.utils import CaptureQueriesContext
 
 from fathom import processes
 from fathom.models import Workspace
+from fathom.tracing.spans import scope as tracing_scope
 from harness.fires.services import fire_create, fire_parked_resume
 from harness.quality import configuration, postflight, swarm, verification
 from harness.quality.events import emitting
@@ -114,25 +116,32 @@ class Sent:
 
 
 def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> tuple[float, float]:
-    """One fire's ticks, timed. With the harness, `sent`: the verifier's task and the way back run as
-    the workers run them; without it, as this bench drove them first (the tests' verify_all, which
-    reads the run twice to find what a message carries, then a plain session tick)."""
+    """One fire's ticks, timed, each in a tracing scope of its own as a worker runs a task (its trace
+    events written in one statement at its end: fathom.tracing.celery). With the harness, `sent`: the
+    verifier's task and the way back run as the workers run them; without it, as this bench drove them
+    first (the tests' verify_all, which reads the run twice to find what a message carries, then a
+    plain session tick)."""
     session = session_create(workspace=workspace)
     simple_chat_asked(session, roles, quality=quality)
     started, cpu_started = time.perf_counter(), time.process_time()
     if not quality:
-        assert session_tick(session_id=session.pk) == "ended"
+        assert _task(session_tick, session_id=session.pk) == "ended"
     elif sent is None:
-        assert session_tick(session_id=session.pk) == "parked"
-        verify_all(QualityRun.objects.get(fire__session=session))
-        assert session_tick(session_id=session.pk) == "ended"
+        assert _task(session_tick, session_id=session.pk) == "parked"
+        _task(verify_all, run=QualityRun.objects.get(fire__session=session))
+        assert _task(session_tick, session_id=session.pk) == "ended"
     else:
-        assert session_tick(session_id=session.pk) == "parked"
+        assert _task(session_tick, session_id=session.pk) == "parked"
         message = sent.verifiers.pop()
-        assert verification.verification_alone(run_id=message["run_id"], attempt=message["attempt"], token=message["token"],
-                                       brief=message["brief"])
-        assert fire_parked_resume(**sent.resumed.pop()) == "ended"
+        assert _task(verification.verification_alone, run_id=message["run_id"], attempt=message["attempt"],
+                     token=message["token"], brief=message["brief"])
+        assert _task(fire_parked_resume, **sent.resumed.pop()) == "ended"
     return time.perf_counter() - started, time.process_time() - cpu_started
+
+
+def _task(work, **kwargs):
+    with tracing_scope():
+        return work(**kwargs)
 
 
 def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
