@@ -32,6 +32,7 @@ from lake.search.budget import Packing, pack
 from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
 from lake.search.floor import NO_FLOOR, vector_floor
+from lake.search.follow import anchors_of, follow_up
 from lake.search.own_output import sources_first
 from lake.search.plan import (
     MAX_STEPS,
@@ -174,8 +175,13 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
                              pool=pool, candidates=candidates)
              for index, step in enumerate(plan.steps)}
     tuning = Tuning.from_settings(embedder_floor=vector_floor(get_embedder()) if vectors else NO_FLOOR)
-    hits, capped = sources_first(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
-                                 limit=limit, share=tuning.provenance_share)
+    ranked = fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words)
+    if len(plan.steps) == 1 and plan.steps[0].mode in ("hybrid", "text"):  # the follow-up step (follow.py)
+        follow = follow_up(workspace_id=workspace.pk, anchors=anchors_of(ranked), step=plan.steps[0],
+                           query_vector=vectors.get(plan.steps[0].query), pool=pool, candidates=candidates)
+        if follow is not None:
+            ranked = fuse(list(candidates.values()), 1, tuning=tuning, words=words, follow=follow)
+    hits, capped = sources_first(ranked, limit=limit, share=tuning.provenance_share)
     if not hits:
         return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
                               warnings=warnings)
