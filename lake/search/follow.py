@@ -3,16 +3,19 @@
 A question whose answer is spread over two moments ("which city is Maya travelling to next
 month?": one turn says Ruth invited her for next month, an earlier one that Ruth moved to Porto)
 finds the moment that shares its words and misses the one that shares none but a name. So once
-the first ranking is fused, the best source moment (`anchor`: not a provenance row, not the
-agent's own output) is read for its rarest words, the way a reader follows a name: the lexemes
-of it that the query does not hold, that hold a letter (numbers are measurements, not things to
-follow) and that at most FOLLOW_MAX_ROWS deltas of the workspace hold, the anchor included; of
-those, the ones held by the fewest deltas. The deltas that hold them join the candidates, and
-`rank.fuse` gives each a share of the anchor's score (never past the anchor).
+the first ranking is fused, the best FOLLOW_ANCHORS source moments (anchors: not provenance rows,
+not the agent's own output) are each read for their rarest words, the way a reader follows a
+name: the lexemes of it that the query does not hold, that hold a letter (numbers are
+measurements, not things to follow) and that at most FOLLOW_MAX_ROWS deltas of the workspace
+hold, the anchor included; of those, the ones held by the fewest deltas. The deltas that hold
+them join the candidates, and `rank.fuse` gives each a share of its anchor's score (never past
+the anchor).
 
-Bounded: one SQL statement (each word's row count stops at FOLLOW_MAX_ROWS + 1; the deltas found
-at most `pool`), no model call. Run in hybrid and text mode (it is a text retrieval), for a plan
-of one step (the default plan), under the same filters as that step."""
+Bounded: one SQL statement, no model call. Words PostgreSQL's statistics already count in more
+than FOLLOW_MAX_ROWS deltas are not counted again; of the rest, an anchor's first FOLLOW_MAX_WORDS
+are (a long log has thousands), each count stopping at FOLLOW_MAX_ROWS + 1; the deltas found are
+at most `pool`. Run in hybrid and text mode (it is a text retrieval), for a plan of one step
+(the default plan), under the same filters as that step."""
 
 from dataclasses import dataclass
 
@@ -33,6 +36,7 @@ from lake.search.plan import Step
 
 FOLLOW_MAX_ROWS = 5  # a word at most this many deltas hold names one thing (a person, a place, an id)
 FOLLOW_ANCHORS = 3  # the best source moments followed: two may tie on the question's words
+FOLLOW_MAX_WORDS = 100  # of an anchor's words counted, its first ones (a long log has thousands)
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,22 @@ def follow_up(*, workspace_id: int, anchors: list[Candidate], step: Step, query_
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH {TEXT_QUERY_SQL}, own AS MATERIALIZED (
+            WITH {TEXT_QUERY_SQL}, frequent AS MATERIALIZED (
+                SELECT s.lexeme FROM pg_stats AS st, pg_class AS c,
+                    unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
+                WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta'
+                    AND st.attname = 'search_vector' AND c.oid = 'lake_delta'::regclass
+                    AND s.freq * c.reltuples > %(most)s AND s.lexeme IS NOT NULL
+            ), own AS MATERIALIZED (
                 SELECT a.id AS anchor, w.lexeme
-                FROM lake_delta AS a, unnest(a.search_vector) AS w
-                WHERE a.id = ANY(%(anchors)s::text[]) AND a.workspace_id = %(ws)s AND w.lexeme ~ '[[:alpha:]]'
-                    AND strpos(w.lexeme, chr(39)) = 0 AND strpos(w.lexeme, chr(92)) = 0
-                    AND w.lexeme NOT IN (SELECT q.lexeme FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS q)
+                FROM lake_delta AS a CROSS JOIN LATERAL (
+                    SELECT w.lexeme FROM unnest(a.search_vector) AS w
+                    WHERE w.lexeme ~ '[[:alpha:]]' AND strpos(w.lexeme, chr(39)) = 0 AND strpos(w.lexeme, chr(92)) = 0
+                        AND w.lexeme NOT IN (SELECT lexeme FROM frequent)
+                        AND w.lexeme NOT IN (SELECT q.lexeme FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS q)
+                    ORDER BY w.positions[1], w.lexeme LIMIT %(words)s
+                ) AS w
+                WHERE a.id = ANY(%(anchors)s::text[]) AND a.workspace_id = %(ws)s
             ), counted AS MATERIALIZED (
                 SELECT l.lexeme, (SELECT count(*) FROM (
                     SELECT 1 FROM lake_delta AS x
@@ -98,7 +112,7 @@ def follow_up(*, workspace_id: int, anchors: list[Candidate], step: Step, query_
             ORDER BY array_position(%(anchors)s::text[], w.anchor::text), d.id LIMIT %(pool)s
             """,
             {"ws": workspace_id, "anchors": [anchor.id for anchor in anchors], "text": step.query,
-             "most": FOLLOW_MAX_ROWS, "vector": query_vector, "pool": pool, "common": COMMON_WORD_ROWS,
+             "most": FOLLOW_MAX_ROWS, "words": FOLLOW_MAX_WORDS, "vector": query_vector, "pool": pool, "common": COMMON_WORD_ROWS,
              **params},
         )
         rows = cursor.fetchall()

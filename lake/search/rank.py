@@ -19,6 +19,12 @@ found it), and SEARCH_FUSION chooses how they combine, per step, summed over the
 - `rrf`: reciprocal rank fusion, sum over rankings of weight / (k + position), each ranking being
   the half's own candidates (a smaller k lets first places count for more).
 
+Then the lake's links (in every mode, both fusions): a candidate that a matching provenance or
+sediment row among the candidates contains inherits CONTAINER_SHARE of that row's score
+(`inherited_scores`), and a delta the follow-up step found (`lake.search.follow`) gets the same
+share of its anchor's score times the share of the anchor's rare words it holds
+(`followed_scores`); neither ever passes the row it inherits from.
+
 Ties go to the smaller reranked distance, then to the newer moment.
 
 The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
