@@ -11,10 +11,10 @@ hold, the anchor included; of those, the ones held by the fewest deltas. The del
 them join the candidates, and `rank.fuse` gives each a share of its anchor's score (never past
 the anchor).
 
-Bounded: one SQL statement, no model call. Words PostgreSQL's statistics already count in more
-than FOLLOW_MAX_ROWS deltas are not counted again; of the rest, an anchor's first FOLLOW_MAX_WORDS
-are (a long log has thousands), each count stopping at FOLLOW_MAX_ROWS + 1; the deltas found are
-at most `pool`. Run in hybrid and text mode (it is a text retrieval), for a plan of one step
+Bounded: one SQL statement, no model call. An anchor's first FOLLOW_MAX_WORDS words are counted
+(a long log has thousands), each count stopping at FOLLOW_MAX_ROWS + 1; the deltas found are at
+most `pool`. The counts are the workspace's own: PostgreSQL's statistics are the table's, and a
+name common in one workspace may be rare in another. Run in hybrid and text mode (it is a text retrieval), for a plan of one step
 (the default plan), under the same filters as that step."""
 
 from dataclasses import dataclass
@@ -72,18 +72,11 @@ def follow_up(*, workspace_id: int, anchors: list[Candidate], step: Step, query_
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            WITH {TEXT_QUERY_SQL}, frequent AS MATERIALIZED (
-                SELECT s.lexeme FROM pg_stats AS st, pg_class AS c,
-                    unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
-                WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta'
-                    AND st.attname = 'search_vector' AND c.oid = 'lake_delta'::regclass
-                    AND s.freq * c.reltuples > %(most)s AND s.lexeme IS NOT NULL
-            ), own AS MATERIALIZED (
+            WITH {TEXT_QUERY_SQL}, own AS MATERIALIZED (
                 SELECT a.id AS anchor, w.lexeme
                 FROM lake_delta AS a CROSS JOIN LATERAL (
                     SELECT w.lexeme FROM unnest(a.search_vector) AS w
                     WHERE w.lexeme ~ '[[:alpha:]]' AND strpos(w.lexeme, chr(39)) = 0 AND strpos(w.lexeme, chr(92)) = 0
-                        AND w.lexeme NOT IN (SELECT lexeme FROM frequent)
                         AND w.lexeme NOT IN (SELECT q.lexeme FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS q)
                     ORDER BY w.positions[1], w.lexeme LIMIT %(words)s
                 ) AS w

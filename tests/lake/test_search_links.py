@@ -4,6 +4,8 @@ question). Through REST, as a client sees it."""
 
 from datetime import timedelta
 
+from django.db import connection
+
 from tests.lake.conftest import T0
 
 TURNS = [
@@ -78,6 +80,20 @@ def test_without_the_follow_up_the_bridge_is_not_found(api, moments, settings):
     hits = _hits(api, "Which city is Maya travelling to next month?", mode="vector")
 
     assert bridge.id not in [row["id"] for row in hits]
+
+
+def test_a_name_common_in_another_workspace_is_still_rare_in_this_one(api, moments, other_workspace):
+    moments(*[f"Ruth sang with the choir, rehearsal {i}" for i in range(40)], target=other_workspace)
+    turns = moments(*TURNS)
+    (bridge,) = moments(BRIDGE, start=T0 - timedelta(days=20))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE lake_delta")  # the table's statistics now count "ruth" in 40 rows
+
+    hits = _hits(api, "Which city is Maya travelling to next month?")
+
+    ids = [row["id"] for row in hits]
+    assert ids[0] == turns[0].id and bridge.id in ids
+    assert "follow-up" in hits[ids.index(bridge.id)]["scores"]["found_by"]
 
 
 def test_the_follow_up_keeps_to_the_search_filters(api, moments):
