@@ -182,7 +182,8 @@ class SearchRequestIn(serializers.Serializer):
 
 class SearchScoresOut(serializers.Serializer):
     found_by = serializers.ListField(child=serializers.CharField(),
-                                     help_text="vector, centroid, text; or strip, expand-down, expand-up")
+                                     help_text="vector, centroid, text, container (inherited from a matching "
+                                               "provenance row), follow-up; or strip, expand-down, expand-up")
     summary_distance = serializers.FloatField(allow_null=True)
     centroid_distance = serializers.FloatField(allow_null=True)
     distance = serializers.FloatField(allow_null=True, help_text="the one the vector ranking used")

@@ -2,10 +2,13 @@
 
 1. plan (`plan.py`): 1 to 4 steps; the planner model composes them, or one hybrid step by default;
 2. execution (`execute.py`): per step, vector (summary and centroid) and full-text candidates;
+   for a one-step plan in hybrid or text mode, the follow-up step on the best source moments'
+   rarest words (`follow.py`);
 3. timeline strips and 4. provenance expansion down and up (`expand.py`);
 5. valence rerank, fusion of the vector and text scores (weighted, or reciprocal rank fusion), the
-   relevance floor and the provenance cap (`rank.py`), the sources before the agent's own output
-   (`own_output.py`);
+   share a constituent inherits from a matching provenance row and a follow-up row from its
+   anchor, the relevance floor and the provenance cap (`rank.py`), the sources before the agent's
+   own output (`own_output.py`);
 6. provenance rows match on LEAST(summary distance, centroid distance), the centroid only where it
    is meaningfully closer, both reported;
 7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips, packed into
@@ -32,6 +35,7 @@ from lake.search.budget import Packing, pack
 from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
 from lake.search.floor import NO_FLOOR, vector_floor
+from lake.search.follow import anchors_of, follow_up
 from lake.search.own_output import sources_first
 from lake.search.plan import (
     MAX_STEPS,
@@ -140,7 +144,8 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     No hits, and `nothing_found` says why, for a query of stopwords only (no query is run) and for
     one that nothing matches above the relevance floor. Costs a constant number of queries
     whatever the size of the result: one per step plus two (the scan settings with the planner
-    check; strips and expansion together)."""
+    check; strips and expansion together), plus the follow-up step's one for a one-step plan in
+    hybrid or text mode that found a source moment."""
     query = " ".join(str(query).split())
     if not query:
         raise ApplicationError("a search needs a query", details={"field": "query"})
@@ -174,8 +179,13 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
                              pool=pool, candidates=candidates)
              for index, step in enumerate(plan.steps)}
     tuning = Tuning.from_settings(embedder_floor=vector_floor(get_embedder()) if vectors else NO_FLOOR)
-    hits, capped = sources_first(fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words),
-                                 limit=limit, share=tuning.provenance_share)
+    ranked = fuse(list(candidates.values()), len(plan.steps), tuning=tuning, words=words)
+    if len(plan.steps) == 1 and plan.steps[0].mode in ("hybrid", "text"):  # the follow-up step (follow.py)
+        follow = follow_up(workspace_id=workspace.pk, anchors=anchors_of(ranked), step=plan.steps[0],
+                           query_vector=vectors.get(plan.steps[0].query), pool=pool, candidates=candidates)
+        if follow is not None:
+            ranked = fuse(list(candidates.values()), 1, tuning=tuning, words=words, follow=follow)
+    hits, capped = sources_first(ranked, limit=limit, share=tuning.provenance_share)
     if not hits:
         return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
                               warnings=warnings)

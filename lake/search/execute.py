@@ -25,6 +25,21 @@ COLUMNS = "d.id, d.created_at, d.source, d.tags, d.content, d.media_hash"
 # engines count matched terms), plus ts_rank_cd normalised by log length into [0, 1) to order
 # deltas that hold as many. Plain ts_rank_cd grows with a text's length: long logs outranked the
 # short note that answered.
+# The query's words as the text half looks for them (`text_query`: `query`, any of them; `each`,
+# one tsquery a word), common words left out. Parameters: text, common.
+TEXT_QUERY_SQL = f"""
+    common AS (
+        SELECT s.lexeme FROM pg_stats AS st, pg_class AS c,
+            unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
+        WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta' AND st.attname = 'search_vector'
+            AND c.oid = 'lake_delta'::regclass AND s.freq * c.reltuples > %(common)s
+    ), words AS MATERIALIZED (
+        SELECT chr(39) || replace(w.lexeme, chr(39), chr(39) || chr(39)) || chr(39) AS quoted
+        FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS w
+        WHERE w.lexeme NOT IN (SELECT lexeme FROM common WHERE lexeme IS NOT NULL) AND strpos(w.lexeme, chr(92)) = 0
+    ), text_query AS MATERIALIZED (
+        SELECT string_agg(quoted, ' | ')::tsquery AS query, array_agg(quoted::tsquery) AS each FROM words
+    )"""
 TEXT_RANK_SQL = ("((SELECT count(*) FROM unnest((SELECT each FROM text_query)) AS word WHERE d.search_vector @@ word)"
                  " + ts_rank_cd(d.search_vector, {tsquery}, 33))")
 
@@ -46,6 +61,8 @@ class Candidate:
     text_steps: set[int] = field(default_factory=set)
     step_distances: dict[int, float] = field(default_factory=dict)
     step_text_ranks: dict[int, float] = field(default_factory=dict)
+    # The follow-up step (`lake.search.follow`): anchor id -> the share of that anchor's rarest words it holds.
+    follow_shares: dict[str, float] = field(default_factory=dict)
 
     @property
     def distance(self) -> float | None:
@@ -91,7 +108,7 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
     """Run one step and merge what it finds into `candidates` (by id), each with both its vector
     distance and its text rank (whichever half found it); returns how many words of the query the
     text half looked for (the most a text rank can cover)."""
-    where, params = _filter_sql(step.filters)
+    where, params = filter_sql(step.filters)
     use_vector = query_vector is not None and step.mode in ("hybrid", "vector")
     use_text = step.mode in ("hybrid", "text") and step.query.strip()
     # Any word may match (OR): fusion with the vector ranking sorts out the best. A word that the
@@ -110,18 +127,7 @@ def run_step(*, workspace_id: int, index: int, step: Step, query_vector: str | N
             WHERE {"true" if use_vector else "false"} AND d.workspace_id = %(ws)s
                 AND d.tags @> ARRAY['{PROVENANCE_TAG}']::varchar[] AND d.provenance_embedding IS NOT NULL {where}
             ORDER BY d.provenance_embedding <=> {vector} LIMIT %(pool)s
-        ), common AS (
-            SELECT s.lexeme FROM pg_stats AS st, pg_class AS c,
-                unnest(st.most_common_elems::text::text[], st.most_common_elem_freqs) AS s(lexeme, freq)
-            WHERE st.schemaname = current_schema() AND st.tablename = 'lake_delta' AND st.attname = 'search_vector'
-                AND c.oid = 'lake_delta'::regclass AND s.freq * c.reltuples > %(common)s
-        ), words AS MATERIALIZED (
-            SELECT chr(39) || replace(w.lexeme, chr(39), chr(39) || chr(39)) || chr(39) AS quoted
-            FROM unnest(to_tsvector('{TEXT_SEARCH_CONFIG}', %(text)s)) AS w
-            WHERE w.lexeme NOT IN (SELECT lexeme FROM common WHERE lexeme IS NOT NULL) AND strpos(w.lexeme, chr(92)) = 0
-        ), text_query AS MATERIALIZED (
-            SELECT string_agg(quoted, ' | ')::tsquery AS query, array_agg(quoted::tsquery) AS each FROM words
-        ), txt AS MATERIALIZED (
+        ), {TEXT_QUERY_SQL}, txt AS MATERIALIZED (
             SELECT d.id, {rank_expression} AS text_rank FROM lake_delta AS d
             WHERE {"true" if use_text else "false"} AND d.workspace_id = %(ws)s AND d.search_vector @@ {tsquery} {where}
             ORDER BY text_rank DESC, d.id LIMIT %(pool)s
@@ -170,7 +176,8 @@ def candidate_from_row(row, *, with_distances: bool = False) -> Candidate:
     return candidate
 
 
-def _filter_sql(filters: Filters) -> tuple[str, dict]:
+def filter_sql(filters: Filters) -> tuple[str, dict]:
+    """A step's filters as SQL conditions on `d` (each starting with AND) and their parameters."""
     parts, params = [], {}
     tags = list(filters.tags) + ([f"{KIND_PREFIX}{filters.kind.removeprefix(KIND_PREFIX)}"] if filters.kind else [])
     if tags:

@@ -19,6 +19,12 @@ found it), and SEARCH_FUSION chooses how they combine, per step, summed over the
 - `rrf`: reciprocal rank fusion, sum over rankings of weight / (k + position), each ranking being
   the half's own candidates (a smaller k lets first places count for more).
 
+Then the lake's links (in every mode, both fusions): a candidate that a matching provenance or
+sediment row among the candidates contains inherits CONTAINER_SHARE of that row's score
+(`inherited_scores`), and a delta the follow-up step found (`lake.search.follow`) gets the same
+share of its anchor's score times the share of the anchor's rare words it holds
+(`followed_scores`); neither ever passes the row it inherits from.
+
 Ties go to the smaller reranked distance, then to the newer moment.
 
 The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
@@ -35,11 +41,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from lake.models import PROVENANCE_TAG, QA_MARKER_TAG, SEDIMENT_TAG
+from lake.models import FROM_PREFIX, PROVENANCE_TAG, QA_MARKER_TAG, SEDIMENT_TAG
 from lake.search.execute import Candidate
+from lake.search.follow import FollowUp
 
 PROVENANCE_FACTOR = 0.85
 QA_MARKER_FACTOR = 0.92
+CONTAINER_SHARE = 0.5  # of a matching provenance row's score, inherited by its constituents (`inherited_scores`)
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,8 @@ class Ranked:
     vector_position: int | None  # best (1-based) position in a vector ranking of any step
     text_position: int | None
     fused: float  # the fusion's score (SEARCH_FUSION): higher is better
+    inherited: float = 0.0  # the part of `fused` inherited from a provenance row that contains it
+    followed: float = 0.0  # the part of `fused` given by the follow-up step (`lake.search.follow`)
 
     @property
     def found_by(self) -> list[str]:
@@ -80,6 +90,10 @@ class Ranked:
             found.append("centroid" if self.candidate.matched_on == "centroid" else "vector")
         if self.text_position is not None:
             found.append("text")
+        if self.inherited:
+            found.append("container")
+        if self.followed:
+            found.append("follow-up")
         return found
 
 
@@ -91,8 +105,10 @@ def rerank_factor(tags) -> float:
     return 1.0
 
 
-def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict[int, int]) -> list[Ranked]:
-    """The candidates that placed in some half (above its floor), best first, each with the numbers
+def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict[int, int],
+         follow: FollowUp | None = None) -> list[Ranked]:
+    """The candidates that placed in some half (above its floor), or that a provenance row among
+    them contains, or that the follow-up step `follow` found, best first, each with the numbers
     that placed it. `words` holds, per step, how many query words its text half looked for."""
     factors = {c.id: rerank_factor(c.tags) for c in candidates}
     fused = {c.id: 0.0 for c in candidates}
@@ -124,9 +140,12 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
             for candidate in by_text:
                 coverage = candidate.step_text_ranks[step] / factors[candidate.id] / (words.get(step, 0) + 1)
                 fused[candidate.id] += tuning.text_weight * coverage or 1e-9
+    inherited = inherited_scores(candidates, fused)
+    followed = followed_scores(candidates, {c.id: fused[c.id] + inherited.get(c.id, 0.0) for c in candidates}, follow)
     ranked = []
     for candidate in candidates:
-        if not fused[candidate.id]:
+        score = fused[candidate.id] + inherited.get(candidate.id, 0.0) + followed.get(candidate.id, 0.0)
+        if not score:
             continue  # in no ranking: below the floor of every half
         distance = candidate.distance
         factor = factors[candidate.id]
@@ -134,11 +153,53 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
             candidate=candidate, rerank_factor=factor,
             reranked_distance=None if distance is None else distance * factor,
             vector_position=vector_positions.get(candidate.id), text_position=text_positions.get(candidate.id),
-            fused=fused[candidate.id],
+            fused=score, inherited=inherited.get(candidate.id, 0.0), followed=followed.get(candidate.id, 0.0),
         ))
     ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
+
+
+def inherited_scores(candidates: list[Candidate], fused: dict[str, float],
+                     share: float = CONTAINER_SHARE) -> dict[str, float]:
+    """What each candidate inherits from the provenance (or sediment) rows among the candidates
+    that contain it (its `from:` ids): `share` of the best such row's own fused score, but never
+    past that row (the summary first, then its moments). A summary that matches says its moments
+    belong to the answer, so the moments of the stretch asked about rank above moments elsewhere
+    that share a word with the question."""
+    present = {candidate.id for candidate in candidates}
+    inherited: dict[str, float] = {}
+    for candidate in candidates:
+        score = fused[candidate.id]
+        if not score or not (PROVENANCE_TAG in candidate.tags or SEDIMENT_TAG in candidate.tags):
+            continue
+        for tag in candidate.tags:
+            child = tag.removeprefix(FROM_PREFIX)
+            if tag.startswith(FROM_PREFIX) and child in present:
+                gain = min(share * score, score * (1 - 1e-9) - fused[child])
+                if gain > inherited.get(child, 0.0):
+                    inherited[child] = gain
+    return inherited
+
+
+def followed_scores(candidates: list[Candidate], scores: dict[str, float], follow: FollowUp | None,
+                    share: float = CONTAINER_SHARE) -> dict[str, float]:
+    """What the follow-up step gives each delta it found: `share` of an anchor's score times the
+    share of that anchor's followed words the delta holds (the best over the anchors), never past
+    the anchor (as a constituent gets from its container: a delta that names what a best hit
+    names belongs with it)."""
+    if follow is None:
+        return {}
+    followed: dict[str, float] = {}
+    for candidate in candidates:
+        for anchor_id, held in candidate.follow_shares.items():
+            anchor = scores.get(anchor_id, 0.0)
+            if anchor_id not in follow.anchor_ids or not anchor:
+                continue
+            gain = min(share * anchor * held, anchor * (1 - 1e-9) - scores[candidate.id])
+            if gain > followed.get(candidate.id, 0.0):
+                followed[candidate.id] = gain
+    return followed
 
 
 def text_confidence(by_text: list[Candidate], step: int, words: int) -> float:

@@ -36,7 +36,8 @@ Questions, with graded gold ids (2 = the delta that answers, 1 = relevant):
 
 Modes: the product's `hybrid` (the default), `vector` and `text`, each through `deltas_search`
 (what POST /v1/search calls) at the default depth; `pgvector` is the plain baseline, the 10
-nearest rows by `embedding <=> query` (no centroid, no text, no rerank).
+nearest rows by `embedding <=> query` (no centroid, no text, no rerank). The follow-up step's
+own time (`lake/search/follow.py`, in hybrid and text mode) is printed beside the latencies.
 
 Delta ids are drawn from the seed as well (rankings break ties by id), so a run is repeatable.
 
@@ -55,6 +56,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import connection
 
+import lake.search
 from fathom.models import Workspace
 from lake.embedders import get_embedder
 from lake.models import Delta
@@ -189,8 +191,10 @@ def test_retrieval_quality(transactional_db, monkeypatch, settings, embedder):
           f"({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in CLASSES)}) and {len(absent)} absent; "
           f"built in {built_s:.1f} s; load average {os.getloadavg()[0]:.1f} (timings are noisy on a shared host)")
 
+    follow_ups = _time_follow_ups(monkeypatch)
     results = {mode: _run(workspace, mode, questions + absent) for mode in MODES}
     recalls = _print_tables(results, questions, absent, corpus.provenance_ids, CLASSES)
+    _print_follow_ups(follow_ups, len(questions + absent))
 
     chat = Workspace.objects.create(slug="bench-conversation", name="Conversation benchmark")
     turns, chat_questions = conversation(SEED)
@@ -199,10 +203,37 @@ def test_retrieval_quality(transactional_db, monkeypatch, settings, embedder):
     print(f"\nconversation: {len(turns)} turns of {SPEAKERS[0]} and {SPEAKERS[1]} in {SESSIONS} sessions; "
           f"{len(questions)} questions ({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in CHAT_CLASSES)})"
           f" and {len(absent)} absent")
+    follow_ups.clear()
     results = {mode: _run(chat, mode, questions + absent) for mode in MODES}
     chat_recalls = _print_tables(results, questions, absent, set(), CHAT_CLASSES)
+    _print_follow_ups(follow_ups, len(questions + absent))
     recalls = {mode: recalls[mode] | chat_recalls[mode] for mode in MODES}
     _print_targets(get_embedder().name, recalls)
+
+
+def _time_follow_ups(monkeypatch) -> list[tuple[float, bool]]:
+    """Times every follow-up step (`lake.search.follow`) the searches run: (seconds, found rows)."""
+    timed: list[tuple[float, bool]] = []
+    follow_up = lake.search.follow_up
+
+    def timed_follow_up(**kwargs):
+        began = time.perf_counter()
+        found = follow_up(**kwargs)
+        timed.append((time.perf_counter() - began, found is not None))
+        return found
+
+    monkeypatch.setattr(lake.search, "follow_up", timed_follow_up)
+    return timed
+
+
+def _print_follow_ups(timed, searches_a_mode):
+    """The follow-up step's own cost (one SQL statement), part of the hybrid and text p50 above."""
+    if not timed:
+        return
+    ms = sorted(seconds * 1000 for seconds, _ in timed)
+    print(f"follow-up step (hybrid and text, {searches_a_mode} searches each): ran {len(ms)} times, found rows "
+          f"{sum(found for _, found in timed)} times; p50 {statistics.median(ms):.1f} ms, "
+          f"p95 {ms[int(0.95 * (len(ms) - 1))]:.1f} ms")
 
 
 def _write_conversation(workspace, turns):

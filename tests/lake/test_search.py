@@ -173,15 +173,16 @@ def test_search_costs_a_constant_number_of_queries_whatever_the_result_size(
 
     search(1)  # the key's first use also records when it was last used
 
-    # The key, the scan settings with the planner check, the step, strips and expansion together.
-    with django_assert_num_queries(4):
+    # The key, the scan settings with the planner check, the step, the follow-up step, strips and
+    # expansion together.
+    with django_assert_num_queries(5):
         small = search(2)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         large = search(40)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         deep = search(40, "deep")
     # Shallow: no strips, no expansion.
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         search(40, "shallow")
     assert len([r for r in small["rows"] if r["role"] == "hit"]) == 2
     assert len([r for r in large["rows"] if r["role"] == "hit"]) == 40
@@ -189,7 +190,7 @@ def test_search_costs_a_constant_number_of_queries_whatever_the_result_size(
     assert any(r["role"] == "container" for r in large["rows"])
 
     two_steps = Plan(steps=(Step(query="navier stokes"), Step(query="rover odometry")), source="given")
-    with django_assert_num_queries(4):  # no key: the scan settings, two steps, strips and expansion
+    with django_assert_num_queries(4):  # no key: the scan settings, two steps (no follow-up), strips and expansion
         deltas_search(workspace=workspace, query="navier stokes and rovers", plan=two_steps, limit=30)
 
 

@@ -111,8 +111,10 @@ def test_a_short_note_holding_every_word_comes_before_long_logs_repeating_some(w
 
 
 def test_provenance_takes_at_most_its_share_of_the_hits(api, moments, provenance, settings):
-    notes = moments(*[f"harbour crane inspection note {i}" for i in range(12)])
-    stretches = [provenance(f"harbour crane inspection stretch {i}", notes[i:i + 2]) for i in range(10)]
+    moments(*[f"harbour crane inspection note {i}" for i in range(12)])
+    # The stretches hold other moments: their constituents inherit half their score and rank below the notes.
+    parts = moments(*[f"spare part list {i}" for i in range(11)], start=T0 + timedelta(days=1))
+    stretches = [provenance(f"harbour crane inspection stretch {i}", parts[i:i + 2]) for i in range(10)]
 
     def provenance_hits(limit):
         body = api.post("/v1/search", {"query": "harbour crane inspection", "limit": limit, "depth": "shallow"},
