@@ -38,8 +38,9 @@ def a_fire(workspace, question: str, **fields) -> Fire:
     return fire
 
 
-def three_step_run(workspace, driver, conductor_script, main_script) -> Run:  # noqa: F811
-    """A completed run of three research items, the third after the first two."""
+def three_steps_scripted(conductor_script, main_script) -> None:  # noqa: F811
+    """The conductor's agenda of three research items, the third after the first two, and its answer;
+    each research fire's answer."""
     conductor_script.call_tool("set_agenda", {"items": [
         {"capability": "researcher", "task": "the rover's route"},
         {"capability": "researcher", "task": "the dunes' heights"},
@@ -48,6 +49,11 @@ def three_step_run(workspace, driver, conductor_script, main_script) -> Run:  # 
     for body in ("It went north.", "The dunes are low.", "North, then over the low dunes."):
         main_script.call_tool("respond", {"body": body})
         main_script.call_tool("skip", {})
+
+
+def three_step_run(workspace, driver, conductor_script, main_script) -> Run:  # noqa: F811
+    """A completed run of three research items, the third after the first two."""
+    three_steps_scripted(conductor_script, main_script)
     run = run_create(workspace=workspace, objective="Map the rover's route across the dunes")
     driver.drain()
     run.refresh_from_db()

@@ -13,7 +13,7 @@ from lake.models import Delta
 from tests.dashboard.support import fire_with_tools, member
 from tests.dashboard.test_dashboard_browser import log_in
 from tests.dashboard.test_operator_browser import CONSOLE_ERRORS, scrolls_sideways
-from tests.dashboard.test_runs import three_step_run
+from tests.dashboard.test_runs import three_step_run, three_steps_scripted
 from tests.harness.conductor.conftest import conductor_script, driver, main_script  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -56,14 +56,7 @@ def test_the_runs_page_fits_both_widths_and_shows_a_new_fire_live(
 def test_a_runs_page_draws_its_graph_and_follows_the_run_live(
         live_server_url, browser, screenshot, workspace, driver, conductor_script, main_script):  # noqa: F811
     member(workspace)
-    conductor_script.call_tool("set_agenda", {"items": [
-        {"capability": "researcher", "task": "the rover's route"},
-        {"capability": "researcher", "task": "the dunes' heights"},
-        {"capability": "researcher", "task": "the route over the dunes", "depends_on": [1, 2]}]})
-    conductor_script.call_tool("complete", {"answer": "North, then over the low dunes."})
-    for body in ("It went north.", "The dunes are low.", "North, then over the low dunes."):
-        main_script.call_tool("respond", {"body": body})
-        main_script.call_tool("skip", {})
+    three_steps_scripted(conductor_script, main_script)
     run = run_create(workspace=workspace, objective="Map the rover's route across the dunes")
     wait = log_in(browser, live_server_url)
     browser.get(f"{live_server_url}/runs/{run.pk}")
