@@ -10,6 +10,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from dashboard.filters import FilterError
 from fathom.auth import role_allows
 from fathom.errors import NotFoundError
 from fathom.models import Membership, Role, Workspace
@@ -58,7 +59,7 @@ def current_set(request, *, workspace: Workspace) -> None:
 
 def dashboard_view(view=None, *, operate: bool = False, needs_workspace: bool = True):
     """Wrap a dashboard view: login required, `request.dashboard` set to the Current (or None for views
-    that need no workspace), NotFoundError rendered as the 404 page, and with `operate` a viewer's
+    that need no workspace), NotFoundError rendered as the 404 page, a list's FilterError as a 400 page, and with `operate` a viewer's
     request refused (403)."""
 
     def decorate(function):
@@ -77,6 +78,9 @@ def dashboard_view(view=None, *, operate: bool = False, needs_workspace: bool = 
             except NotFoundError as exc:
                 return render(request, "dashboard/error.html", {"title": "Not found", "message": exc.message},
                               status=404)
+            except FilterError as exc:
+                return render(request, "dashboard/error.html", {"title": "Bad filter", "message": exc.message,
+                                                                "back": request.path}, status=400)
 
         return wrapped
 

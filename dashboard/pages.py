@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from dashboard.access import dashboard_view
 from dashboard.feed import proposal_row
 from dashboard.festinger import conflict_items, conversations_seen
-from dashboard.filters import FilterError, ProposalFilterForm, WorldFilterForm, filter_form
+from dashboard.filters import ProposalFilterForm, WorldFilterForm, filter_form
 from festinger.models import ConflictStatus
 from festinger.selectors import conflicts_list, world_concepts, world_dimensions
 from proposals.models import ProposalStatus
@@ -30,10 +30,7 @@ def proposals_page(request):
     filtered by status, kind (its tool) and text; each links to its page (payload and audit) and is
     approved, denied or edited inline as in the feed."""
     current = request.dashboard
-    try:
-        form = filter_form(ProposalFilterForm, request.GET)
-    except FilterError as exc:
-        return _bad_filter(request, exc)
+    form = filter_form(ProposalFilterForm, request.GET)
     wanted = form.cleaned_data
     proposals = pending_first(proposals_list(workspace=current.workspace, status=wanted["status"] or None,
                                              tool=wanted["kind"] or None, search=wanted["q"]))
@@ -58,10 +55,7 @@ def festinger_page(request):
     conflicts with the operator's override, and the conversations it saw (each linking to its page)."""
     current = request.dashboard
     workspace = current.workspace
-    try:
-        form = filter_form(WorldFilterForm, request.GET)
-    except FilterError as exc:
-        return _bad_filter(request, exc)
+    form = filter_form(WorldFilterForm, request.GET)
     wanted = form.cleaned_data
     dimensions = world_dimensions(workspace=workspace)
     concepts = world_concepts(workspace=workspace, search=wanted["q"], dimension=wanted["dimension"])
@@ -80,8 +74,3 @@ def festinger_page(request):
 def _query(wanted: dict) -> str:
     """A filter's values as a query string (the empty ones left out): the links keep the filter."""
     return urlencode({name: value for name, value in wanted.items() if value})
-
-
-def _bad_filter(request, exc: FilterError):
-    return render(request, "dashboard/error.html", {"title": "Bad filter", "message": exc.message,
-                                                    "back": request.path}, status=400)

@@ -4,7 +4,7 @@ own, with its plan, its graph (inline SVG, laid out here, server-side), every mo
 its trace, its research fires and Cancel.
 
 A conductor's research fire shares its run's trace, so its usage is counted by its own run id in that
-trace (`fires_usage`); every other fire's is its whole trace's."""
+trace (`selectors.fires_usage`); every other fire's is its whole trace's."""
 
 from dataclasses import dataclass
 
@@ -15,8 +15,9 @@ from django.views.decorators.http import require_GET
 
 from dashboard.access import dashboard_view
 from dashboard.filters import FireFilterForm
+from dashboard.selectors import fires_usage
 from fathom.errors import NotFoundError
-from fathom.tracing.selectors import runs_totals, traces_totals
+from fathom.tracing.selectors import traces_totals
 from harness.conductor.models import AgendaItem, Run
 from harness.conductor.selectors import (
     research_calls_of_fires,
@@ -87,21 +88,6 @@ def run_view(request, run_id):
         "items": [{"item": item, "call": calls.get(item.pk)} for item in items],
         "graph": run_graph_layout(run, items, calls), "trace": trace,
         "usage": traces_totals(workspace=workspace, trace_ids=[run.trace_id]).get(run.trace_id)})
-
-
-def fires_usage(workspace, fires: list[Fire], *, research: dict) -> dict:
-    """{fire id: {model_calls, input_tokens, output_tokens, cost}} of every model call the fire made: its
-    trace's (the loop's and the quality harness's), or for a conductor's research fire (`research`: the
-    ids of those) its own run's within the run's trace; its own counters while its trace holds nothing."""
-    own_trace = [fire for fire in fires if fire.pk not in research and fire.trace_id]
-    by_trace = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in own_trace])
-    by_run = runs_totals(workspace=workspace, run_ids=[str(fire.pk) for fire in fires if fire.pk in research])
-    usage = {}
-    for fire in fires:
-        found = by_run.get(str(fire.pk)) if fire.pk in research else by_trace.get(fire.trace_id)
-        usage[fire.pk] = found or {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens,
-                                   "output_tokens": fire.output_tokens, "cost": fire.cost}
-    return usage
 
 
 def _query_without(request, name: str) -> str:

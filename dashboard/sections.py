@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from dashboard.festinger import conflict_items, recollections_by_turn, recollections_folded
 from dashboard.panels import card_section, side_panel
-from dashboard.runs import fires_usage
+from dashboard.selectors import fires_usage
 from festinger.loops.selectors import loop_conversations
 from festinger.models import ConflictStatus
 from festinger.selectors import conflicts_list, recollections_list, recollections_of_runs

@@ -1,10 +1,13 @@
 """The dashboard's own reads, composed from the apps' selectors: what the first run has done, the
-proposals the live feed has not sent yet, and one conversation as Festinger saw it."""
+proposals the live feed has not sent yet, one conversation as Festinger saw it, and what each fire's
+model calls cost."""
 
 from fathom.errors import NotFoundError
 from fathom.selectors import apikeys_active, model_assignments_of
+from fathom.tracing.selectors import runs_totals, traces_totals
 from festinger.loops.selectors import loop_events_list, loop_states_or_none
 from festinger.selectors import recollections_list
+from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
 from lake.selectors import deltas_list
 from proposals.selectors import proposals_list
@@ -48,3 +51,18 @@ def conversation_get(*, workspace, session: str) -> dict:
         raise NotFoundError(f"no conversation {session!r} in this workspace")
     return {"session": session, "events": events, "recollections": recollections,
             "state": loop_states_or_none(workspace=workspace, sessions=[session]).get(session)}
+
+
+def fires_usage(workspace, fires: list[Fire], *, research: dict) -> dict:
+    """{fire id: {model_calls, input_tokens, output_tokens, cost}} of every model call the fire made: its
+    trace's (the loop's and the quality harness's), or for a conductor's research fire (`research`: the
+    ids of those) its own run's within the run's trace; its own counters while its trace holds nothing."""
+    own_trace = [fire for fire in fires if fire.pk not in research and fire.trace_id]
+    by_trace = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in own_trace])
+    by_run = runs_totals(workspace=workspace, run_ids=[str(fire.pk) for fire in fires if fire.pk in research])
+    usage = {}
+    for fire in fires:
+        found = by_run.get(str(fire.pk)) if fire.pk in research else by_trace.get(fire.trace_id)
+        usage[fire.pk] = found or {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens,
+                                   "output_tokens": fire.output_tokens, "cost": fire.cost}
+    return usage
