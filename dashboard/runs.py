@@ -62,7 +62,7 @@ def runs_view(request):
     runs_page = _page(runs_overview(workspace=workspace), RUNS_PER_PAGE, wanted["runs_page"], noun="runs")
     page_fires = list(fires_page.object_list)
     research = research_calls_of_fires(workspace=workspace, fires=page_fires)
-    usage = fires_usage(workspace, page_fires, research=research)
+    usage = fires_usage(workspace, page_fires)
     run_usage = traces_totals(workspace=workspace, trace_ids=[run.trace_id for run in runs_page if run.trace_id])
     return render(request, "dashboard/runs.html", {
         "current": request.dashboard, "form": form, "filtered": any(wanted[name] for name in

@@ -31,7 +31,7 @@ from harness.autonomy.selectors import (
 )
 from harness.autonomy.services import autonomy_now, autonomy_settings_get
 from harness.conductor.models import AgendaItem
-from harness.conductor.selectors import research_calls_of_fires, runs_recent
+from harness.conductor.selectors import runs_recent
 from harness.fires.models import Fire
 from harness.fires.tools.plan import MARKERS
 from harness.quality.selectors import feedback_counts_of_fires, quality_runs_of_fires
@@ -75,7 +75,7 @@ def thinking(workspace, fires: list[Fire]) -> dict:
     usage of its whole trace (the loop's model calls and the quality harness's: classifier, planner,
     verifier, judge; a conductor's research fire's own part of its run's trace), so the card counts what
     the trace shows (one query for the page, two with a research fire on it)."""
-    usage = fires_usage(workspace, fires, research=research_calls_of_fires(workspace=workspace, fires=fires))
+    usage = fires_usage(workspace, fires)
     return {fire.pk: {**thinking_of(fire), "usage": usage[fire.pk]} for fire in fires}
 
 

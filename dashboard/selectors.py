@@ -7,6 +7,7 @@ from fathom.selectors import apikeys_active, model_assignments_of
 from fathom.tracing.selectors import runs_totals, traces_totals
 from festinger.loops.selectors import loop_events_list, loop_states_or_none
 from festinger.selectors import recollections_list
+from harness.conductor.selectors import is_research_fire
 from harness.fires.models import Fire
 from harness.fires.selectors import fires_feed_page
 from lake.selectors import deltas_list
@@ -53,12 +54,14 @@ def conversation_get(*, workspace, session: str) -> dict:
             "state": loop_states_or_none(workspace=workspace, sessions=[session]).get(session)}
 
 
-def fires_usage(workspace, fires: list[Fire], *, research: dict) -> dict:
+def fires_usage(workspace, fires: list[Fire]) -> dict:
     """{fire id: {model_calls, input_tokens, output_tokens, cost}} of every model call the fire made: its
-    trace's (the loop's and the quality harness's), or for a conductor's research fire (`research`: the
-    ids of those) its own run's within the run's trace; its own counters while its trace holds nothing."""
-    own_trace = [fire for fire in fires if fire.pk not in research and fire.trace_id]
-    by_trace = traces_totals(workspace=workspace, trace_ids=[fire.trace_id for fire in own_trace])
+    trace's (the loop's and the quality harness's), or for a conductor's research fire, which runs inside
+    its run's trace, its own run's part of it; its own counters while its trace holds nothing. One query,
+    two with a research fire among them."""
+    research = {fire.pk for fire in fires if is_research_fire(fire)}
+    by_trace = traces_totals(workspace=workspace,
+                             trace_ids=[fire.trace_id for fire in fires if fire.pk not in research and fire.trace_id])
     by_run = runs_totals(workspace=workspace, run_ids=[str(fire.pk) for fire in fires if fire.pk in research])
     usage = {}
     for fire in fires:
