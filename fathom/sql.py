@@ -4,10 +4,16 @@ table expressions) of one statement. One round trip, and outside a transaction o
 every statement is. Each clause must change other rows than the others (two changes of one row in one
 statement would not both happen).
 
-Only two hot paths use it, each because the ORM missed a stated target without it: the fire's journal
-(harness.fires.journal: every model turn and tool result, twice per turn; the harness's time per turn
-was 6.3 ms with the ORM's UPDATE, INSERT and SELECT against a 5 ms target) and the quality harness's
-steps (harness.quality.events). Everything else writes through the ORM."""
+And one read: a row with the rows its foreign keys point at, in a SELECT generated the same way
+(`row_read`), built into model instances as the ORM's select_related would.
+
+Only the hot paths of two stated targets use it, each because the ORM missed the target without it:
+the fire's journal (harness.fires.journal: every model turn and tool result, twice per turn; the
+harness's time per turn was 6.3 ms with the ORM's UPDATE, INSERT and SELECT against a 5 ms target),
+the quality harness's steps (harness.quality.events) and the two reads of a parked fire's way back
+(harness.fires.services.fire_parked_get, harness.quality.run_state): the ORM's building of those
+queries cost more than twice their run, and the quality harness missed its 15 ms a fire. Everything
+else reads and writes through the ORM."""
 
 import functools
 
@@ -56,6 +62,51 @@ def _insert_parts(model, *, with_key: bool) -> tuple[str, list]:
     columns = ", ".join(quote(field.column) for field in fields)
     typed = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
     return f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {typed}", fields
+
+
+def row_read(model, *, joined: tuple[str, ...] = (), leave_out: tuple[str, ...] = (), where: str, params: list,
+             order_by: str = ""):
+    """The first row of `model` where `where` holds (its table is `t0`), with the rows its foreign keys
+    `joined` point at (inner joins, as `t1`, `t2`... in that order) set on it, as select_related sets
+    them; None when no row matches. `leave_out`: fields ("events", or "run.events" of a joined row)
+    not read, deferred as the ORM's defer() leaves them. One SELECT, generated from the models' fields."""
+    select, shapes = _read_parts(model, joined, frozenset(leave_out))
+    with connection.cursor() as cursor:
+        cursor.execute(f"{select} WHERE {where}" + (f" ORDER BY {order_by}" if order_by else "") + " LIMIT 1",
+                       params)
+        values = cursor.fetchone()
+    if values is None:
+        return None
+    rows, start = [], 0
+    for target, fields in shapes:
+        loaded = [_loaded(field, value) for field, value in zip(fields, values[start:start + len(fields)], strict=True)]
+        rows.append(target.from_db(connection.alias, [field.attname for field in fields], loaded))
+        start += len(fields)
+    row, *related = rows
+    for name, related_row in zip(joined, related, strict=True):
+        setattr(row, name, related_row)
+    return row
+
+
+@functools.cache
+def _read_parts(model, joined: tuple[str, ...], leave_out: frozenset) -> tuple[str, list]:
+    quote = connection.ops.quote_name
+    tables = [(model, "", None)] + [(model._meta.get_field(name).related_model, f"{name}.", model._meta.get_field(name))
+                                    for name in joined]
+    columns, joins, shapes = [], [], []
+    for n, (target, prefix, foreign_key) in enumerate(tables):
+        fields = [field for field in target._meta.concrete_fields if f"{prefix}{field.name}" not in leave_out]
+        columns += [f"t{n}.{quote(field.column)}" for field in fields]
+        shapes.append((target, fields))
+        if foreign_key is not None:
+            joins.append(f"JOIN {quote(target._meta.db_table)} t{n} "
+                         f"ON t{n}.{quote(target._meta.pk.column)} = t0.{quote(foreign_key.column)}")
+    return f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0 {' '.join(joins)}".rstrip(), shapes
+
+
+def _loaded(field, value):
+    """The value as the ORM hands it over: through the field's from_db_value (a JSONField's parse)."""
+    return field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
 
 
 def ids_next_sql(*models) -> tuple[str, list]:
