@@ -28,6 +28,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from fathom.celery import app
+from fathom.sql import execute_unflushed
 from fathom.transient import TRANSIENT_ERRORS
 
 logger = logging.getLogger(__name__)
@@ -145,10 +146,8 @@ def _delete(pk) -> None:
     # transaction does not wait for the WAL flush, as a claim's: a delete a crash forgets only
     # publishes the message once more.
     table = connection.ops.quote_name(OutboxMessage._meta.db_table)
-    alone = not connection.in_atomic_block
     with connection.cursor() as cursor:
-        cursor.execute(("SET LOCAL synchronous_commit TO OFF; " if alone else "") + f"DELETE FROM {table} WHERE id = %s",
-                       [pk])
+        execute_unflushed(cursor, f"DELETE FROM {table} WHERE id = %s", [pk])
 
 
 def _send(message: dict, due_at) -> None:

@@ -14,6 +14,7 @@ from functools import cache
 
 from django.db import DatabaseError, connection, transaction
 
+from fathom.sql import execute_unflushed
 from fathom.tracing.models import SafeJSONEncoder, TraceEvent
 
 logger = logging.getLogger(__name__)
@@ -54,23 +55,21 @@ def _row(event: tuple) -> dict:
 
 def _insert(rows: list[dict]) -> None:
     # One statement whatever the number of rows, its one parameter the rows as JSON (one encoding, where
-    # an array per column cost psycopg more than the round trip). Outside a transaction it goes with
-    # `SET LOCAL` in one query string, which PostgreSQL runs as one implicit transaction: one round trip,
-    # and a commit that does not wait for the WAL flush (a crash of the database may lose the last trace
-    # rows written, never corrupt anything). Inside the caller's transaction it is a savepoint, so a
-    # failed write cannot break that transaction, whose commit stays durable.
+    # an array per column cost psycopg more than the round trip). Outside a transaction its commit does
+    # not wait for the WAL flush (fathom.sql.execute_unflushed: a crash of the database may lose the last
+    # trace rows written, never corrupt anything). Inside the caller's transaction it is a savepoint, so
+    # a failed write cannot break that transaction, whose commit stays durable.
     batch = [json.dumps(rows, cls=SafeJSONEncoder)]
     if connection.in_atomic_block:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_insert_sql(alone=False), batch)
+            cursor.execute(_insert_sql(), batch)
     else:
         with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(alone=True), batch)
+            execute_unflushed(cursor, _insert_sql(), batch)
 
 
 @cache
-def _insert_sql(*, alone: bool) -> str:
+def _insert_sql() -> str:
     table = connection.ops.quote_name(TraceEvent._meta.db_table)
     names = ", ".join(connection.ops.quote_name(column) for column in COLUMNS)
-    insert = f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s::json)"
-    return f"SET LOCAL synchronous_commit TO OFF; {insert}" if alone else insert
+    return f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s::json)"

@@ -7,7 +7,10 @@ the rows the step made and changed: inside `emitting(fire, run) as step`, `step.
 events, `step.create` the new rows and `step.changed` the rows' fields, and the block's end writes them
 all in one statement (fathom.sql: the run's events and fields, the other rows, the session's numbers
 and rows) with one notice to the stream; what must follow the write (a group sent to the quality
-worker) waits for it (`step.after`). One statement rather than the ORM's save of each row: written
+worker) waits for it (`step.after`). A step written outside a transaction (a pre-flight) commits
+without waiting for the WAL flush (fathom.sql.execute_unflushed), as a verdict does: a crash of the
+database that forgets it leaves the fire where the step found it, and the fire's resume makes the
+step again (one more classifier call at most). One statement rather than the ORM's save of each row: written
 row by row, a fire's steps cost 63 statements (tests/harness/quality/test_overhead.py pins the count
 and tells its history), more than the 15 ms a fire the harness may add (tests/bench/bench_quality.py)."""
 
@@ -102,9 +105,9 @@ def _write(step: Step) -> None:
     if with_events:
         events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
                     turn_id=fire.turn_id, runner=claims.runner_id() if step.runner else "", alongside=writes,
-                    release=parking)
+                    release=parking, durable=False)
     elif writes:
-        statements_run(writes)
+        statements_run(writes, durable=False)
     if parking:
         claims.handed_over(Fire, fire.pk)
         claims.handed_over(Session, fire.session_id)

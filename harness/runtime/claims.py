@@ -37,6 +37,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from fathom.shutdown import shutdown_register
+from fathom.sql import execute_unflushed
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 
 logger = logging.getLogger(__name__)
@@ -121,16 +122,10 @@ def release(model, pk, *, then: Callable[[], object] | None = None) -> bool:
 
 
 def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> bool:
-    """UPDATE the row's claim columns where `where` holds; whether it did. Outside a transaction, in
-    one query string with `SET LOCAL synchronous_commit TO OFF` (one implicit transaction, whose
-    commit does not wait for the WAL flush); inside one, as a plain statement of that transaction."""
-    update = _lease_sql(model, where=where)
-    alone = not connection.in_atomic_block
+    """UPDATE the row's claim columns where `where` holds; whether it did. Its commit outside a
+    transaction does not wait for the WAL flush (fathom.sql.execute_unflushed)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL synchronous_commit TO OFF; {update}" if alone else update,
-                       [runner, at, pk, *params])
-        if alone:
-            cursor.nextset()  # past the SET's result, to the UPDATE's
+        execute_unflushed(cursor, _lease_sql(model, where=where), [runner, at, pk, *params])
         return cursor.fetchone() is not None
 
 

@@ -2,12 +2,14 @@
 
 import json
 import logging
+from functools import partial
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
 from fathom.redis_client import get_redis
+from fathom.sql import execute_unflushed
 from harness.runtime import claims
 from harness.runtime.models import Session, SessionEvent
 
@@ -55,19 +57,21 @@ def event_emit(*, session_id, workspace_id, kind: str, data: dict | None = None,
 
 
 def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], turn_id=None, runner: str = "",
-                alongside=(), release: bool = False) -> int:
+                alongside=(), release: bool = False, durable: bool = True) -> int:
     """Append several events (kind, data) at once, numbered in order under the session row's lock as
     event_emit numbers one, in one statement (the numbers' UPDATE and the rows' INSERT), published
     with one notice after commit. `runner` as for event_emit. `alongside`: other writes ((sql, params)
     each, INSERTs and UPDATEs that belong with the events: the quality run's copy of them, the rows its
     step made and changed) in the same statement, each conditional on EVENTS_WRITTEN, so that none is
     made without the events. `release` (with `runner`): the runner gives the session back with them.
-    Returns the last event's number."""
+    Not `durable`: outside a transaction, its commit does not wait for the WAL flush
+    (fathom.sql.execute_unflushed), for writes their maker makes again if a crash of the database
+    forgets them. Returns the last event's number."""
     heartbeat = ", runner = '', runner_heartbeat_at = NULL" if release else ", runner_heartbeat_at = %s" if runner else ""
     claimed = " AND runner = %s" if runner else ""
     extra = "".join(f", alongside{n} AS ({sql})" for n, (sql, _) in enumerate(alongside))
     with connection.cursor() as cursor:
-        cursor.execute(
+        (cursor.execute if durable else partial(execute_unflushed, cursor))(
             f"WITH numbered AS (UPDATE harness_session SET last_event_seq = last_event_seq + %s{heartbeat} "
             f"WHERE id = %s{claimed} RETURNING last_event_seq){extra} "
             f"INSERT INTO harness_sessionevent (workspace_id, created_at, session_id, seq, kind, turn_id, data) "
