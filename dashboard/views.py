@@ -41,6 +41,7 @@ from harness.fires.selectors import (
     fire_calls_by_role,
     fire_citations,
     fire_get,
+    fire_in_shared_trace,
     fire_trace,
     fire_with_journal_get,
     fires_progress,
@@ -154,8 +155,8 @@ def loop_view(request, fire_id):
     work_set = dict(fire.work_set or {})
     return render(request, "dashboard/loop.html", {
         "current": request.dashboard, "fire": fire, "entry": card, "thinking": {**thinking, "open": True},
-        "trace": fire_trace(fire=fire, shared=card.research is not None),
-        "calls_by_role": fire_calls_by_role(fire=fire, shared=card.research is not None),
+        "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
+        "shared_trace": fire_in_shared_trace(fire),
         "messages_worked": work_set.pop("messages", []), "work_set": work_set,
         "response": {key: value for key, value in (fire.response or {}).items() if key not in ("body", "cards")},
         "children": list(fire.children.all()),
