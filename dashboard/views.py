@@ -19,6 +19,7 @@ from dashboard.access import current_set, current_switch, dashboard_view
 from dashboard.feed import feed_page, fire_cards, proposal_row
 from dashboard.festinger import loop_event_row, recollection_entry
 from dashboard.filters import FeedFilterForm, feed_match
+from dashboard.pages import proposal_tabs_oob
 from dashboard.panels import side_panel_render, side_panels_render
 from dashboard.sections import pretty, thinking_of
 from dashboard.selectors import (
@@ -237,6 +238,7 @@ def proposal_decide(request, proposal_id: int, action: str):
         notes = list(messages.get_messages(request))  # shown in the fragment, not on the next page
         response = render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
                                                                         "notes": notes})
+        response.write(proposal_tabs_oob(request))  # the proposals page's counts follow the decision
         response["HX-Trigger"] = PROPOSALS_CHANGED  # "Waiting for you" reloads itself
         return response
     return _back(request)

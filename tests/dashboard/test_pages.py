@@ -183,6 +183,26 @@ def test_an_inline_decision_on_the_proposals_page_decides_through_the_service(op
     assert f'id="proposal-{proposal.pk}"' in operator.get("/proposals/", {"status": "approved"}).content.decode()
 
 
+def test_an_inline_decision_on_the_proposals_page_brings_its_tabs_counted_anew(operator, workspace):
+    # given two proposals waiting, on the proposals page filtered to pending provenance ones
+    waiting, other = provenance_proposal(workspace, level=3), provenance_proposal(workspace, level=3)
+    on_page = "http://testserver/proposals/?status=pending&kind=provenance"
+    assert 'Pending <span class="count">2</span>' in operator.get(on_page).content.decode()
+
+    response = operator.post(f"/proposals/{waiting.pk}/deny", {"reason": "no"}, HTTP_HX_REQUEST="true",
+                             HTTP_HX_CURRENT_URL=on_page).content.decode()
+
+    # then the response swaps the tabs out of band, counted after the decision, the page's filter kept
+    tabs = response[response.index('<nav class="status-tabs" id="proposal-status-tabs"'):]
+    assert 'hx-swap-oob="true"' in tabs[:tabs.index(">")]
+    assert 'Pending <span class="count">1</span>' in tabs and 'Denied <span class="count">1</span>' in tabs
+    assert 'href="?status=approved&amp;kind=provenance"' in tabs and 'aria-current="page">Pending' in tabs
+    # and a decision made elsewhere (the feed) brings no tabs
+    response = operator.post(f"/proposals/{other.pk}/approve", HTTP_HX_REQUEST="true",
+                             HTTP_HX_CURRENT_URL="http://testserver/").content.decode()
+    assert f'id="proposal-{other.pk}"' in response and "proposal-status-tabs" not in response
+
+
 def test_a_viewer_reads_the_proposals_and_festinger_pages_without_the_forms_that_act(client, workspace):
     client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
     proposal = provenance_proposal(workspace, level=3)

@@ -100,6 +100,9 @@ def test_the_proposals_page_lists_pending_first_and_decides_inline(live_server_u
     wait.until(seen.text_to_be_present_in_element((By.ID, f"proposal-{waiting.pk}"), "Approved"))
     waiting.refresh_from_db()
     assert waiting.status == ProposalStatus.APPROVED
+    # and the tabs count it at once (swapped out of band with the decision): one pending, two approved
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".status-tabs a.status-pending"), "Pending 1"))
+    assert browser.find_element(By.CSS_SELECTOR, ".status-tabs a.status-approved").text == "Approved 2"
     assert browser.execute_script("return window.consoleErrors") == []
 
     # the Pending tab keeps only the one left; its title opens its page with the audit
