@@ -13,6 +13,8 @@ from django.utils import timezone
 from fathom.llm import Message, complete
 from festinger.models import ConflictStatus
 from festinger.services import insert_fact
+from harness.autonomy.models import AutonomyDecision
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.runtime.services import message_send, session_create
@@ -347,3 +349,20 @@ def test_the_lake_without_a_query_lists_its_newest_deltas_and_refreshes_them(ope
 def test_the_autonomy_pages_decisions_refresh_themselves(operator, workspace):
     page = operator.get("/autonomy/").content.decode()
     assert 'id="autonomy-decisions"' in page and 'hx-select="#autonomy-decisions"' in page
+
+
+def test_the_autonomy_pages_why_panel_refreshes_itself_every_5s_from_the_pressure_panels_partial(operator, workspace):
+    # given autonomy on: the pressure panel shows why, and the page asks its partial for it every 5 s
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=1.0)
+    page = operator.get("/autonomy/").content.decode()
+    assert 'id="autonomy-why"' in page
+    assert 'hx-get="/panels/pressure" hx-trigger="every 5s" hx-select="#autonomy-why" hx-swap="outerHTML"' in page
+
+    autonomy_sweep()  # a decision made while the page is open
+
+    # then the partial it polls holds the Why panel with that decision
+    decision = AutonomyDecision.objects.filter(workspace=workspace).latest("created_at")
+    partial = operator.get("/panels/pressure")
+    why = partial.content.decode()[partial.content.decode().index('id="autonomy-why"'):]
+    assert partial.status_code == 200 and (f'<li class="decision decision-{decision.action}" data-reason="{decision.reason}">'
+                                         in why[:why.index("</section>")])
