@@ -3,8 +3,13 @@ status and kind, decided inline) and Festinger (the world model searched, open c
 override, the conversations it saw). Thin views, like `views`: a filter's GET parameters are parsed by
 its form (`filters`), the rows read through the apps' selectors, a page at a time."""
 
+from urllib.parse import urlsplit
+
 from django.core.paginator import Paginator
+from django.http import QueryDict
 from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
@@ -35,16 +40,24 @@ def proposals_page(request):
     proposals = pending_first(proposals_list(workspace=current.workspace, status=wanted["status"] or None,
                                              tool=wanted["kind"] or None, search=wanted["q"]))
     page = Paginator(proposals, PROPOSALS_PER_PAGE).get_page(request.GET.get("page"))
-    counts = proposals_status_counts(workspace=current.workspace, tool=wanted["kind"] or None)
     query = _query(wanted)
     return render(request, "dashboard/proposals.html", {
         "current": current, "form": form, "page": page, "entries": [proposal_row(p) for p in page],
-        "filtered": bool(query), "query": query,
-        "statuses": [{"value": value, "label": label, "count": counts.get(value, 0),
-                      "query": _query({**wanted, "status": value}), "chosen": wanted["status"] == value}
-                     for value, label in ProposalStatus.choices],
-        "all_query": _query({**wanted, "status": ""}), "total": sum(counts.values()),
+        "filtered": bool(query), "query": query, "tabs": _status_tabs(current.workspace, wanted),
     })
+
+
+def proposal_tabs_oob(request) -> str:
+    """The proposals page's status tabs counted anew, as an out-of-band swap (hx-swap-oob) for the response
+    to an inline decision made on that page, so its counts follow the decision without a reload: for the
+    filter of the page the request came from (htmx's HX-Current-URL). "" for a decision made elsewhere
+    (the feed, a proposal's page), where no tabs are shown."""
+    came_from = urlsplit(request.headers.get("HX-Current-URL", ""))
+    form = ProposalFilterForm(QueryDict(came_from.query))
+    if came_from.path != reverse("dashboard:proposals") or not form.is_valid():
+        return ""
+    return render_to_string("dashboard/partials/proposal_tabs.html", {
+        "tabs": _status_tabs(request.dashboard.workspace, form.cleaned_data), "oob": True}, request=request)
 
 
 @require_GET
@@ -69,6 +82,17 @@ def festinger_page(request):
         "conflicts": {"conflicts": conflict_items(conflicts)}, "override_next": request.get_full_path(),
         "conversations": conversations_seen(workspace=workspace, limit=CONVERSATIONS),
     })
+
+
+def _status_tabs(workspace, wanted: dict) -> dict:
+    """The proposals page's status tabs for the filter `wanted`: each status with its count (of the proposals
+    of the filter's kind) and its link (the filter kept), All with the total."""
+    counts = proposals_status_counts(workspace=workspace, tool=wanted["kind"] or None)
+    return {"statuses": [{"value": value, "label": label, "count": counts.get(value, 0),
+                          "query": _query({**wanted, "status": value}), "chosen": wanted["status"] == value}
+                         for value, label in ProposalStatus.choices],
+            "all_query": _query({**wanted, "status": ""}), "all_chosen": not wanted["status"],
+            "total": sum(counts.values())}
 
 
 def _query(wanted: dict) -> str:

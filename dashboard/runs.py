@@ -3,8 +3,8 @@ newest first, filtered and paginated, beside its conductor runs; and a conductor
 own, with its plan, its graph (inline SVG, laid out here, server-side), every model and tool call of
 its trace, its research fires and Cancel.
 
-A conductor's research fire shares its run's trace, so its usage is counted by its own run id in that
-trace (`selectors.fires_usage`); every other fire's is its whole trace's."""
+A fire that runs inside another's trace (a conductor's research fire, a child fire) has its usage counted
+by its own run id in that trace (`selectors.fires_usage`); every other fire's is its whole trace's."""
 
 from dataclasses import dataclass
 

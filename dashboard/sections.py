@@ -73,8 +73,9 @@ def quality(workspace, fires: list[Fire]) -> dict:
 def thinking(workspace, fires: list[Fire]) -> dict:
     """The thinking accordion and the plan board of each fire, from its prefetched journal, with the
     usage of its whole trace (the loop's model calls and the quality harness's: classifier, planner,
-    verifier, judge; a conductor's research fire's own part of its run's trace), so the card counts what
-    the trace shows (one query for the page, two with a research fire on it)."""
+    verifier, judge; of a fire that runs inside another's trace, such as a conductor's research fire, its
+    own part of it), so the card counts what the trace shows (one query for the page, two with such a fire
+    on it)."""
     usage = fires_usage(workspace, fires)
     return {fire.pk: {**thinking_of(fire), "usage": usage[fire.pk]} for fire in fires}
 

@@ -7,9 +7,8 @@ from fathom.selectors import apikeys_active, model_assignments_of
 from fathom.tracing.selectors import runs_totals, traces_totals
 from festinger.loops.selectors import loop_events_list, loop_states_or_none
 from festinger.selectors import recollections_list
-from harness.conductor.selectors import is_research_fire
 from harness.fires.models import Fire
-from harness.fires.selectors import fires_feed_page
+from harness.fires.selectors import fire_in_shared_trace, fires_feed_page
 from lake.selectors import deltas_list
 from proposals.selectors import proposals_list
 
@@ -56,16 +55,16 @@ def conversation_get(*, workspace, session: str) -> dict:
 
 def fires_usage(workspace, fires: list[Fire]) -> dict:
     """{fire id: {model_calls, input_tokens, output_tokens, cost}} of every model call the fire made: its
-    trace's (the loop's and the quality harness's), or for a conductor's research fire, which runs inside
-    its run's trace, its own run's part of it; its own counters while its trace holds nothing. One query,
-    two with a research fire among them."""
-    research = {fire.pk for fire in fires if is_research_fire(fire)}
+    trace's (the loop's and the quality harness's), or for a fire that runs inside another's trace (a
+    conductor's research fire, a child fire: fires.selectors.fire_in_shared_trace), its own run's part of
+    it; its own counters while its trace holds nothing. One query, two with such a fire among them."""
+    shared = {fire.pk for fire in fires if fire_in_shared_trace(fire)}
     by_trace = traces_totals(workspace=workspace,
-                             trace_ids=[fire.trace_id for fire in fires if fire.pk not in research and fire.trace_id])
-    by_run = runs_totals(workspace=workspace, run_ids=[str(fire.pk) for fire in fires if fire.pk in research])
+                             trace_ids=[fire.trace_id for fire in fires if fire.pk not in shared and fire.trace_id])
+    by_run = runs_totals(workspace=workspace, run_ids=[str(fire.pk) for fire in fires if fire.pk in shared])
     usage = {}
     for fire in fires:
-        found = by_run.get(str(fire.pk)) if fire.pk in research else by_trace.get(fire.trace_id)
+        found = by_run.get(str(fire.pk)) if fire.pk in shared else by_trace.get(fire.trace_id)
         usage[fire.pk] = found or {"model_calls": fire.model_calls, "input_tokens": fire.input_tokens,
                                    "output_tokens": fire.output_tokens, "cost": fire.cost}
     return usage

@@ -19,6 +19,7 @@ from dashboard.access import current_set, current_switch, dashboard_view
 from dashboard.feed import feed_page, fire_cards, proposal_row
 from dashboard.festinger import loop_event_row, recollection_entry
 from dashboard.filters import FeedFilterForm, feed_match
+from dashboard.pages import proposal_tabs_oob
 from dashboard.panels import side_panel_render, side_panels_render
 from dashboard.sections import pretty, thinking_of
 from dashboard.selectors import (
@@ -41,6 +42,7 @@ from harness.fires.selectors import (
     fire_calls_by_role,
     fire_citations,
     fire_get,
+    fire_in_shared_trace,
     fire_trace,
     fire_with_journal_get,
     fires_progress,
@@ -154,8 +156,8 @@ def loop_view(request, fire_id):
     work_set = dict(fire.work_set or {})
     return render(request, "dashboard/loop.html", {
         "current": request.dashboard, "fire": fire, "entry": card, "thinking": {**thinking, "open": True},
-        "trace": fire_trace(fire=fire, shared=card.research is not None),
-        "calls_by_role": fire_calls_by_role(fire=fire, shared=card.research is not None),
+        "trace": fire_trace(fire=fire), "calls_by_role": fire_calls_by_role(fire=fire),
+        "shared_trace": fire_in_shared_trace(fire),
         "messages_worked": work_set.pop("messages", []), "work_set": work_set,
         "response": {key: value for key, value in (fire.response or {}).items() if key not in ("body", "cards")},
         "children": list(fire.children.all()),
@@ -236,6 +238,7 @@ def proposal_decide(request, proposal_id: int, action: str):
         notes = list(messages.get_messages(request))  # shown in the fragment, not on the next page
         response = render(request, "dashboard/partials/proposal.html", {"entry": row, "current": request.dashboard,
                                                                         "notes": notes})
+        response.write(proposal_tabs_oob(request))  # the proposals page's counts follow the decision
         response["HX-Trigger"] = PROPOSALS_CHANGED  # "Waiting for you" reloads itself
         return response
     return _back(request)

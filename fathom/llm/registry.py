@@ -28,6 +28,9 @@ from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Provider
 
 VERSION_KEY = "fathom:llm:registry:version"
+OLLAMA_DEFAULT = "http://127.0.0.1:11434"
+LOCAL_HOST = "127.0.0.1"
+BIND_ALL = ("0.0.0.0", "[::]")  # how a server is told to listen everywhere; as a host to call, this machine
 # The offline model, used when nothing else is configured. Not a row: it always exists.
 OFFLINE_NAME = "offline"
 # Roles named apart in traces and counts whose model is their parent's unless assigned their own.
@@ -138,12 +141,25 @@ def deployment_key(provider: str) -> str:
     return {Provider.OPENAI: settings.OPENAI_API_KEY, Provider.ANTHROPIC: settings.ANTHROPIC_API_KEY}.get(provider, "")
 
 
+def ollama_base() -> str:
+    """OLLAMA_HOST as the base URL of the Ollama it names, "" when none is configured: a host without a
+    scheme is http, a bind-all address (0.0.0.0, [::]: an Ollama server's OLLAMA_HOST, often set in the
+    same environment) is this machine, and no trailing slash. The one reading of OLLAMA_HOST, the
+    registry's and Festinger's proxy's."""
+    host = settings.OLLAMA_HOST
+    if not host:
+        return ""
+    scheme, _, rest = (host if "://" in host else f"http://{host}").partition("://")
+    for bind_all in BIND_ALL:
+        if rest == bind_all or rest.startswith((f"{bind_all}:", f"{bind_all}/")):
+            rest = LOCAL_HOST + rest.removeprefix(bind_all)
+    return f"{scheme}://{rest}".rstrip("/")
+
+
 def ollama_base_url() -> str:
-    """OLLAMA_HOST as an OpenAI-compatible base URL (host:port, with or without scheme)."""
-    host = settings.OLLAMA_HOST or "http://127.0.0.1:11434"
-    if "://" not in host:
-        host = f"http://{host}"
-    return host.rstrip("/") + "/v1"
+    """The OpenAI-compatible base URL of the Ollama OLLAMA_HOST names (ollama_base), or of Ollama's
+    default address when it names none."""
+    return (ollama_base() or OLLAMA_DEFAULT) + "/v1"
 
 
 def with_options(model: ResolvedModel, **changes) -> ResolvedModel:

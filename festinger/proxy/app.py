@@ -47,6 +47,7 @@ import aiohttp
 from fathom.channels import from_memory
 from fathom.llm.errors import LLMError
 from fathom.llm.providers import thinking_options
+from fathom.llm.registry import ollama_base
 from fathom.llm.types import Completion
 from fathom.threads import in_thread
 from festinger.loops.conversations import ConversationName, conversation_name
@@ -66,7 +67,7 @@ from festinger.proxy.relay import (
     said,
 )
 from festinger.proxy.request import JSON, ClientGone, Request
-from festinger.proxy.upstreams import OLLAMA, Upstream, ollama_base, registry_names, upstream_for
+from festinger.proxy.upstreams import OLLAMA, Upstream, registry_names, upstream_for
 from festinger.proxy.wire import OpenAIError, WireError
 
 log = logging.getLogger(__name__)

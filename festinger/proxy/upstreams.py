@@ -63,16 +63,6 @@ def registry_names(*, workspace_id: int) -> list[tuple[str, str]]:
     return sorted(names.items())
 
 
-def ollama_base() -> str:
-    """OLLAMA_HOST as a base URL ("" when no Ollama is configured)."""
-    host = settings.OLLAMA_HOST
-    if not host:
-        return ""
-    if "://" not in host:
-        host = f"http://{host}"
-    return host.rstrip("/")
-
-
 @transaction.atomic
 def proxy_route_save(*, workspace, name: str, upstream: str, target: str, enabled: bool = True) -> ProxyRoute:
     """Create or change the route of `name` in the workspace; every proxy process uses it at once."""
@@ -99,13 +89,13 @@ def _resolve(workspace_id: int, name: str) -> Upstream | None:
     route = ProxyRoute.objects.filter(workspace_id=workspace_id, name__in={name, bare}, enabled=True).first()
     if route is not None:
         if route.upstream == ProxyRoute.Upstream.OLLAMA:
-            return Upstream(name, OLLAMA, route.target) if ollama_base() else None
+            return Upstream(name, OLLAMA, route.target) if registry.ollama_base() else None
         model = _registry_model(workspace_id, route.target)
         return Upstream(name, REGISTRY, route.target, model) if model is not None else None
     model = _registry_model(workspace_id, bare)
     if model is not None:
         return Upstream(name, REGISTRY, bare, model)
-    if ollama_base():
+    if registry.ollama_base():
         return Upstream(name, OLLAMA, name)
     return None
 

@@ -64,7 +64,8 @@ class FireOutput(FireSummaryOutput):
 def fire_detail(fire: Fire) -> dict:
     """The fire whole, its trace, and its model calls per role from the trace (`calls_by_role`: every
     call of the fire's trace, the quality harness's, the judge's and the writer's included; the
-    fire's own `model_calls` are its main and review calls)."""
+    fire's own `model_calls` are its main and review calls). Of a fire that runs inside another's trace
+    (a conductor's research fire, a child fire: selectors.fire_in_shared_trace), its own part only."""
     return {**FireOutput(selectors.fire_with_journal(fire=fire)).data, "trace": selectors.fire_trace(fire=fire),
             "calls_by_role": selectors.fire_calls_by_role(fire=fire)}
 

@@ -49,21 +49,29 @@ def fire_returned_ids(*, fire: Fire) -> set[str]:
     return found
 
 
-def fire_trace(*, fire: Fire, shared: bool = False) -> list[dict]:
-    """The fire's trace events (model calls, tool calls, its child fires), oldest first; `shared`: the
-    fire runs inside another's trace (a conductor run's), and only its own run's events are its."""
+def fire_in_shared_trace(fire: Fire) -> bool:
+    """Whether the fire runs inside another's trace, so that only its own run's events (run_id = its id)
+    are its: a spawned fire (`spawned_by`: a parent fire's tool call or subtask, a conductor run's
+    capability call) opens its spans under its spawner's; a fire nobody spawned starts a trace of its own."""
+    return bool(fire.spawned_by)
+
+
+def fire_trace(*, fire: Fire) -> list[dict]:
+    """The fire's trace events (model calls, tool calls, its child fires), oldest first; of a fire that runs
+    inside another's trace (fire_in_shared_trace), its own run's events only."""
     if not fire.trace_id:
         return []
-    return list(_trace_events(fire, shared).order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
+    return list(_trace_events(fire).order_by("at", "id").values(*TRACE_FIELDS)[:TRACE_LIMIT])
 
 
-def fire_calls_by_role(*, fire: Fire, shared: bool = False) -> dict[str, dict]:
+def fire_calls_by_role(*, fire: Fire) -> dict[str, dict]:
     """{role: {calls, input_tokens, output_tokens, cost}} of every model call that ended in the fire's
     trace (classifier, planner, main, review, verifier, judge, writer, ...: each call counted under
-    the role it was made for), in one query; {} before the fire has a trace. `shared` as fire_trace."""
+    the role it was made for), in one query; {} before the fire has a trace. Of a fire that runs inside
+    another's trace, its own run's calls only (as fire_trace)."""
     if not fire.trace_id:
         return {}
-    rows = (_trace_events(fire, shared).filter(name="llm.call")
+    rows = (_trace_events(fire).filter(name="llm.call")
             .exclude(status="").values(role=KT("payload__role"))
             .annotate(calls=models.Count("id"), input_tokens=models.Sum("input_tokens"),
                       output_tokens=models.Sum("output_tokens"), cost=models.Sum("cost")).order_by("role"))
@@ -71,9 +79,9 @@ def fire_calls_by_role(*, fire: Fire, shared: bool = False) -> dict[str, dict]:
                                 "output_tokens": row["output_tokens"], "cost": float(row["cost"])} for row in rows}
 
 
-def _trace_events(fire: Fire, shared: bool):
+def _trace_events(fire: Fire):
     events = TraceEvent.objects.filter(workspace_id=fire.workspace_id, trace_id=fire.trace_id)
-    return events.filter(run_id=str(fire.pk)) if shared else events
+    return events.filter(run_id=str(fire.pk)) if fire_in_shared_trace(fire) else events
 
 
 # --- The operator dashboard's reads (dashboard) -----------------------------------------------

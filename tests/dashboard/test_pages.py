@@ -13,6 +13,8 @@ from django.utils import timezone
 from fathom.llm import Message, complete
 from festinger.models import ConflictStatus
 from festinger.services import insert_fact
+from harness.autonomy.models import AutonomyDecision
+from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
 from harness.fires.models import Fire
 from harness.fires.services import fire_create
 from harness.runtime.services import message_send, session_create
@@ -183,6 +185,26 @@ def test_an_inline_decision_on_the_proposals_page_decides_through_the_service(op
     assert f'id="proposal-{proposal.pk}"' in operator.get("/proposals/", {"status": "approved"}).content.decode()
 
 
+def test_an_inline_decision_on_the_proposals_page_brings_its_tabs_counted_anew(operator, workspace):
+    # given two proposals waiting, on the proposals page filtered to pending provenance ones
+    waiting, other = provenance_proposal(workspace, level=3), provenance_proposal(workspace, level=3)
+    on_page = "http://testserver/proposals/?status=pending&kind=provenance"
+    assert 'Pending <span class="count">2</span>' in operator.get(on_page).content.decode()
+
+    response = operator.post(f"/proposals/{waiting.pk}/deny", {"reason": "no"}, HTTP_HX_REQUEST="true",
+                             HTTP_HX_CURRENT_URL=on_page).content.decode()
+
+    # then the response swaps the tabs out of band, counted after the decision, the page's filter kept
+    tabs = response[response.index('<nav class="status-tabs" id="proposal-status-tabs"'):]
+    assert 'hx-swap-oob="true"' in tabs[:tabs.index(">")]
+    assert 'Pending <span class="count">1</span>' in tabs and 'Denied <span class="count">1</span>' in tabs
+    assert 'href="?status=approved&amp;kind=provenance"' in tabs and 'aria-current="page">Pending' in tabs
+    # and a decision made elsewhere (the feed) brings no tabs
+    response = operator.post(f"/proposals/{other.pk}/approve", HTTP_HX_REQUEST="true",
+                             HTTP_HX_CURRENT_URL="http://testserver/").content.decode()
+    assert f'id="proposal-{other.pk}"' in response and "proposal-status-tabs" not in response
+
+
 def test_a_viewer_reads_the_proposals_and_festinger_pages_without_the_forms_that_act(client, workspace):
     client.force_login(member(workspace, username="viewer@example.com", role="viewer"))
     proposal = provenance_proposal(workspace, level=3)
@@ -327,3 +349,20 @@ def test_the_lake_without_a_query_lists_its_newest_deltas_and_refreshes_them(ope
 def test_the_autonomy_pages_decisions_refresh_themselves(operator, workspace):
     page = operator.get("/autonomy/").content.decode()
     assert 'id="autonomy-decisions"' in page and 'hx-select="#autonomy-decisions"' in page
+
+
+def test_the_autonomy_pages_why_panel_refreshes_itself_every_5s_from_the_pressure_panels_partial(operator, workspace):
+    # given autonomy on: the pressure panel shows why, and the page asks its partial for it every 5 s
+    autonomy_settings_update(workspace=workspace, mode="on", threshold=1.0)
+    page = operator.get("/autonomy/").content.decode()
+    assert 'id="autonomy-why"' in page
+    assert 'hx-get="/panels/pressure" hx-trigger="every 5s" hx-select="#autonomy-why" hx-swap="outerHTML"' in page
+
+    autonomy_sweep()  # a decision made while the page is open
+
+    # then the partial it polls holds the Why panel with that decision
+    decision = AutonomyDecision.objects.filter(workspace=workspace).latest("created_at")
+    partial = operator.get("/panels/pressure")
+    why = partial.content.decode()[partial.content.decode().index('id="autonomy-why"'):]
+    assert partial.status_code == 200 and (f'<li class="decision decision-{decision.action}" data-reason="{decision.reason}">'
+                                         in why[:why.index("</section>")])

@@ -1,8 +1,9 @@
 """The dashboard's filters and list pages in headless Chromium: the feed filtered (kept in the URL, the
 back button, a live entry that does not match never shown, the no-match state), the Proposals page
-(pending first, decided inline), the Festinger page (the world model searched, a conflict overridden, a
-conversation opened), and the feed, lake and autonomy pages at 1024 and 1440 px, nothing sideways and
-no console error while a live update arrives. Screenshots: docs/screenshots (see conftest.py)."""
+(pending first, decided inline, its tabs counted anew), the Festinger page (the world model searched, a
+conflict overridden, a conversation opened), and the feed, lake and autonomy pages at 1024 and 1440 px,
+nothing sideways and no console error while a live update arrives (on the autonomy page, in its table and
+its Why panel). Screenshots: docs/screenshots (see conftest.py)."""
 
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,6 +12,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.select import Select
 
+from dashboard.sections import DECISION_ROWS
 from festinger.services import insert_fact
 from harness.autonomy.models import AutonomyDecision
 from harness.autonomy.services import autonomy_settings_update, autonomy_sweep
@@ -100,6 +102,9 @@ def test_the_proposals_page_lists_pending_first_and_decides_inline(live_server_u
     wait.until(seen.text_to_be_present_in_element((By.ID, f"proposal-{waiting.pk}"), "Approved"))
     waiting.refresh_from_db()
     assert waiting.status == ProposalStatus.APPROVED
+    # and the tabs count it at once (swapped out of band with the decision): one pending, two approved
+    wait.until(seen.text_to_be_present_in_element((By.CSS_SELECTOR, ".status-tabs a.status-pending"), "Pending 1"))
+    assert browser.find_element(By.CSS_SELECTOR, ".status-tabs a.status-approved").text == "Approved 2"
     assert browser.execute_script("return window.consoleErrors") == []
 
     # the Pending tab keeps only the one left; its title opens its page with the audit
@@ -183,6 +188,9 @@ def test_the_autonomy_page_fits_both_widths_and_a_new_decision_arrives_live_with
     after = AutonomyDecision.objects.filter(workspace=workspace).count()
     assert after > before
     wait.until(lambda driver: len(driver.find_elements(By.CSS_SELECTOR, "table.decisions-table tr.decision")) == after)
+    # and the pressure panel's Why lists it too (it polls its partial)
+    wait.until(lambda driver: len(driver.find_elements(By.CSS_SELECTOR, "#autonomy-why li.decision")) == min(
+        after, DECISION_ROWS))
     assert browser.execute_script("return window.consoleErrors") == []
     for width in WIDTHS:
         browser.set_window_size(width, 900)

@@ -6,7 +6,7 @@ from django.db import connection
 
 from fathom.errors import ApplicationError
 from fathom.llm.models import LLMModel
-from fathom.llm.registry import resolve
+from fathom.llm.registry import ollama_base, ollama_base_url, resolve
 from fathom.llm.services import model_assign, model_create, model_share, model_update
 
 SECRET = "sk-test-9f8e7d6c5b4a39281706abcdWXYZ"
@@ -24,6 +24,22 @@ def test_the_api_key_is_encrypted_in_the_column_and_reads_back(workspace):
     model_assign(workspace=workspace, role="main", model=row)
     resolved = resolve(workspace=workspace, role="main")
     assert resolved.api_key == SECRET and SECRET not in repr(resolved)
+
+
+@pytest.mark.parametrize(("host", "base"), [
+    ("", ""),
+    ("gpu-box:11434", "http://gpu-box:11434"),
+    ("https://ollama.example.com:8443", "https://ollama.example.com:8443"),
+    ("0.0.0.0:11434", "http://127.0.0.1:11434"),
+    ("http://0.0.0.0:11434/", "http://127.0.0.1:11434"),
+    ("[::]:11434", "http://127.0.0.1:11434"),
+    ("0.0.0.0.example.com:11434", "http://0.0.0.0.example.com:11434"),
+    ("http://gpu-box:11434/", "http://gpu-box:11434"),
+])
+def test_ollama_host_is_read_one_way_for_the_registry_and_the_proxy(settings, host, base):
+    settings.OLLAMA_HOST = host
+    assert ollama_base() == base
+    assert ollama_base_url() == (base or "http://127.0.0.1:11434") + "/v1"
 
 
 def test_a_blank_key_is_the_environments_only_for_a_deployment_model_set_to_use_it(workspace, settings):

@@ -3,6 +3,7 @@ its graph (with the model calls per actor), its events as JSON; cancel; roles.""
 
 import pytest
 
+from fathom.tracing.models import TraceEvent
 from harness.conductor.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -76,3 +77,25 @@ def test_bad_event_parameters_are_a_400(api, driver):
     run_id = api.post("/v1/runs", {"objective": "news"}, format="json").json()["id"]
     assert api.get(f"/v1/runs/{run_id}/events?after=x").status_code == 400
     assert api.get(f"/v1/runs/{run_id}/events?limit=x").status_code == 400
+
+
+def test_a_research_fires_rest_view_holds_its_own_part_of_its_runs_trace(api, api_client_for, other_workspace,
+                                                                         driver):
+    # given a run with no key: the conductor's bootstrap and decision, and its research fire's two turns and review
+    run_id = api.post("/v1/runs", {"objective": "whats tech news today"}, format="json").json()["id"]
+    driver.drain()
+    run = Run.objects.get(pk=run_id)
+    fire_id = str(run.calls.get().fire_id)
+    in_run = TraceEvent.objects.filter(trace_id=run.trace_id)
+    assert in_run.filter(name="conductor.bootstrap").exists()
+
+    body = api.get(f"/v1/fires/{fire_id}").json()
+
+    # then its trace and its calls by role are its own (its run id), not the conductor's
+    assert body["trace_id"] == run.trace_id
+    assert len(body["trace"]) == in_run.filter(run_id=fire_id).count() < in_run.count()
+    assert not {"conductor.bootstrap", "conductor.decide"} & {event["name"] for event in body["trace"]}
+    assert {role: row["calls"] for role, row in body["calls_by_role"].items()} == {"main": 2, "review": 1}
+    # and another workspace cannot read it
+    response = api_client_for(other_workspace).get(f"/v1/fires/{fire_id}")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"

@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fathom.llm.scripted import Script
+from fathom.tracing.models import TraceEvent
 from harness.fires.models import Fire, FireToolCall, FireTurn
 from harness.fires.services import fire_cancel, fire_create, fire_run
 from harness.fires.tools.base import REGISTRY, Tool, ToolError, register
@@ -258,6 +259,27 @@ def test_introspect_runs_a_child_fire_inline_with_recursion_and_side_effects_dis
     assert '"body": "I value care"' in tool_results(scripted_llm.sent[3])["i1"]
     assert parent.response["body"] == "you value care"
     assert child.spawned_by == f"{parent.pk}:1:i1"
+
+
+def test_a_child_fires_rest_view_holds_its_own_part_of_its_parents_trace_and_the_parents_the_whole(
+        scripted_llm, api, workspace):
+    # given a fire that asked a child fire inline (the child runs inside the parent's trace)
+    parent = fire_create(workspace=workspace, mode="reactive", question="who am I?")
+    scripted_llm.call_tool("introspect", {"question": "what do I value?"}, id="i1")
+    scripted_llm.reply(tool_calls=[respond("I value care")]).call_tool("skip")  # the child answers, its review
+    scripted_llm.reply(tool_calls=[respond("you value care")]).call_tool("skip")
+    parent = fire_run(fire_id=parent.pk)
+    child = Fire.objects.get(parent=parent)
+    in_trace = TraceEvent.objects.filter(trace_id=parent.trace_id)
+
+    parents, childs = api.get(f"/v1/fires/{parent.pk}").json(), api.get(f"/v1/fires/{child.pk}").json()
+
+    # then the parent's shows the whole trace, the child's calls included, and the child's its own calls only
+    assert child.trace_id == parent.trace_id
+    assert len(parents["trace"]) == in_trace.count() > len(childs["trace"]) == in_trace.filter(
+        run_id=str(child.pk)).count()
+    assert {role: row["calls"] for role, row in parents["calls_by_role"].items()} == {"main": 3, "review": 2}
+    assert {role: row["calls"] for role, row in childs["calls_by_role"].items()} == {"main": 1, "review": 1}
 
 
 def test_introspection_is_capped_at_depth_one(scripted_llm, workspace):
