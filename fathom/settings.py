@@ -404,7 +404,7 @@ _LOCAL_MODEL_INSTALLED = importlib.util.find_spec("all_minilm_l6_v2") is not Non
 EMBEDDER = env_str("FATHOM_EMBEDDER") or ("openai" if EMBEDDING_API_KEY else "local" if _LOCAL_MODEL_INSTALLED
                                           else "hashing")
 _DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2",
-                             "hashing": "hashing-v2"}
+                             "hashing": "hashing-v3"}
 if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
     raise ImproperlyConfigured(f"FATHOM_EMBEDDER must be one of {', '.join(_DEFAULT_EMBEDDING_MODELS)}, "
                                f"got {EMBEDDER!r}")
