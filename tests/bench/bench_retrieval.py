@@ -8,7 +8,7 @@ them.
     .venv/bin/python -m pytest tests/bench/bench_retrieval.py -s -q -o python_files='bench_*.py'
     RETRIEVAL_BENCH_SCALE=3 ...       # three times the notes per episode and between episodes
     RETRIEVAL_BENCH_TOPICS=20 ...     # fewer topics (at most 40) for a quicker run
-    RETRIEVAL_BENCH_EMBEDDERS=hashing:hashing-v2 ...   # one embedder only
+    RETRIEVAL_BENCH_EMBEDDERS=hashing:hashing-v3 ...   # one embedder only
 
 The conversation (`retrieval_conversation.py`): months of chat between two friends, a delta a
 turn, with single-hop, paraphrased, multi-hop (two turns of different sessions) and temporal
@@ -77,7 +77,7 @@ SCALE = float(os.environ.get("RETRIEVAL_BENCH_SCALE", "1"))
 TOPIC_COUNT = int(os.environ.get("RETRIEVAL_BENCH_TOPICS", "40"))
 SEED = int(os.environ.get("RETRIEVAL_BENCH_SEED", "21"))
 # The embedders the whole run is repeated with: the local semantic model and the hashing fallback.
-EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v2").split(",")
+EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v3").split(",")
 K = 10
 MODES = ("hybrid", "vector", "text", "pgvector")
 CLASSES = ("fact", "fact-log", "typo", "paraphrase", "episode", "topic")
