@@ -404,7 +404,7 @@ _LOCAL_MODEL_INSTALLED = importlib.util.find_spec("all_minilm_l6_v2") is not Non
 EMBEDDER = env_str("FATHOM_EMBEDDER") or ("openai" if EMBEDDING_API_KEY else "local" if _LOCAL_MODEL_INSTALLED
                                           else "hashing")
 _DEFAULT_EMBEDDING_MODELS = {"openai": "text-embedding-3-small", "local": "all-MiniLM-L6-v2",
-                             "hashing": "hashing-v2"}
+                             "hashing": "hashing-v3"}
 if EMBEDDER not in _DEFAULT_EMBEDDING_MODELS:
     raise ImproperlyConfigured(f"FATHOM_EMBEDDER must be one of {', '.join(_DEFAULT_EMBEDDING_MODELS)}, "
                                f"got {EMBEDDER!r}")
@@ -441,7 +441,7 @@ if SEARCH_PROVENANCE_SHARE > 1:
 SEARCH_CENTROID_MARGIN = env_float("FATHOM_SEARCH_CENTROID_MARGIN", 0.2, minimum=0)
 # The relevance floor: a vector neighbour further than this (cosine distance) is no match, and a text
 # match must rank at least this (ts_rank_cd). Unset, the vector floor is calibrated for the embedder in
-# use from its distances between unrelated texts (lake/search/floor.py: hashing-v2 0.79, MiniLM 0.62).
+# use from its distances between unrelated texts (lake/search/floor.py: hashing-v3 0.75, MiniLM 0.62).
 SEARCH_VECTOR_MAX_DISTANCE = (env_float("FATHOM_SEARCH_VECTOR_MAX_DISTANCE", 1.0, minimum=0)
                               if env_str("FATHOM_SEARCH_VECTOR_MAX_DISTANCE") else None)
 SEARCH_TEXT_MIN_RANK = env_float("FATHOM_SEARCH_TEXT_MIN_RANK", 0.0, minimum=0)

@@ -6,10 +6,11 @@ settings (FATHOM_EMBEDDER); every write and every search of the lake uses the sa
   default with no key when the package is installed (`make` installs it).
 - `hashing`: deterministic feature hashing of words and word pairs. No network, no model: the
   fallback without the package, and what the tests use. Texts that share words land near each
-  other. `hashing-v2` (the default model) leaves out English stopwords and folds word forms with
-  the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so function words no longer make
-  texts alike; `hashing-v1` is the first version (every word as written), kept for lakes embedded
-  with it.
+  other. `hashing-v3` (the default model) adds the character n-grams of each stemmed word, so a
+  misspelled word still lands near the word it meant. `hashing-v2` leaves out English stopwords
+  and folds word forms with the Snowball stemmer ("calibrated", "calibrating" -> "calibr"), so
+  function words no longer make texts alike; `hashing-v1` is the first version (every word as
+  written). Both are kept for lakes embedded with them.
 - `openai`: the official SDK against OpenAI (text-embedding-3-small at the configured dimensions)
   or any OpenAI-compatible `/v1/embeddings` server given by FATHOM_EMBEDDING_BASE_URL.
 
@@ -65,7 +66,9 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
     raise ImproperlyConfigured(f"unknown embedder {kind!r}")
 
 
-HASHING_V1 = "hashing-v1"
+HASHING_MODELS = ("hashing-v1", "hashing-v2", "hashing-v3")
+NGRAM_SIZES = (3, 4, 5)  # hashing-v3's character n-grams of each stem
+NGRAM_WEIGHT = 1.0  # of an n-gram in its one bucket: a quarter of a stem's mass (1 in each of 4 buckets)
 
 
 class HashingEmbedder:
@@ -75,24 +78,33 @@ class HashingEmbedder:
     From `hashing-v2` on, stopwords are left out, words are stemmed, and every feature is spread
     over 4 signed buckets: a shared word still matches in all 4, while two different words that
     collide share 1 bucket in 4 (with `v1`'s single bucket, a short query and a short text that
-    share no word were often as close as ones that share one)."""
+    share no word were often as close as ones that share one).
 
-    def __init__(self, dimensions: int, *, model: str = "hashing-v2"):
+    `hashing-v3` adds the character n-grams of each stem (NGRAM_SIZES, between `<` and `>`, one
+    bucket each at NGRAM_WEIGHT): two spellings of a word share most of them, so the vector half
+    finds what full text, which matches whole stems, cannot: a misspelled word ("calbrated"), a
+    form the stemmer does not fold ("trialled", "trial"), a word inside a compound. N-grams of
+    stems, not of words as written: suffixes such as "-ing" would make unrelated words alike
+    ("anything", "photographing")."""
+
+    def __init__(self, dimensions: int, *, model: str = "hashing-v3"):
+        if model not in HASHING_MODELS:
+            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=hashing runs {', '.join(HASHING_MODELS)}; "
+                                       f"FATHOM_EMBEDDING_MODEL is {model!r}")
         self.dimensions = dimensions
         self.name = f"hashing:{model}"
-        legacy = model == HASHING_V1
-        self._words = words if legacy else stems
-        self._buckets = 1 if legacy else 4
+        self._legacy = model == "hashing-v1"
+        self._ngrams = model == "hashing-v3"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         return [self._embed_one(text) for text in texts]
 
     def _embed_one(self, text: str) -> list[float]:
-        words = self._words(text)
+        tokens = words(text) if self._legacy else stems(text)
         counts: dict[str, float] = {}
-        for word in words:
+        for word in tokens:
             counts[word] = counts.get(word, 0.0) + 1.0
-        for first, second in zip(words, words[1:], strict=False):
+        for first, second in zip(tokens, tokens[1:], strict=False):
             pair = f"{first} {second}"
             counts[pair] = counts.get(pair, 0.0) + 0.5
         if not counts:
@@ -100,13 +112,32 @@ class HashingEmbedder:
         vector = [0.0] * self.dimensions
         for feature, count in counts.items():
             weight = (1.0 + math.log(count)) if count >= 1 else count
-            digest = hashlib.blake2b(feature.encode(), digest_size=8 * self._buckets).digest()
-            for part in range(self._buckets):
-                chunk = digest[8 * part:8 * part + 8]
-                bucket = int.from_bytes(chunk[:4], "little") % self.dimensions
-                vector[bucket] += weight if chunk[4] & 1 else -weight
+            self._add(vector, feature, weight, buckets=1 if self._legacy else 4)
+        if self._ngrams:
+            for ngram, count in char_ngrams(tokens).items():
+                self._add(vector, ngram, NGRAM_WEIGHT * (1.0 + math.log(count)), buckets=1)
         norm = math.sqrt(sum(value * value for value in vector)) or 1.0
         return [value / norm for value in vector]
+
+    def _add(self, vector: list[float], feature: str, weight: float, *, buckets: int) -> None:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8 * buckets).digest()
+        for part in range(buckets):
+            chunk = digest[8 * part:8 * part + 8]
+            bucket = int.from_bytes(chunk[:4], "little") % self.dimensions
+            vector[bucket] += weight if chunk[4] & 1 else -weight
+
+
+def char_ngrams(tokens: list[str]) -> dict[str, int]:
+    """How often each character n-gram (NGRAM_SIZES) occurs in `tokens`, each token marked `<...>`
+    at its ends; an n-gram is keyed with a leading `#`, so it never hashes like a word."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        marked = f"<{token}>"
+        for size in NGRAM_SIZES:
+            for start in range(len(marked) - size + 1):
+                ngram = "#" + marked[start:start + size]
+                counts[ngram] = counts.get(ngram, 0) + 1
+    return counts
 
 
 class OpenAIEmbedder:

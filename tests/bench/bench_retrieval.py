@@ -8,11 +8,12 @@ them.
     .venv/bin/python -m pytest tests/bench/bench_retrieval.py -s -q -o python_files='bench_*.py'
     RETRIEVAL_BENCH_SCALE=3 ...       # three times the notes per episode and between episodes
     RETRIEVAL_BENCH_TOPICS=20 ...     # fewer topics (at most 40) for a quicker run
-    RETRIEVAL_BENCH_EMBEDDERS=hashing:hashing-v2 ...   # one embedder only
+    RETRIEVAL_BENCH_EMBEDDERS=hashing:hashing-v3 ...   # one embedder only
 
 The conversation (`retrieval_conversation.py`): months of chat between two friends, a delta a
 turn, with single-hop, paraphrased, multi-hop (two turns of different sessions) and temporal
-questions (answered by the turns' dates).
+questions (answered by the turns' dates); and chat-typo: each single-hop question again, as typed
+in a hurry (`mistyped`, below).
 
 The notebook is generated, deterministically: 40 topics (a project, a hobby,
 a chore), each with its own nouns; notes written from a few sentence shapes with a person, a verb in
@@ -28,6 +29,10 @@ Questions, with graded gold ids (2 = the delta that answers, 1 = relevant):
 - fact-log: the same kind of question about one line of a day's log (a long note of 6 to 9 such
   lines, 2 a topic, written beside the notes): the words that answer are a few of the log's
   many, which is where a vector of the whole text loses them and full text does not;
+- typo: a fact question about another note, as typed in a hurry (`mistyped`): one or two of its
+  content words of four letters or more have one slip each (two letters swapped, one dropped,
+  one doubled, or one struck on the key beside it; never the first letter), so full text, which
+  matches whole words, no longer finds those words;
 - paraphrase: one note, asked with synonyms for its verb and some of its nouns;
 - episode: an episode (2) and its constituents (1);
 - topic: the L2 topic (2), its episodes and every note of the topic (1);
@@ -48,6 +53,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -62,6 +68,7 @@ from lake.embedders import get_embedder
 from lake.models import Delta
 from lake.search import deltas_search
 from lake.services import deltas_create, deltas_embed
+from lake.words import STOPWORDS
 from proposals.services import proposal_draft
 from tests.bench.retrieval_conversation import CLASSES as CHAT_CLASSES
 from tests.bench.retrieval_conversation import SESSIONS, SPEAKERS, conversation
@@ -70,10 +77,12 @@ SCALE = float(os.environ.get("RETRIEVAL_BENCH_SCALE", "1"))
 TOPIC_COUNT = int(os.environ.get("RETRIEVAL_BENCH_TOPICS", "40"))
 SEED = int(os.environ.get("RETRIEVAL_BENCH_SEED", "21"))
 # The embedders the whole run is repeated with: the local semantic model and the hashing fallback.
-EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v2").split(",")
+EMBEDDERS = os.environ.get("RETRIEVAL_BENCH_EMBEDDERS", "local:all-MiniLM-L6-v2,hashing:hashing-v3").split(",")
 K = 10
 MODES = ("hybrid", "vector", "text", "pgvector")
-CLASSES = ("fact", "fact-log", "paraphrase", "episode", "topic")
+CLASSES = ("fact", "fact-log", "typo", "paraphrase", "episode", "topic")
+TYPO_CLASSES = ("typo", "chat-typo")  # the means are printed with and without them
+KEYBOARD_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
 pytestmark = pytest.mark.slow
 
@@ -200,12 +209,15 @@ def test_retrieval_quality(transactional_db, monkeypatch, settings, embedder):
     turns, chat_questions = conversation(SEED)
     _write_conversation(chat, turns)
     questions = [Question(q.kind, q.text, {turn.id: 2 for turn in q.turns}) for q in chat_questions]
+    typo_rng = random.Random(SEED + 4)  # its own generator: the other questions stay as they were
+    questions += [Question("chat-typo", mistyped(typo_rng, q.text), q.gold) for q in questions if q.kind == "chat-single"]
+    chat_classes = (*CHAT_CLASSES, "chat-typo")
     print(f"\nconversation: {len(turns)} turns of {SPEAKERS[0]} and {SPEAKERS[1]} in {SESSIONS} sessions; "
-          f"{len(questions)} questions ({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in CHAT_CLASSES)})"
+          f"{len(questions)} questions ({', '.join(f'{c} {sum(q.kind == c for q in questions)}' for c in chat_classes)})"
           f" and {len(absent)} absent")
     follow_ups.clear()
     results = {mode: _run(chat, mode, questions + absent) for mode in MODES}
-    chat_recalls = _print_tables(results, questions, absent, set(), CHAT_CLASSES)
+    chat_recalls = _print_tables(results, questions, absent, set(), chat_classes)
     _print_follow_ups(follow_ups, len(questions + absent))
     recalls = {mode: recalls[mode] | chat_recalls[mode] for mode in MODES}
     _print_targets(get_embedder().name, recalls)
@@ -257,10 +269,12 @@ def _print_targets(embedder, recalls):
         print(f"  {kind:<16} hybrid {100 * recalls['hybrid'][kind]:5.1f}  text {100 * recalls['text'][kind]:5.1f}  "
               f"vector {100 * recalls['vector'][kind]:5.1f}  pgvector {100 * recalls['pgvector'][kind]:5.1f}  "
               f"{100 * (recalls['hybrid'][kind] - best):+5.1f} {'ok' if recalls['hybrid'][kind] >= best - 1e-9 else 'BELOW'}")
-    mean = {mode: _mean(recalls[mode][kind] for kind in classes) for mode in MODES}
-    print(f"  mean over classes: hybrid {100 * mean['hybrid']:.1f}, {100 * (mean['hybrid'] - mean['text']):+.1f} "
-          f"over text, {100 * (mean['hybrid'] - mean['vector']):+.1f} over vector, "
-          f"{100 * (mean['hybrid'] - mean['pgvector']):+.1f} over pgvector (targets +3, +3, +10)")
+    for label, chosen in (("mean over classes", classes),
+                          ("without the typo classes", [kind for kind in classes if kind not in TYPO_CLASSES])):
+        mean = {mode: _mean(recalls[mode][kind] for kind in chosen) for mode in MODES}
+        print(f"  {label}: hybrid {100 * mean['hybrid']:.1f}, {100 * (mean['hybrid'] - mean['text']):+.1f} "
+              f"over text, {100 * (mean['hybrid'] - mean['vector']):+.1f} over vector, "
+              f"{100 * (mean['hybrid'] - mean['pgvector']):+.1f} over pgvector (targets +3, +3, +10)")
 
 
 # --- running -----------------------------------------------------------------------------------------
@@ -545,6 +559,10 @@ class _Corpus:
             questions.append(Question("topic", text, gold))
         log_rng = random.Random(SEED + 2)  # its own generator: the other questions stay as they were
         questions += [Question("fact-log", self._fact(log_rng, log), {log.id: 2}) for log in self.logs]
+        typo_rng = random.Random(SEED + 3)  # its own generator too
+        for t in range(len(self.topics)):
+            for note in typo_rng.sample([note for note in self.notes if note.topic == t], 2):
+                questions.append(Question("typo", mistyped(typo_rng, self._fact(typo_rng, note)), {note.id: 2}))
         return questions
 
     def _fact(self, rng, note: Note) -> str:
@@ -565,3 +583,34 @@ class _Corpus:
             f"has anyone {synonym[2]} that {first} near the {second}? I think it was {note.person}",
             f"the {second} {first} that {note.person} {synonym[1]}",
         ])
+
+
+def mistyped(rng: random.Random, text: str) -> str:
+    """`text` as typed in a hurry: one or two of its content words of four letters or more (not
+    stopwords) with one slip each, of the four kinds most typing errors are (Damerau): two
+    neighbouring letters swapped, a letter dropped, a letter doubled, a letter struck on the key
+    beside it. The first letter is kept, as typists mostly keep it."""
+    spans = [match.span() for match in re.finditer(r"[A-Za-z]+", text)
+             if len(match.group()) >= 4 and match.group().lower() not in STOPWORDS]
+    for start, end in sorted(rng.sample(spans, min(len(spans), rng.choice((1, 2)))), reverse=True):
+        text = text[:start] + _slip(rng, text[start:end]) + text[end:]
+    return text
+
+
+def _slip(rng: random.Random, word: str) -> str:
+    while True:
+        at = rng.randrange(1, len(word) - 1)
+        kind = rng.randrange(4)
+        if kind == 0:
+            slipped = word[:at] + word[at + 1] + word[at] + word[at + 2:]
+        elif kind == 1:
+            slipped = word[:at] + word[at + 1:]
+        elif kind == 2:
+            slipped = word[:at] + word[at] + word[at:]
+        else:
+            row = next((row for row in KEYBOARD_ROWS if word[at].lower() in row), "")
+            beside = [row[i] for i in (row.find(word[at].lower()) - 1, row.find(word[at].lower()) + 1)
+                      if row and 0 <= i < len(row)]
+            slipped = word[:at] + rng.choice(beside) + word[at + 1:] if beside else word
+        if slipped.lower() != word.lower():
+            return slipped

@@ -147,7 +147,7 @@ def test_stats_count_this_workspace_only(api, workspace, other_workspace, moment
     assert stats["provenance"] == 1 and stats["provenance_with_centroid"] == 1
     assert stats["provenance_by_level"] == {"1": 1}
     assert stats["kinds"] == {"note": 4, "provenance": 1}
-    assert stats["embedder"] == {"name": "hashing:hashing-v2", "dimensions": 384}
+    assert stats["embedder"] == {"name": "hashing:hashing-v3", "dimensions": 384}
 
 
 def test_search_never_shows_another_workspaces_deltas(api, workspace, other_workspace, api_client_for, moments):

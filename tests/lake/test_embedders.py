@@ -1,8 +1,11 @@
-"""The hashing embedder (hashing-v2): stopwords out, word forms folded, collisions spread; and the
-re-embed command that migrates a lake embedded by hashing-v1, or by hashing to the local model."""
+"""The hashing embedder: stopwords out, word forms folded, collisions spread (hashing-v2), the
+character n-grams of each stem (hashing-v3, the default); and the re-embed command that migrates a
+lake embedded by an earlier version, or by hashing to the local model."""
 
 from io import StringIO
 
+import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django_celery_beat.models import PeriodicTask
 
@@ -37,6 +40,49 @@ def test_a_chance_collision_weighs_a_quarter_of_a_shared_word():
     others = [abs(_similarity(v2, "saxophone", word)) for word in ("volcano", "penguin", "opera", "glacier", "tuba")]
 
     assert shared > 0.99 and max(others) < 0.75
+
+
+def test_a_misspelled_word_stays_near_the_word_it_meant():
+    v3, v2 = HashingEmbedder(384, model="hashing-v3"), HashingEmbedder(384, model="hashing-v2")
+    note = "fed the sourdough starter with rye flour"
+
+    assert _similarity(v3, "sourdugh startr", note) > 0.3
+    assert abs(_similarity(v2, "sourdugh startr", note)) < 0.05  # v2: whole stems only, no word in common
+
+
+def test_a_word_form_the_stemmer_does_not_fold_and_a_compound_share_their_ngrams():
+    v3, v2 = HashingEmbedder(384, model="hashing-v3"), HashingEmbedder(384, model="hashing-v2")
+
+    assert _similarity(v3, "trialled", "trial") > 0.3 and abs(_similarity(v2, "trialled", "trial")) < 0.05
+    assert _similarity(v3, "wheelbase", "wheel") > 0.3 and abs(_similarity(v2, "wheelbase", "wheel")) < 0.05
+
+
+def test_ngrams_are_of_stems_so_a_shared_suffix_makes_no_two_words_alike():
+    v3 = HashingEmbedder(384, model="hashing-v3")
+
+    # As written, "anything" and "thing" share "thing>", "hing>", "ing>", ...; their stems do not.
+    assert abs(_similarity(v3, "anything", "First thing: calibrating the battery and the cable")) < 0.1
+    assert abs(_similarity(v3, "photographing", "calibrating")) < 0.1
+
+
+def test_an_unknown_hashing_model_is_refused():
+    with pytest.raises(ImproperlyConfigured, match="hashing-v3"):
+        HashingEmbedder(384, model="hashing-v9")
+
+
+def test_reembed_stale_migrates_hashing_v2_rows_to_the_default_once(workspace, moments, settings):
+    settings.EMBEDDING_MODEL = "hashing-v2"
+    notes = moments("calibrated the wheel encoders", "fed the sourdough starter")
+    before = {d.id: list(d.embedding) for d in Delta.objects.filter(pk__in=[n.id for n in notes])}
+
+    settings.EMBEDDING_MODEL = "hashing-v3"
+    out = StringIO()
+    call_command("fathom", "lake", "reembed", "--workspace", workspace.slug, "--stale", stdout=out, stderr=StringIO())
+
+    assert "embedded 2 delta(s)" in out.getvalue()
+    rows = Delta.objects.filter(pk__in=[n.id for n in notes])
+    assert {d.embedding_model for d in rows} == {"hashing:hashing-v3"}
+    assert all(list(d.embedding) != before[d.id] for d in rows)
 
 
 def test_reembed_stale_migrates_hashing_v1_rows_once(workspace, moments, settings):

@@ -64,7 +64,7 @@ def test_embedding_is_idempotent_and_never_calls_the_embedder_for_done_rows(work
 
     assert len(calls) == 1, "a second run must find nothing to do before calling the embedder"
     assert {d.id: list(d.embedding) for d in Delta.objects.filter(pk__in=ids)} == first
-    assert set(Delta.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {"hashing:hashing-v2"}
+    assert set(Delta.objects.filter(pk__in=ids).values_list("embedding_model", flat=True)) == {"hashing:hashing-v3"}
 
 
 # --- provenance ----------------------------------------------------------------------------------
