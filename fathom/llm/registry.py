@@ -28,8 +28,9 @@ from fathom.llm.errors import LLMNotConfigured
 from fathom.llm.models import ANY_ROLE, LLMModel, ModelAssignment, OpenAIApi, Provider
 
 VERSION_KEY = "fathom:llm:registry:version"
-OLLAMA_DEFAULT = "http://127.0.0.1:11434"
+OLLAMA_PORT = "11434"
 LOCAL_HOST = "127.0.0.1"
+OLLAMA_DEFAULT = f"http://{LOCAL_HOST}:{OLLAMA_PORT}"
 BIND_ALL = ("0.0.0.0", "[::]")  # how a server is told to listen everywhere; as a host to call, this machine
 # The offline model, used when nothing else is configured. Not a row: it always exists.
 OFFLINE_NAME = "offline"
@@ -142,18 +143,24 @@ def deployment_key(provider: str) -> str:
 
 
 def ollama_base() -> str:
-    """OLLAMA_HOST as the base URL of the Ollama it names, "" when none is configured: a host without a
-    scheme is http, a bind-all address (0.0.0.0, [::]: an Ollama server's OLLAMA_HOST, often set in the
-    same environment) is this machine, and no trailing slash. The one reading of OLLAMA_HOST, the
-    registry's and Festinger's proxy's."""
-    host = settings.OLLAMA_HOST
+    """OLLAMA_HOST as the base URL of the Ollama it names, "" when none is configured, read as Ollama
+    reads it: without a scheme, http on port 11434 unless a port is named; `http://` or `https://`
+    without a port, 80 or 443. A bind-all address (0.0.0.0, [::]: an Ollama server's OLLAMA_HOST, often
+    set in the same environment) is this machine. The one reading of OLLAMA_HOST, the registry's and
+    Festinger's proxy's."""
+    host = settings.OLLAMA_HOST.strip()
     if not host:
         return ""
-    scheme, _, rest = (host if "://" in host else f"http://{host}").partition("://")
-    for bind_all in BIND_ALL:
-        if rest == bind_all or rest.startswith((f"{bind_all}:", f"{bind_all}/")):
-            rest = LOCAL_HOST + rest.removeprefix(bind_all)
-    return f"{scheme}://{rest}".rstrip("/")
+    scheme, given, rest = host.partition("://")
+    if not given:
+        scheme, rest = "http", host
+    hostport, slash, path = rest.partition("/")
+    name, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else ("", "", "")
+    if not colon or not port.isdigit():
+        name, port = hostport, "" if given else OLLAMA_PORT
+    if name in BIND_ALL or not name:
+        name = LOCAL_HOST
+    return f"{scheme}://{name}{':' + port if port else ''}{slash}{path}".rstrip("/")
 
 
 def ollama_base_url() -> str:

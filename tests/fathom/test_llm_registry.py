@@ -35,6 +35,11 @@ def test_the_api_key_is_encrypted_in_the_column_and_reads_back(workspace):
     ("[::]:11434", "http://127.0.0.1:11434"),
     ("0.0.0.0.example.com:11434", "http://0.0.0.0.example.com:11434"),
     ("http://gpu-box:11434/", "http://gpu-box:11434"),
+    ("0.0.0.0", "http://127.0.0.1:11434"),  # no port: Ollama's, as Ollama reads it
+    ("[::]", "http://127.0.0.1:11434"),
+    (" gpu-box ", "http://gpu-box:11434"),
+    ("http://gpu-box", "http://gpu-box"),  # a scheme without a port: its own (80)
+    ("https://ollama.example.com/base/", "https://ollama.example.com/base"),
 ])
 def test_ollama_host_is_read_one_way_for_the_registry_and_the_proxy(settings, host, base):
     settings.OLLAMA_HOST = host
