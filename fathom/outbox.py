@@ -28,7 +28,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from fathom.celery import app
-from fathom.sql import execute_unflushed
+from fathom.sql import statement_run
 from fathom.transient import TRANSIENT_ERRORS
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def _delete(pk) -> None:
     # publishes the message once more.
     table = connection.ops.quote_name(OutboxMessage._meta.db_table)
     with connection.cursor() as cursor:
-        execute_unflushed(cursor, f"DELETE FROM {table} WHERE id = %s", [pk])
+        statement_run(cursor, f"DELETE FROM {table} WHERE id = %s", [pk], durable=False)
 
 
 def _send(message: dict, due_at) -> None:

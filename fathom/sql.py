@@ -1,19 +1,20 @@
-"""Several writes in one statement: the INSERT or UPDATE the ORM would run for a row, generated from
-the model's fields (never written by hand), run together as the WITH clauses (data-modifying common
-table expressions) of one statement. One round trip, and outside a transaction one commit, atomic as
-every statement is. Each clause must change other rows than the others (two changes of one row in one
-statement would not both happen).
+"""SQL for the hot paths of two stated targets, where the ORM missed them (the harness's 5 ms a turn,
+the quality harness's 15 ms a fire), in three forms:
 
-And one read: a row with the rows its foreign keys point at, in a SELECT generated the same way
-(`row_read`), built into model instances as the ORM's select_related would.
+- several writes in one statement: the INSERT or UPDATE the ORM would run for a row, generated from the
+  model's fields (never written by hand), run together as the WITH clauses (data-modifying common table
+  expressions) of one statement. One round trip, and outside a transaction one commit, atomic as every
+  statement is. Each clause must change other rows than the others (two changes of one row in one
+  statement would not both happen). The fire's journal (harness.fires.journal: every model turn and
+  tool result, twice per turn; the time per turn was 6.3 ms with the ORM's UPDATE, INSERT and SELECT)
+  and the quality harness's steps (harness.quality.events);
+- a row read with the rows its foreign keys point at (`row_read`), in a SELECT generated the same way:
+  a parked fire's way back (harness.fires.services.fire_parked_get, harness.quality.run_state), whose
+  two reads the ORM took more than twice their run to build;
+- a statement whose commit does not wait for the WAL flush (`statement_run`, not durable), for writes
+  their maker makes again if a crash of the database forgets them.
 
-Only the hot paths of two stated targets use it, each because the ORM missed the target without it:
-the fire's journal (harness.fires.journal: every model turn and tool result, twice per turn; the
-harness's time per turn was 6.3 ms with the ORM's UPDATE, INSERT and SELECT against a 5 ms target),
-the quality harness's steps (harness.quality.events) and the two reads of a parked fire's way back
-(harness.fires.services.fire_parked_get, harness.quality.run_state): the ORM's building of those
-queries cost more than twice their run, and the quality harness missed its 15 ms a fire. Everything
-else reads and writes through the ORM."""
+Everything else reads and writes through the ORM."""
 
 import functools
 
@@ -39,24 +40,24 @@ def update_sql(row, fields, *, expressions: dict | None = None, where: str = "")
 
 def statements_run(statements: list[tuple[str, list]], *, durable: bool = True) -> None:
     """Run the writes `statements` ((sql, params) each: insert_sql's, update_sql's) as one statement
-    (not `durable`: through execute_unflushed)."""
+    (`durable` as for statement_run)."""
     *clauses, (last, last_params) = statements
     sql = ", ".join(f"s{n} AS ({clause})" for n, (clause, _) in enumerate(clauses))
     params = [param for _, clause_params in clauses for param in clause_params]
     with connection.cursor() as cursor:
-        run = cursor.execute if durable else functools.partial(execute_unflushed, cursor)
-        run(f"WITH {sql} {last}" if clauses else last, [*params, *last_params])
+        statement_run(cursor, f"WITH {sql} {last}" if clauses else last, [*params, *last_params], durable=durable)
 
 
-def execute_unflushed(cursor, sql: str, params) -> None:
-    """Run `sql` on `cursor`. Outside a transaction its commit does not wait for the WAL flush (`SET LOCAL
-    synchronous_commit TO OFF` in the same query string, one implicit transaction), and the cursor is
-    left on `sql`'s own result. For writes that a crash of the database may forget (the last few hundred
-    milliseconds' worth at most, never corrupted) because what made them makes them again: claims,
-    traces, deletes of published outbox rows, the quality harness's steps and verdicts. On this
-    machine's disk a commit that waits for the flush took from 0.2 to 5 ms. Inside a transaction it is
-    a plain statement of it, whose commit is as durable as the caller's."""
-    alone = not connection.in_atomic_block
+def statement_run(cursor, sql: str, params, *, durable: bool = True) -> None:
+    """Run `sql` on `cursor`. Not `durable`: outside a transaction its commit does not wait for the WAL
+    flush (`SET LOCAL synchronous_commit TO OFF` in the same query string, one implicit transaction; the
+    cursor is left on `sql`'s own result). For writes that a crash of the database may forget (the last
+    few hundred milliseconds' worth at most, never corrupted, and flushed by any later durable commit)
+    because what made them makes them again: claims, traces, deletes of published outbox rows, the
+    quality harness's pre-flight and verdicts. On this machine's disk a commit that waits for the flush
+    took from 0.2 to 5 ms. Inside a transaction it is a plain statement of it, whose commit is as
+    durable as the caller's."""
+    alone = not durable and not connection.in_atomic_block
     cursor.execute(f"SET LOCAL synchronous_commit TO OFF; {sql}" if alone else sql, params)
     if alone:
         cursor.nextset()
@@ -83,9 +84,10 @@ def _insert_parts(model, *, with_key: bool) -> tuple[str, list]:
 def row_read(model, *, joined: tuple[str, ...] = (), leave_out: tuple[str, ...] = (), where: str, params: list,
              order_by: str = ""):
     """The first row of `model` where `where` holds (its table is `t0`), with the rows its foreign keys
-    `joined` point at (inner joins, as `t1`, `t2`... in that order) set on it, as select_related sets
-    them; None when no row matches. `leave_out`: fields ("events", or "run.events" of a joined row)
-    not read, deferred as the ORM's defer() leaves them. One SELECT, generated from the models' fields."""
+    `joined` point at (inner joins, as `t1`, `t2`... in that order: a row whose key is null is not
+    found) set on it, as select_related sets them; None when no row matches. `leave_out`: fields
+    ("events", or "run.events" of a joined row) not read, deferred as the ORM's defer() leaves them. One
+    SELECT, generated from the models' fields."""
     select, shapes = _read_parts(model, joined, frozenset(leave_out))
     with connection.cursor() as cursor:
         cursor.execute(f"{select} WHERE {where}" + (f" ORDER BY {order_by}" if order_by else "") + " LIMIT 1",
@@ -107,6 +109,9 @@ def row_read(model, *, joined: tuple[str, ...] = (), leave_out: tuple[str, ...] 
 @functools.cache
 def _read_parts(model, joined: tuple[str, ...], leave_out: frozenset) -> tuple[str, list]:
     quote = connection.ops.quote_name
+    for name in leave_out:  # a field that does not exist raises FieldDoesNotExist, rather than being read
+        *related, field = name.split(".")
+        (model._meta.get_field(related[0]).related_model if related else model)._meta.get_field(field)
     tables = [(model, "", None)] + [(model._meta.get_field(name).related_model, f"{name}.", model._meta.get_field(name))
                                     for name in joined]
     columns, joins, shapes = [], [], []
@@ -116,7 +121,7 @@ def _read_parts(model, joined: tuple[str, ...], leave_out: frozenset) -> tuple[s
         shapes.append((target, fields))
         if foreign_key is not None:
             joins.append(f"JOIN {quote(target._meta.db_table)} t{n} "
-                         f"ON t{n}.{quote(target._meta.pk.column)} = t0.{quote(foreign_key.column)}")
+                         f"ON t{n}.{quote(foreign_key.target_field.column)} = t0.{quote(foreign_key.column)}")
     return f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0 {' '.join(joins)}".rstrip(), shapes
 
 

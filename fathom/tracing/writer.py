@@ -14,7 +14,7 @@ from functools import cache
 
 from django.db import DatabaseError, connection, transaction
 
-from fathom.sql import execute_unflushed
+from fathom.sql import statement_run
 from fathom.tracing.models import SafeJSONEncoder, TraceEvent
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def _row(event: tuple) -> dict:
 def _insert(rows: list[dict]) -> None:
     # One statement whatever the number of rows, its one parameter the rows as JSON (one encoding, where
     # an array per column cost psycopg more than the round trip). Outside a transaction its commit does
-    # not wait for the WAL flush (fathom.sql.execute_unflushed: a crash of the database may lose the last
+    # not wait for the WAL flush (fathom.sql.statement_run: a crash of the database may lose the last
     # trace rows written, never corrupt anything). Inside the caller's transaction it is a savepoint, so
     # a failed write cannot break that transaction, whose commit stays durable.
     batch = [json.dumps(rows, cls=SafeJSONEncoder)]
@@ -65,7 +65,7 @@ def _insert(rows: list[dict]) -> None:
             cursor.execute(_insert_sql(), batch)
     else:
         with connection.cursor() as cursor:
-            execute_unflushed(cursor, _insert_sql(), batch)
+            statement_run(cursor, _insert_sql(), batch, durable=False)
 
 
 @cache

@@ -7,10 +7,7 @@ the rows the step made and changed: inside `emitting(fire, run) as step`, `step.
 events, `step.create` the new rows and `step.changed` the rows' fields, and the block's end writes them
 all in one statement (fathom.sql: the run's events and fields, the other rows, the session's numbers
 and rows) with one notice to the stream; what must follow the write (a group sent to the quality
-worker) waits for it (`step.after`). A step written outside a transaction (a pre-flight) commits
-without waiting for the WAL flush (fathom.sql.execute_unflushed), as a verdict does: a crash of the
-database that forgets it leaves the fire where the step found it, and the fire's resume makes the
-step again (one more classifier call at most). One statement rather than the ORM's save of each row: written
+worker) waits for it (`step.after`). One statement rather than the ORM's save of each row: written
 row by row, a fire's steps cost 63 statements (tests/harness/quality/test_overhead.py pins the count
 and tells its history), more than the 15 ms a fire the harness may add (tests/bench/bench_quality.py)."""
 
@@ -35,8 +32,9 @@ class Step:
     together at the block's end; what must follow the write (a group sent to the quality worker) is
     called after it."""
 
-    def __init__(self, fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False):
-        self.fire, self.run, self.runner, self.parking = fire, run, runner, parking
+    def __init__(self, fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False,
+                 durable: bool = True):
+        self.fire, self.run, self.runner, self.parking, self.durable = fire, run, runner, parking, durable
         self.events: list[tuple[str, dict]] = []
         self.rows: dict = {}  # changed: (model, pk) -> (row, its fields)
         self.created: list = []
@@ -62,13 +60,15 @@ class Step:
 
 
 @contextmanager
-def emitting(fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False) -> Iterator[Step]:
+def emitting(fire: Fire, run: QualityRun, *, runner: bool = True, parking: bool = False,
+             durable: bool = True) -> Iterator[Step]:
     """A Step whose writes are made at the block's end, in one statement (in the caller's transaction,
     if any: a block that raises writes nothing), then what waits for them. `runner`: the caller holds
     the fire's session (its heartbeat too). `parking`: the fire's run ends after this step (it parks
     for the quality worker), and its claims on the fire and its session go back with the step's
-    statement: what it waits for may tick it again at once."""
-    step = Step(fire, run, runner=runner, parking=parking)
+    statement: what it waits for may tick it again at once. Not `durable`: outside a transaction, the
+    statement's commit does not wait for the WAL flush (fathom.sql.statement_run)."""
+    step = Step(fire, run, runner=runner, parking=parking, durable=durable)
     yield step
     if step.events or step.rows or step.created:
         _write(step)
@@ -105,9 +105,9 @@ def _write(step: Step) -> None:
     if with_events:
         events_emit(session_id=fire.session_id, workspace_id=fire.workspace_id, events=step.events,
                     turn_id=fire.turn_id, runner=claims.runner_id() if step.runner else "", alongside=writes,
-                    release=parking, durable=False)
+                    release=parking, durable=step.durable)
     elif writes:
-        statements_run(writes, durable=False)
+        statements_run(writes, durable=step.durable)
     if parking:
         claims.handed_over(Fire, fire.pk)
         claims.handed_over(Session, fire.session_id)

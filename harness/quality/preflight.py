@@ -53,7 +53,10 @@ def preflight(state: FireQuality) -> Park | None:
                          plan=selection.as_event() if selection else {}, profile={"quality_multiplier": multiplier})
         run.pk, attempt_pk = quality.new_ids
         attempt = QualityAttempt(pk=attempt_pk, workspace_id=fire.workspace_id, run=run, number=1, first_turn=0)
-        with emitting(fire, run) as step:  # the run, its first attempt and its events: one statement
+        # The run, its first attempt and its events: one statement, whose commit does not wait for the WAL
+        # flush, as a verdict's: a crash of the database that forgets it leaves the fire before its
+        # pre-flight, which its resume runs again (the classifier's and a COMPLEX question's planner's calls).
+        with emitting(fire, run, durable=False) as step:
             step.create(run)
             step.create(attempt)
             step.emit("harness_complexity", {

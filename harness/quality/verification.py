@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from fathom import outbox
-from fathom.sql import execute_unflushed
+from fathom.sql import statement_run
 from harness.fires.models import Fire
 from harness.quality import agents, subtasks, swarm
 from harness.quality.checks import citations_of
@@ -159,13 +159,14 @@ def _verdict_record(*, run_id, attempt: int, token: str, verdict: dict, perspect
     it. A crash of the database before that leaves the run waiting, and the sweep sends its verifier
     again (runs_waiting_resend): one more call, never a wrong or a lost answer."""
     with connection.cursor() as cursor:
-        execute_unflushed(
+        statement_run(
             cursor,
             "WITH waited AS (UPDATE harness_qualityrun SET waiting_for = '', waiting_token = '', "
             "waiting_since = NULL WHERE id = %s AND waiting_for = 'verifier' AND waiting_token = %s RETURNING id) "
             "UPDATE harness_qualityattempt SET verifier = %s::jsonb, perspectives = perspectives || %s::jsonb "
             "WHERE run_id = %s AND number = %s AND EXISTS (SELECT 1 FROM waited) RETURNING id",
-            [run_id, token, _json(verdict), _json({perspective: verdict} if perspective else {}), run_id, attempt])
+            [run_id, token, _json(verdict), _json({perspective: verdict} if perspective else {}), run_id, attempt],
+            durable=False)
         if cursor.fetchone() is None:
             return False
     fire_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)

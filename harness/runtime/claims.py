@@ -37,7 +37,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from fathom.shutdown import shutdown_register
-from fathom.sql import execute_unflushed
+from fathom.sql import statement_run
 from fathom.transient import TRANSIENT_ERRORS, connections_reset
 
 logger = logging.getLogger(__name__)
@@ -123,9 +123,9 @@ def release(model, pk, *, then: Callable[[], object] | None = None) -> bool:
 
 def _lease_write(model, pk, *, runner: str, at, where: str, params: list) -> bool:
     """UPDATE the row's claim columns where `where` holds; whether it did. Its commit outside a
-    transaction does not wait for the WAL flush (fathom.sql.execute_unflushed)."""
+    transaction does not wait for the WAL flush (fathom.sql.statement_run)."""
     with connection.cursor() as cursor:
-        execute_unflushed(cursor, _lease_sql(model, where=where), [runner, at, pk, *params])
+        statement_run(cursor, _lease_sql(model, where=where), [runner, at, pk, *params], durable=False)
         return cursor.fetchone() is not None
 
 

@@ -2,14 +2,13 @@
 
 import json
 import logging
-from functools import partial
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
 
 from fathom.redis_client import get_redis
-from fathom.sql import execute_unflushed
+from fathom.sql import statement_run
 from harness.runtime import claims
 from harness.runtime.models import Session, SessionEvent
 
@@ -64,14 +63,16 @@ def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], tur
     each, INSERTs and UPDATEs that belong with the events: the quality run's copy of them, the rows its
     step made and changed) in the same statement, each conditional on EVENTS_WRITTEN, so that none is
     made without the events. `release` (with `runner`): the runner gives the session back with them.
-    Not `durable`: outside a transaction, its commit does not wait for the WAL flush
-    (fathom.sql.execute_unflushed), for writes their maker makes again if a crash of the database
-    forgets them. Returns the last event's number."""
+    Not `durable`: outside a transaction, its commit does not wait for the WAL flush (fathom.sql.
+    statement_run), for writes their maker makes again if a crash of the database forgets them (events a
+    crash forgets have their numbers given again: a stream that read them skips those). Returns the
+    last event's number."""
     heartbeat = ", runner = '', runner_heartbeat_at = NULL" if release else ", runner_heartbeat_at = %s" if runner else ""
     claimed = " AND runner = %s" if runner else ""
     extra = "".join(f", alongside{n} AS ({sql})" for n, (sql, _) in enumerate(alongside))
     with connection.cursor() as cursor:
-        (cursor.execute if durable else partial(execute_unflushed, cursor))(
+        statement_run(
+            cursor,
             f"WITH numbered AS (UPDATE harness_session SET last_event_seq = last_event_seq + %s{heartbeat} "
             f"WHERE id = %s{claimed} RETURNING last_event_seq){extra} "
             f"INSERT INTO harness_sessionevent (workspace_id, created_at, session_id, seq, kind, turn_id, data) "
@@ -82,7 +83,8 @@ def events_emit(*, session_id, workspace_id, events: list[tuple[str, dict]], tur
              *([runner] if runner else []),
              *[param for _, params in alongside for param in params],
              workspace_id, timezone.now(), session_id, len(events), turn_id,
-             [kind for kind, _ in events], [json.dumps(data or {}, cls=DjangoJSONEncoder) for _, data in events]])
+             [kind for kind, _ in events], [json.dumps(data or {}, cls=DjangoJSONEncoder) for _, data in events]],
+            durable=durable)
         numbers = [row[0] for row in cursor.fetchall()]
     if not numbers:
         if runner and Session.objects.filter(pk=session_id).exists():

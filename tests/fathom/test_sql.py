@@ -1,10 +1,12 @@
-"""fathom.sql's read: a row with the rows its foreign keys point at, as the ORM's select_related reads it."""
+"""fathom.sql's read (a row with the rows its foreign keys point at, as the ORM's select_related reads
+it) and its statement whose commit need not wait for the WAL flush."""
 
 import pytest
-from django.db import connection
+from django.core.exceptions import FieldDoesNotExist
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from fathom.sql import row_read
+from fathom.sql import row_read, statement_run
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, session_create
 
@@ -42,3 +44,25 @@ def test_a_left_out_field_is_deferred_and_no_match_is_none(workspace):
 
     assert row_read(Trigger, where="t0.session_id = %s", params=[session.pk], order_by="t0.created_at DESC")
     assert row_read(Trigger, joined=("session",), where="t1.tag = %s", params=["no such tag"]) is None
+
+
+def test_a_left_out_field_that_does_not_exist_is_refused(workspace):
+    with pytest.raises(FieldDoesNotExist):
+        row_read(Trigger, joined=("session",), leave_out=("session.titel",), where="true", params=[])
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("in_transaction", [False, True])
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_statement_not_durable_reads_its_own_result_inside_a_transaction_or_alone(workspace, durable,
+                                                                                    in_transaction):
+    session = session_create(workspace=workspace)
+    with transaction.atomic() if in_transaction else connection.cursor(), connection.cursor() as cursor:
+        statement_run(cursor, "UPDATE harness_session SET title = %s WHERE id = %s RETURNING title",
+                      ["renamed", session.pk], durable=durable)
+        assert cursor.fetchone() == ("renamed",)
+        with connection.cursor() as other:
+            other.execute("SHOW synchronous_commit")  # SET LOCAL: gone with the statement's own transaction
+            assert other.fetchone() == ("on",)
+    session.refresh_from_db()
+    assert session.title == "renamed"
