@@ -592,6 +592,7 @@ def mistyped(rng: random.Random, text: str) -> str:
     beside it. The first letter is kept, as typists mostly keep it."""
     spans = [match.span() for match in re.finditer(r"[A-Za-z]+", text)
              if len(match.group()) >= 4 and match.group().lower() not in STOPWORDS]
+    assert spans, f"no word to mistype in {text!r}: a typo question must hold a typo"
     for start, end in sorted(rng.sample(spans, min(len(spans), rng.choice((1, 2)))), reverse=True):
         text = text[:start] + _slip(rng, text[start:end]) + text[end:]
     return text
