@@ -41,7 +41,7 @@ from tests.harness.support import session_tick
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LATENCY = 1.0
-OVERHEAD_FIRES = 30
+OVERHEAD_FIRES = 100  # at 30 fires each way, the p50 of the differences moved by more than the changes measured
 
 
 @pytest.fixture
