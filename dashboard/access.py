@@ -59,8 +59,8 @@ def current_set(request, *, workspace: Workspace) -> None:
 
 def dashboard_view(view=None, *, operate: bool = False, needs_workspace: bool = True):
     """Wrap a dashboard view: login required, `request.dashboard` set to the Current (or None for views
-    that need no workspace), NotFoundError rendered as the 404 page, a list's FilterError as a 400 page, and with `operate` a viewer's
-    request refused (403)."""
+    that need no workspace), NotFoundError rendered as the 404 page, a list's FilterError as a 400 page,
+    and with `operate` a viewer's request refused (403)."""
 
     def decorate(function):
         @functools.wraps(function)

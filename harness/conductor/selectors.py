@@ -147,15 +147,11 @@ def runs_overview(*, workspace):
         terminals=Count("calls", filter=Q(calls__worker="terminal"), distinct=True))
 
 
-def is_research_fire(fire) -> bool:
-    """Whether the fire is a conductor run's research fire (made for one of its capability calls)."""
-    return fire.spawned_by.startswith(RESEARCH_KEY_PREFIX)
-
-
 def research_calls_of_fires(*, workspace, fires) -> dict:
     """{fire id: the capability call (with its run and agenda item) the fire researches for} of the
     fires that are a conductor run's research fires (one query; none when no fire is one)."""
-    wanted = {fire.spawned_by.removeprefix(RESEARCH_KEY_PREFIX): fire.pk for fire in fires if is_research_fire(fire)}
+    wanted = {fire.spawned_by.removeprefix(RESEARCH_KEY_PREFIX): fire.pk for fire in fires
+              if fire.spawned_by.startswith(RESEARCH_KEY_PREFIX)}
     if not wanted:
         return {}
     calls = CapabilityCall.objects.filter(workspace=workspace, call_id__in=wanted).select_related("run", "item")
