@@ -7,8 +7,9 @@ harness.fires owns a fire's phases (harness.fires.loop):
                  the plan board move, `turn_listener` reads each model turn as it streams
     respond      the answer; `checks_answer` says whether it is checked before it counts
     verify       `answer_submitted` starts the checks (in the transaction that saves the answer),
-                 `answer_verdict` decides once they are in: keep an answer (passed, or degraded with
-                 its reasons), or retry
+                 `answer_check` makes those that run in the fire's own run (outside any transaction:
+                 a model call), `answer_verdict` decides once they are in: keep an answer (passed, or
+                 degraded with its reasons), or retry
     writes       `ids_shown` names the delta ids a hook showed the fire besides its tool results
     review, done
     ended        `ended` hears the fire's end (finished, failed or cancelled) with its stop reason
@@ -86,6 +87,10 @@ class FireHooks:
         """The answer (fire.response) is being saved: start its checks, in the same transaction."""
         return None
 
+    def answer_check(self) -> None:
+        """The checks made in the fire's own run, outside any transaction (a model call may take
+        seconds), before each answer_verdict."""
+
     def answer_verdict(self) -> Park | Verdict:
         """The checks' decision, or Park while they run. Its writes join the fire's transaction."""
         return Verdict(retry=False, response=self.fire.response)
@@ -137,6 +142,11 @@ class FireLifecycle:
     def answer_submitted(self) -> Park | None:
         parks = [park for hook in self.hooks if hook.checks_answer() and (park := hook.answer_submitted())]
         return parks[0] if parks else None
+
+    def answer_check(self) -> None:
+        for hook in self.hooks:
+            if hook.checks_answer():
+                hook.answer_check()
 
     def answer_verdict(self) -> Park | Verdict:
         """The first Park or retry; else the last checking hook's answer, degraded if any hook said so."""

@@ -111,6 +111,7 @@ def run_threaded_fire(fire: Fire, *, limits: HarnessSettings | None = None) -> P
 def _verified(fire: Fire, lifecycle: FireLifecycle) -> Park | None:
     """The hooks' verdict on the answer once their checks are in (Park until then): on to writes, or
     back to main for a retry. A kept answer's per-fire writes commit with the verdict."""
+    lifecycle.answer_check()
     with transaction.atomic():
         verdict = lifecycle.answer_verdict()
         if isinstance(verdict, Park):

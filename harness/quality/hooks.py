@@ -8,7 +8,8 @@ named in settings.FATHOM_FIRE_HOOKS):
     plan_advanced    the plan board's moves as subtask events (.preflight)
     turn_listener    the stream monitor over the main model's text (.stream_alerts)
     checks_answer    every answer of a wrapped fire is checked
-    answer_submitted the contract evaluated and the verifier group sent: the fire parks (.postflight)
+    answer_submitted the contract evaluated; a contrastive verifier group sent: the fire parks (.postflight)
+    answer_check     the lone verifier called in the fire's own run (.postflight)
     answer_verdict   once the verdict is in: retry, or the best attempt's answer, degraded with the
                      reasons when it failed and no retry is left (.postflight)
     ids_shown        the sources the pre-flight retrieved and the subtasks' citations
@@ -53,8 +54,11 @@ class QualityHooks(FireHooks):
     def checks_answer(self) -> bool:
         return self.state.run is not None
 
-    def answer_submitted(self) -> Park:
+    def answer_submitted(self) -> Park | None:
         return postflight.answer_submitted(self.state)
+
+    def answer_check(self) -> None:
+        postflight.answer_check(self.state)
 
     def answer_verdict(self) -> Park | Verdict:
         return postflight.answer_verdict(self.state)

@@ -1,7 +1,8 @@
 """The quality harness's post-flight (seed 001): a wrapped fire's answer is checked before it counts.
-Its contract is evaluated at once (.checks, deterministic) and its verifier group sent to the quality
-worker (.verification), while the fire parks; the verifiers' callback ticks the fire back, and the
-verdict decides: retry (a new attempt of the same fire whose prompt is the healing prompt; every
+Its contract is evaluated at once (.checks, deterministic); its verifier, when it is one call (the lone
+standard verifier), is called next in the fire's own run, as the classifier is; a contrastive group is
+sent to the quality worker (.verification) while the fire parks, and its callback ticks the fire back.
+The verdict decides: retry (a new attempt of the same fire whose prompt is the healing prompt; every
 attempt when the message asked for deep-synthesis iterations) or keep the best attempt's answer,
 flagged degraded when none reached good enough.
 
@@ -25,23 +26,31 @@ from harness.quality.retry import FailureAnalyzer, RetrySettings, combined_score
 from harness.quality.run_state import FireQuality
 from harness.quality.scores import EVENTS_BY_WORKFLOW, quality_scores
 from harness.quality.selectors import fire_tool_result_sizes
-from harness.quality.verification import perspectives_for, verification_send, verifier_brief
+from harness.quality.verification import (
+    perspectives_for,
+    verification_alone,
+    verification_send,
+    verified_in_fire,
+    verifier_brief,
+)
 
 CAPPED = "The fire reached its turn cap"
 
 
-def answer_submitted(state: FireQuality) -> Park:
+def answer_submitted(state: FireQuality) -> Park | None:
     """Record the current attempt's answer (the fire's response, being saved) and its contract verdict
-    (deterministic, no model call), and send its verifier group to the quality worker: the fire parks
-    for it. One statement, in the caller's transaction, that also gives the fire's claims back (the
-    group goes after commit)."""
+    (deterministic, no model call), and make the run wait for its verifier: a contrastive group is sent
+    to the quality worker and the fire parks for it; the lone verifier is the fire's next step
+    (answer_check). One statement, in the caller's transaction, that also gives a parking fire's claims
+    back (the group goes after commit)."""
     fire, run, attempt = state.fire, state.run, state.attempt
     response = fire.response
     result, check = contract_evaluate(fire, run, response)
     # The stream checks ran as the answer was written (.stream_alerts); when nothing streamed through them
     # in this process, they read the final answer now (but the checkpoints that alerted already).
     alerts = [] if state.monitored else [alert.as_event() for alert in state.stream_monitor().feed(response.get("body", ""))]
-    with emitting(fire, run, parking=True) as step:  # the fire parks next, waiting for its verifier
+    in_fire = verified_in_fire(run)
+    with emitting(fire, run, parking=not in_fire) as step:
         attempt.response, attempt.stream_alerts = response, [*attempt.stream_alerts, *alerts]
         attempt.contract = {**result.as_event(), "contract": result.contract.as_dict(), "checks": result.checks,
                             "citations": check.as_dict()}
@@ -50,24 +59,45 @@ def answer_submitted(state: FireQuality) -> Park:
             step.emit("harness_stream_alert", {**alert, "attempt": attempt.number})
         step.emit("harness_contract", {**result.as_event(), "attempt": attempt.number})
         token = _verifier_awaited(run, step)
+    if in_fire:
+        return None
     verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
                       brief=verifier_brief(fire, response))
     return Park(run.waiting_for)
 
 
-def answer_verdict(state: FireQuality) -> Park | Verdict:
-    """Park while the current attempt waits for its verdict; once it has one, decide: retry (a new
-    attempt of the same fire) or keep the best attempt's answer. Its writes join the caller's
-    transaction."""
+def answer_check(state: FireQuality) -> None:
+    """The lone verifier of the current attempt, called here, outside any transaction (one model call),
+    its verdict recorded as the quality worker records it: no park, no task, no way back. An answer that
+    reached here unjudged is judged first; a verdict missing while nothing is awaited is asked for again
+    (a contrastive group sent to the quality worker)."""
     fire, run, attempt = state.fire, state.run, state.attempt
     if not attempt.contract:  # resumed before its answer was judged
-        return answer_submitted(state)
-    if not run.waiting_for and not attempt.verifier:  # the verdict is missing but nothing is awaited: ask again
+        with transaction.atomic():
+            answer_submitted(state)
+    elif not run.waiting_for and not attempt.verifier:
         token = _verifier_awaited(run)
-        verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
-                          brief=verifier_brief(fire, attempt.response))
-    if run.waiting_for:
-        return Park(run.waiting_for)
+        if not verified_in_fire(run):
+            verification_send(run_id=run.pk, attempt=attempt.number, token=token, perspectives=perspectives_for(run),
+                              brief=verifier_brief(fire, attempt.response))
+    if run.waiting_for != "verifier" or not verified_in_fire(run):
+        return
+    verdict = verification_alone(run_id=run.pk, attempt=attempt.number, token=run.waiting_token,
+                                 brief=verifier_brief(fire, attempt.response), resume=False)
+    if verdict is None:  # the resend sweep's verifier recorded it first
+        run.refresh_from_db(fields=["waiting_for", "waiting_token", "waiting_since"])
+        attempt.refresh_from_db(fields=["verifier", "perspectives"])
+    else:
+        attempt.verifier = verdict
+        run.waiting_for, run.waiting_token, run.waiting_since = "", "", None
+
+
+def answer_verdict(state: FireQuality) -> Park | Verdict:
+    """Park while the current attempt waits for its verifier group; once it has the verdict, decide:
+    retry (a new attempt of the same fire) or keep the best attempt's answer. Its writes join the
+    caller's transaction."""
+    if state.run.waiting_for:
+        return Park(state.run.waiting_for)
     return _decide(state)
 
 

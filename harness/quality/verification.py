@@ -1,9 +1,10 @@
-"""The verifier group of an answer's attempt (seed 001's independent verifier), on the quality worker:
-sent after the attempt's contract is recorded, each verifier with a fresh context (the question, the
-answer, a summary of its artifacts, and, going beyond the seed, the passages the answer cites: never
-the rest of the workspace's data); the verdict recorded once on
-the attempt, and the fire's session ticked again (harness.fires.services.fire_parked_resume). The
-sweep sends again a group a dead worker or a lost message left unanswered."""
+"""The verifiers of an answer's attempt (seed 001's independent verifier), each with a fresh context (the
+question, the answer, a summary of its artifacts, and, going beyond the seed, the passages the answer
+cites: never the rest of the workspace's data), sent after the attempt's contract is recorded. The lone
+standard verifier is called in the fire's own run (.postflight.answer_check); a contrastive group runs
+on the quality worker and its join ticks the fire's session again (harness.fires.
+services.fire_parked_resume). Each verdict is recorded once on the attempt. The sweep sends again a verifier a
+dead worker or a lost message left unanswered, to the quality worker."""
 
 import json
 from dataclasses import dataclass
@@ -71,6 +72,11 @@ def _cited_passages(*, workspace_id, cited: list[str]) -> list[dict]:
     return passages
 
 
+def verified_in_fire(run: QualityRun) -> bool:
+    """Whether the run's verifier is the lone standard one, which the fire's own run calls."""
+    return perspectives_for(run) == ("standard",)
+
+
 def perspectives_for(run: QualityRun) -> tuple[str, ...]:
     contrastive = (run.complexity.get("level") == "COMPLEX"
                    and run.complexity.get("workflow_type") in CONTRASTIVE_WORKFLOWS)
@@ -103,16 +109,18 @@ def verification_join(*, run_id, attempt: int, token: str) -> bool:
                            workspace_id=fire.workspace_id, fire_id=fire.pk)
 
 
-def verification_alone(*, run_id, attempt: int, token: str, brief: dict) -> bool:
+def verification_alone(*, run_id, attempt: int, token: str, brief: dict, resume: bool = True) -> dict | None:
     """The lone standard verifier of an attempt (no contrastive group): its verdict, recorded as the
-    attempt's, and the fire's session ticked again. False (nothing done, no call made) when the run no
-    longer waits for this task."""
+    attempt's and returned; with `resume` (the quality worker's task), the fire's session ticked again.
+    None (nothing done, no call made) when the run no longer waits for the verifier sent with `token`."""
     context = _verifier_context(run_id=run_id, attempt=attempt, perspective="standard", brief=brief, token=token)
     if not context.waiting:
-        return False
+        return None
     verdict = _verdict("standard", brief, context)
-    return _verdict_record(run_id=run_id, attempt=attempt, token=token, verdict=verdict, perspective="standard",
-                           session_id=brief["session_id"], workspace_id=brief["workspace_id"], fire_id=brief["fire_id"])
+    recorded = _verdict_record(run_id=run_id, attempt=attempt, token=token, verdict=verdict, perspective="standard",
+                               session_id=brief["session_id"], workspace_id=brief["workspace_id"],
+                               fire_id=brief["fire_id"], resume=resume)
+    return verdict if recorded else None
 
 
 @dataclass
@@ -149,10 +157,11 @@ def _verdict(perspective: str, brief: dict, context: _VerifierContext) -> dict:
 
 
 def _verdict_record(*, run_id, attempt: int, token: str, verdict: dict, perspective: str = "", session_id,
-                    workspace_id, fire_id) -> bool:
+                    workspace_id, fire_id, resume: bool = True) -> bool:
     """The attempt's verdict (and the lone verifier's perspective), recorded if its run still waits for
     the verifiers sent with `token`, in one statement (its conditional UPDATE takes the run's row: of two
-    joins at once, a resent chord's, one records it); the fire's session ticked again after commit.
+    joins at once, a resent chord's, one records it); with `resume`, the fire's session ticked again
+    after commit.
 
     Outside a transaction its commit does not wait for the WAL flush (as a trace's or a claim's): the
     verdict is the answer of a call that can be made again, and the resumed fire's next commit flushes
@@ -169,7 +178,8 @@ def _verdict_record(*, run_id, attempt: int, token: str, verdict: dict, perspect
             durable=False)
         if cursor.fetchone() is None:
             return False
-    fire_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)
+    if resume:
+        fire_resume(session_id=session_id, workspace_id=workspace_id, fire_id=fire_id)
     return True
 
 

@@ -7,15 +7,11 @@
    the aggregate is recorded (ideal 2.0 s: five at once, then one).
 2. Contrastive verification: three verifiers at 1.0 s each, the same way (ideal 1.0 s).
 3. The harness's own overhead per fire with an instant (scripted) model, in this process: a
-   SIMPLE chat fire with the harness on (its session's tick, which parks it; the verifier's task, run
-   here with its message's arguments; the way back its task sends: classifier, contract, verifier,
-   events, profile; each tick and task in a tracing scope of its own, as a worker runs a task) against
-   the same fire with it off, alternating; p50 and p95 of the rounds'
-   differences, by the wall clock and in this process's CPU time. Beside it, the same fire driven as
-   this bench first drove it (the tests' verify_all, which reads the run twice for what a message
-   carries, then a plain session tick back).
-4. Model calls per role of that fire, and its database statements with the harness and without
-   (the verifier's task, run in process here, counted with the harness)."""
+   SIMPLE chat fire with the harness on (its session's tick, in a tracing scope of its own as a
+   worker runs a task: classifier, contract, the lone verifier called in the same run, events,
+   profile) against the same fire with it off, alternating; p50 and p95 of the rounds' differences,
+   by the wall clock and in this process's CPU time.
+4. Model calls per role of that fire, and its database statements with the harness and without."""
 
 import statistics
 import subprocess
@@ -29,13 +25,13 @@ from django.test.utils import CaptureQueriesContext
 from fathom import processes
 from fathom.models import Workspace
 from fathom.tracing.spans import scope as tracing_scope
-from harness.fires.services import fire_create, fire_parked_resume
+from harness.fires.services import fire_create
 from harness.quality import configuration, postflight, swarm, verification
 from harness.quality.events import emitting
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.runtime.services import session_create
 from tests.conftest import REPO_ROOT, percentile, stop_worker, wait_for, wait_for_worker, worker_env
-from tests.harness.quality.conftest import Roles, simple_chat_asked, verdict, verify_all
+from tests.harness.quality.conftest import Roles, simple_chat_asked, verdict
 from tests.harness.support import session_tick
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -97,70 +93,32 @@ def test_swarm_and_contrastive_wall_time_on_the_quality_worker(workspace, qualit
           f"(ideal {LATENCY:.1f}, target <= 1.3)")
 
 
-class Sent:
-    """What the harness sends to the quality worker and back (sent to the broker still, as it costs),
-    recorded so that this process runs it as the workers do: with the messages' arguments."""
-
-    def __init__(self, monkeypatch):
-        self.verifiers, self.resumed = [], []
-        for module, name, into in ((postflight, "verification_send", self.verifiers),
-                                   (verification, "fire_resume", self.resumed)):
-            monkeypatch.setattr(module, name, self._recording(getattr(module, name), into))
-
-    @staticmethod
-    def _recording(send, into):
-        def recorded(*args, **kwargs):
-            into.append(args or kwargs)
-            return send(*args, **kwargs)
-        return recorded
-
-
-def _one_fire(workspace, roles, *, quality: bool, sent: Sent | None = None) -> tuple[float, float]:
-    """One fire's ticks, timed, each in a tracing scope of its own as a worker runs a task (its trace
-    events written in one statement at its end: fathom.tracing.celery). With the harness, `sent`: the
-    verifier's task and the way back run as the workers run them; without it, as this bench drove them
-    first (the tests' verify_all, which reads the run twice to find what a message carries, then a
-    plain session tick)."""
+def _one_fire(workspace, roles, *, quality: bool) -> tuple[float, float]:
+    """One fire's session tick, timed, in a tracing scope of its own as a worker runs a task (its trace
+    events written in one statement at its end: fathom.tracing.celery). With the harness, its lone
+    verifier is called in the same run."""
     session = session_create(workspace=workspace)
     simple_chat_asked(session, roles, quality=quality)
     started, cpu_started = time.perf_counter(), time.process_time()
-    if not quality:
-        assert _task(session_tick, session_id=session.pk) == "ended"
-    elif sent is None:
-        assert _task(session_tick, session_id=session.pk) == "parked"
-        _task(verify_all, run=QualityRun.objects.get(fire__session=session))
-        assert _task(session_tick, session_id=session.pk) == "ended"
-    else:
-        assert _task(session_tick, session_id=session.pk) == "parked"
-        message = sent.verifiers.pop()
-        assert _task(verification.verification_alone, run_id=message["run_id"], attempt=message["attempt"],
-                     token=message["token"], brief=message["brief"])
-        assert _task(fire_parked_resume, **sent.resumed.pop()) == "ended"
+    with tracing_scope():
+        assert session_tick(session_id=session.pk) == "ended"
     return time.perf_counter() - started, time.process_time() - cpu_started
 
 
-def _task(work, **kwargs):
-    with tracing_scope():
-        return work(**kwargs)
-
-
-def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
+def test_quality_overhead_per_fire_with_an_instant_model():
     # The fires without the harness and with it alternate, so a machine shared with other work slows them
-    # alike; the overhead is each round's difference. With the harness, two ways to drive the fire: as
-    # the workers do (the figure), and as this bench did first (shown beside it).
-    drives = ("without", "workers", "first")
-    sent = Sent(monkeypatch)
+    # alike; the overhead is each round's difference.
+    drives = ("without", "with")
     workspaces, roles = {}, {}
     for drive in drives:
         workspaces[drive] = Workspace.objects.create(slug=f"bench-{uuid.uuid4().hex[:8]}", name="bench")
         settings = configuration.quality_settings_get(workspace_id=workspaces[drive].pk)
-        settings.enabled = drive != "without"
+        settings.enabled = drive == "with"
         settings.save()
         roles[drive] = Roles(workspaces[drive])
 
     def fire(drive: str) -> tuple[float, float]:
-        return _one_fire(workspaces[drive], roles[drive], quality=drive != "without",
-                         sent=sent if drive == "workers" else None)
+        return _one_fire(workspaces[drive], roles[drive], quality=drive == "with")
 
     walls, cpus = {drive: [] for drive in drives}, {drive: [] for drive in drives}
     statements = {}
@@ -182,22 +140,16 @@ def test_quality_overhead_per_fire_with_an_instant_model(monkeypatch):
     finally:
         for drive in drives:
             roles[drive].reset()
-    overhead = {drive: [(b - a) * 1000 for a, b in zip(walls["without"], walls[drive], strict=True)]
-                for drive in drives[1:]}
+    overhead = [(b - a) * 1000 for a, b in zip(walls["without"], walls["with"], strict=True)]
+    cpu_overhead = [(b - a) * 1000 for a, b in zip(cpus["without"], cpus["with"], strict=True)]
     ms = {drive: statistics.median(walls[drive]) * 1000 for drive in drives}
-    cpu_overhead = [(b - a) * 1000 for a, b in zip(cpus["without"], cpus["workers"], strict=True)]
     print(f"\n[quality] SIMPLE chat fire with an instant model, {OVERHEAD_FIRES} fires each way, alternating: p50 "
-          f"{ms['without']:.1f} ms without the harness, {ms['workers']:.1f} ms with it: overhead p50 "
-          f"{percentile(overhead['workers'], 50):.1f} ms, p95 {percentile(overhead['workers'], 95):.1f} ms "
-          f"(target p50 <= 15 ms)")
-    print(f"[quality] the same fire driven as this bench first drove it (the tests' verify_all, a plain session tick "
-          f"back): {ms['first']:.1f} ms, overhead p50 {percentile(overhead['first'], 50):.1f} ms, p95 "
-          f"{percentile(overhead['first'], 95):.1f} ms")
+          f"{ms['without']:.1f} ms without the harness, {ms['with']:.1f} ms with it: overhead p50 "
+          f"{percentile(overhead, 50):.1f} ms, p95 {percentile(overhead, 95):.1f} ms (target p50 <= 15 ms)")
     print(f"[quality] the same overhead in this process's CPU time (the database's own work aside, so a busy "
           f"machine moves it less): p50 {percentile(cpu_overhead, 50):.1f} ms")
-    print(f"[quality] model calls per fire and role: with the harness {calls['workers']}, without {calls['without']}")
-    print(f"[quality] database statements per fire: {statements['workers']} with the harness, "
-          f"{statements['without']} without: {statements['workers'] - statements['without']} the harness's "
-          f"({statements['first'] - statements['without']} driven as first)")
-    assert calls["workers"] == calls["first"] == {"classifier": 1, "main": 2, "verifier": 1}
+    print(f"[quality] model calls per fire and role: with the harness {calls['with']}, without {calls['without']}")
+    print(f"[quality] database statements per fire: {statements['with']} with the harness, "
+          f"{statements['without']} without: {statements['with'] - statements['without']} the harness's")
+    assert calls["with"] == {"classifier": 1, "main": 2, "verifier": 1}
     assert calls["without"] == {"main": 2}

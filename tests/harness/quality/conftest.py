@@ -19,6 +19,11 @@ from tests.fathom.wire import WireServer
 from tests.harness.support import session_tick
 
 ANSWER = "Paris is the capital of France, and has been for most of the last thousand years."
+RECOMMENDATION = "Visit Paris first: it is the capital of France, the hub of its railways, and the easiest start to a tour."
+RECOMMENDATION_CARD = {"kind": "recommendation", "body": "Visit Paris first."}
+RECOMMENDATION_PLANS = json.dumps({"plans": [{
+    "description": "Recommend from what is known", "prompt_modifier": "", "subtasks": [], "estimated_turns": 1,
+    "suggested_workflow": "recommendation"}]})
 
 
 @pytest.fixture
@@ -84,23 +89,35 @@ def simple_chat_asked(session, roles, *, quality: bool = True, search: str = "")
     roles.main.call_tool("skip", {"reason": "-"})
 
 
+def recommendation_asked(session, roles) -> None:
+    """`session` asked a COMPLEX recommendation question, whose verifiers are contrastive (three, on the
+    quality worker: the fire parks for them), its answers queued: the classifier's, the planner's, three
+    passing verdicts, then the main model's respond (a recommendation card) and skip."""
+    message_send(session=session, content="Which city should I visit first in France, and why?")
+    roles.classifier.reply(classification("COMPLEX", "recommendation"))
+    roles.planner.reply(RECOMMENDATION_PLANS)
+    for _ in range(3):
+        roles.verifier.reply(verdict(0.9))
+    roles.main.reply(tool_calls=[respond(RECOMMENDATION, cards=[RECOMMENDATION_CARD])])
+    roles.main.call_tool("skip", {"reason": "-"})
+
+
 def verify_all(run: QualityRun) -> None:
-    """What the quality worker does for the run's waiting verifiers: the lone standard verifier's task,
-    or each verifier of the contrastive group, then the chord's join."""
+    """What the quality worker does for the run's waiting contrastive group: each verifier, then the
+    chord's join."""
     run.refresh_from_db()
     perspectives = verification.perspectives_for(run)
+    assert perspectives != ("standard",), "the lone verifier is called in the fire's own run"
     brief = verification.verifier_brief(run.fire, run.attempts.get(number=run.attempt).response)  # as their messages carry it
-    if perspectives == ("standard",):
-        assert verification.verification_alone(run_id=run.pk, attempt=run.attempt, token=run.waiting_token, brief=brief)
-        return
     for perspective in perspectives:
         verification.verification_run(run_id=run.pk, attempt=run.attempt, perspective=perspective, brief=brief)
     assert verification.verification_join(run_id=run.pk, attempt=run.attempt, token=run.waiting_token)
 
 
-def ticked_to_its_end(session, *, parks: int = 1) -> QualityRun:
-    """`session` ticked until its fire ends, parking `parks` times (each time its verifiers answered as
-    the quality worker answers them); the fire's run."""
+def ticked_to_its_end(session, *, parks: int = 0) -> QualityRun:
+    """`session` ticked until its fire ends, parking `parks` times for a contrastive verifier group
+    (each time its verifiers answered as the quality worker answers them; a lone verifier is called in
+    the fire's own run); the fire's run."""
     for _ in range(parks):
         assert session_tick(session_id=session.pk) == "parked"
         verify_all(QualityRun.objects.get(fire__session=session))

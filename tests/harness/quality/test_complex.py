@@ -11,6 +11,7 @@ from harness.fires.models import Fire
 from harness.fires.tools.base import REGISTRY, Tool, register
 from harness.quality import agents, swarm
 from harness.quality.models import QualityRun
+from harness.quality.services import quality_settings_update
 from harness.quality.verification import perspectives_for
 from harness.runtime.profiles import user_profile_create
 from harness.runtime.services import message_send, session_create
@@ -109,6 +110,7 @@ def test_the_swarm_tolerates_a_failing_specialist_and_its_aggregate_feeds_the_ma
     # given a workspace with the swarm on, five notes, and a synthesis question
     quality_on.swarm_enabled, quality_on.swarm_specialists = True, ["evidence", "gaps", "patterns"]
     quality_on.save()
+    quality_settings_update(workspace_id=workspace.pk, retry_policies={"synthesis": {"max_attempts": 1}})
     notes(workspace)
     message_send(session=session, content=QUESTION)
     roles.classifier.reply(classification("MEDIUM", "synthesis"))
@@ -126,9 +128,10 @@ def test_the_swarm_tolerates_a_failing_specialist_and_its_aggregate_feeds_the_ma
     run.refresh_from_db()
     assert run.swarm["specialists_succeeded"] == 2 and run.swarm["aggregator_succeeded"] is True
     assert run.swarm["aggregate"] == "MERGED BRIEF: themes recur, notes agree"
-    # then the main pass reads the aggregate
+    # then the main pass reads the aggregate (its answer verified once: the workspace gives synthesis one attempt)
     roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "x"}}])
-    assert session_tick(session_id=session.pk) == "parked"  # now for its verifier
+    roles.verifier.reply(verdict(0.9))
+    assert session_tick(session_id=session.pk) == "ended"
     assert "MERGED BRIEF" in roles.main.sent[0].messages[-1].content
     events = harness_events(session)
     assert events[:2] == ["harness_complexity", "harness_swarm_activated"]
@@ -164,11 +167,13 @@ def test_a_user_who_opted_out_of_the_swarm_gets_none_in_a_workspace_that_runs_it
     session = session_create(workspace=workspace, user="ada")
     message_send(session=session, content=QUESTION)
     roles.classifier.reply(classification("MEDIUM", "synthesis"))
+    quality_settings_update(workspace_id=workspace.pk, retry_policies={"synthesis": {"max_attempts": 1}})
     roles.main.reply(tool_calls=[{"name": "respond", "arguments": {"body": "x"}}])
+    roles.verifier.reply(verdict(0.9))
     # when the session ticks, the main pass runs at once: no swarm
-    assert session_tick(session_id=session.pk) == "parked"
+    assert session_tick(session_id=session.pk) == "ended"
     run = QualityRun.objects.get(fire__session=session)
-    assert run.waiting_for == "verifier" and run.swarm == {} and run.sources == []
+    assert run.swarm == {} and run.sources == [] and roles.calls() == {"classifier": 1, "main": 1, "verifier": 1}
     assert "harness_swarm_activated" not in harness_events(session)
 
 

@@ -1,8 +1,10 @@
-"""The quality harness around a session's fire, in-process: the fire parks while its verifier group
-would run on the quality worker (here the group's services are called by the test), and the next tick
-carries it on. The parallel runs on a real worker are in test_workers.py."""
+"""The quality harness around a session's fire, in-process: a lone verifier is called in the fire's own
+run; a contrastive group would run on the quality worker while the fire parks (here the group's
+services are called by the test), and the next tick carries it on. The parallel runs on a real worker
+are in test_workers.py."""
 
 import pytest
+from django.db import OperationalError
 
 from fathom import outbox
 from fathom.llm import Message, complete
@@ -22,8 +24,10 @@ from lake.models import Delta
 from lake.services import delta_create
 from tests.harness.quality.conftest import (
     ANSWER,
+    RECOMMENDATION,
     classification,
     harness_events,
+    recommendation_asked,
     respond,
     simple_chat_asked,
     ticked_to_its_end,
@@ -33,26 +37,32 @@ from tests.harness.quality.conftest import (
 from tests.harness.support import fire_write_kinds, session_tick
 
 
-def test_a_simple_chat_question_is_classified_answered_verified_and_written_once(roles, session):
+def test_a_simple_chat_question_is_classified_answered_verified_and_written_once(roles, session, monkeypatch):
     # given a chat question, a classifier, a main model that answers at once, a verifier that passes it
     simple_chat_asked(session, roles)
-    # when the session ticks, the fire answers and parks, waiting for its verifier
-    assert session_tick(session_id=session.pk) == "parked"
+    # and the verifier's call watched (what the database says of the fire then), and what goes to the
+    # quality worker
+    seen, sent = [], []
+    alone = postflight.verification_alone
+
+    def watched(**kwargs):
+        seen.append((Fire.objects.values_list("phase", "writes_done_at").get(session=session),
+                     QualityRun.objects.values_list("waiting_for", "state").get(fire__session=session)))
+        return alone(**kwargs)
+
+    monkeypatch.setattr(postflight, "verification_alone", watched)
+    monkeypatch.setattr(postflight, "verification_send", lambda **kwargs: sent.append(kwargs))
+    # when the session ticks, the fire answers, its verifier is called in the same run, and it ends
+    assert session_tick(session_id=session.pk) == "ended"
     fire = Fire.objects.get(session=session)
     run = QualityRun.objects.get(fire=fire)
-    assert (fire.status, fire.phase) == ("running", "verify")
-    assert (run.waiting_for, run.state) == ("verifier", "verifying")
-    assert Turn.objects.get(session=session).status == "running"
-    assert not fire.writes_done_at  # nothing is written before the answer is accepted
-    # and when the verifier group has answered, the next tick carries the fire on to its end
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "ended"
-    fire.refresh_from_db()
-    run.refresh_from_db()
+    # then the answer was saved, unwritten, waiting for its verifier when the verifier was called
+    assert seen == [(("verify", None), ("verifier", "verifying"))]
     assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
+    assert Turn.objects.get(session=session).status == "ended"
     assert (run.state, run.final_attempt, run.verifier_score, run.degraded) == ("done", 1, 0.9, {})
-    # then: one classifier call, one main turn and the review, one verifier call; nothing else
-    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1}
+    # one classifier call, one main turn and the review, one verifier call; nothing else, no task sent
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1} and sent == []
     assert fire.model_calls == 2  # the fire's own journal counts its main and review turns
     # the verifier saw a fresh context: the query, the answer, the artifacts, no tools, no workspace data
     sent = roles.verifier.sent[0]
@@ -74,22 +84,27 @@ def test_a_simple_chat_question_is_classified_answered_verified_and_written_once
     assert fire_write_kinds(fire)["kind:card"] == 1
 
 
-def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
-    # given a chat question answered after a search and parked, and its verifier's task run as the quality
-    # worker runs it
-    simple_chat_asked(session, roles, search="capital of France")
+def test_a_parked_fire_comes_back_the_way_its_verifier_group_sends_it(roles, session):
+    # given a recommendation question answered and parked for its contrastive verifiers, and their tasks
+    # run as the quality worker runs them
+    recommendation_asked(session, roles)
     assert session_tick(session_id=session.pk) == "parked"
     fire = Fire.objects.get(session=session)
-    verify_all(QualityRun.objects.get(fire=fire))
-    # when the tick the verifier's task sends comes back (fires.fire_parked_resume)
+    run = QualityRun.objects.get(fire=fire)
+    assert (fire.status, fire.phase, run.waiting_for, run.state) == ("running", "verify", "verifier", "verifying")
+    assert not fire.writes_done_at  # nothing is written before the answer is accepted
+    verify_all(run)
+    # when the tick the group's join sends comes back (fires.fire_parked_resume)
     back = {"session_id": session.pk, "workspace_id": session.workspace_id, "fire_id": fire.pk}
     assert fire_parked_resume(**back) == "ended"
     # then the fire is accepted, written once, its turn ended, as by a plain tick
     fire.refresh_from_db()
-    assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", ANSWER)
+    assert (fire.status, fire.phase, fire.response["body"]) == ("finished", "done", RECOMMENDATION)
     assert fire_write_kinds(fire)["kind:card"] == 1 and Turn.objects.get(session=session).status == "ended"
-    assert harness_events(session)[-3:] == ["harness_verifier", "harness_workspace_profile", "context_metrics"]
-    assert QualityRun.objects.get(fire=fire).context_metrics["calls_per_tool"] == {"semantic": 1}
+    assert harness_events(session)[-4:] == ["harness_verifier", "harness_rec_qs", "harness_workspace_profile",
+                                            "context_metrics"]
+    assert QualityRun.objects.get(fire=fire).attempts.get().verifier["contrastive"] == {
+        "accuracy": 0.9, "completeness": 0.9, "usefulness": 0.9}
     # and its trace is one: the second run under a fire.resume span of the first run's root, which ended
     trace = trace_get(workspace=fire.workspace, trace_id=fire.trace_id)
     (root,) = trace["spans"]
@@ -97,13 +112,13 @@ def test_a_parked_fire_comes_back_the_way_its_verifier_sends_it(roles, session):
     assert root["status"] == "ok" and [span["attributes"]["attempt"] for span in resume] == [2]
     # and once more, with nothing parked, it is the usual tick, with nothing to do
     assert fire_parked_resume(**back) == "idle"
-    assert {role: n for role, n in roles.calls().items() if role != "planner"} == {  # the search's planner aside
-        "classifier": 1, "main": 3, "verifier": 1}
+    assert roles.calls() == {"classifier": 1, "planner": 1, "main": 2, "verifier": 3}
 
 
 def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles, session, monkeypatch):
-    # given a chat question, and the verifier's send watched: what the database says of the claims then
-    simple_chat_asked(session, roles)
+    # given a recommendation question, and its verifier group's send watched: what the database says of
+    # the claims then
+    recommendation_asked(session, roles)
     runners = []
     monkeypatch.setattr(postflight, "verification_send", lambda **kwargs: runners.append((
         Session.objects.values_list("runner", flat=True).get(pk=session.pk),
@@ -118,9 +133,10 @@ def test_a_parking_fire_gives_its_claims_back_before_its_verifier_is_sent(roles,
 
 @pytest.mark.django_db(transaction=True)
 def test_a_parked_fire_whose_sends_are_lost_is_carried_on_by_the_sweeps(roles, session, monkeypatch):
-    # given a chat question, and a process that dies after each commit before publishing what it sends
-    # (the verifier's group and the way back are not recorded in the outbox: their sweeps send them again)
-    simple_chat_asked(session, roles, quality=True)
+    # given a recommendation question, and a process that dies after each commit before publishing what
+    # it sends (the verifier group and the way back are not recorded in the outbox: their sweeps send
+    # them again)
+    recommendation_asked(session, roles)
     lost = []
     monkeypatch.setattr(outbox, "_publish_or_record", lambda message, due_at: lost.append(message["task"]))
     assert session_tick(session_id=session.pk) == "parked"
@@ -128,14 +144,51 @@ def test_a_parked_fire_whose_sends_are_lost_is_carried_on_by_the_sweeps(roles, s
     # when the resend sweep sends the verifier again, and the verifier's way back is lost too
     assert verification.runs_waiting_resend(older_than_seconds=0) == [QualityRun.objects.get(fire=fire).pk]
     verify_all(QualityRun.objects.get(fire=fire))
-    assert lost == ["quality.verify", "quality.verify", "fires.fire_parked_resume"]
+    assert lost == ["celery.chord", "celery.chord", "fires.fire_parked_resume"]
     assert not OutboxMessage.objects.exists()
     # then the sessions sweep ticks the parked fire's session, and the fire ends verified
     assert session.pk in sessions_sweep()
     assert session_tick(session_id=session.pk) == "ended"
     fire.refresh_from_db()
     run = QualityRun.objects.get(fire=fire)
-    assert (fire.status, fire.response["body"], run.state, run.verifier_score) == ("finished", ANSWER, "done", 0.9)
+    assert (fire.status, fire.response["body"], run.state, run.verifier_score) == (
+        "finished", RECOMMENDATION, "done", 0.9)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("carried_on_by", ["the retried task", "the resend sweep"])
+def test_a_fire_whose_run_dies_before_its_lone_verifier_answers_is_verified_once(roles, session, monkeypatch,
+                                                                                 carried_on_by):
+    # given a chat question whose fire's run loses its database once its answer is saved, before its
+    # verifier is called
+    simple_chat_asked(session, roles)
+    alone = postflight.verification_alone
+
+    def lost(**kwargs):
+        monkeypatch.setattr(postflight, "verification_alone", alone)
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(postflight, "verification_alone", lost)
+    with pytest.raises(OperationalError):
+        session_tick(session_id=session.pk)
+    run = QualityRun.objects.get(fire__session=session)
+    assert (run.fire.status, run.fire.phase, run.waiting_for) == ("running", "verify", "verifier")
+    # when the fire is carried on: its task retried, or (its task lost) the resend sweep's verifier, on the
+    # quality worker, whose way back ticks it
+    if carried_on_by == "the resend sweep":
+        monkeypatch.setattr(outbox, "_publish_or_record", lambda message, due_at: None)
+        assert verification.runs_waiting_resend(older_than_seconds=0) == [run.pk]
+        brief = verification.verifier_brief(run.fire, run.attempts.get().response)
+        assert verification.verification_alone(run_id=run.pk, attempt=1, token=run.waiting_token, brief=brief)
+        assert fire_parked_resume(session_id=session.pk, workspace_id=session.workspace_id,
+                                  fire_id=run.fire_id) == "ended"
+    else:
+        assert session_tick(session_id=session.pk) == "ended"
+    # then the fire ends verified, its verifier called once
+    run.refresh_from_db()
+    assert (run.fire.status, run.fire.response["body"], run.state, run.verifier_score) == (
+        "finished", ANSWER, "done", 0.9)
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 1}
 
 
 def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_answers(roles, session):
@@ -143,14 +196,16 @@ def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_ans
     roles.classifier.fail("server_error")  # the classifier's fallback classifies by keywords: chat
     roles.main.reply(tool_calls=[respond()])
     roles.verifier.fail("authentication")  # not retried: the verdict is the fallback
+    roles.main.reply(tool_calls=[respond()])  # the retry the failed verdict asks for
+    roles.verifier.reply(verdict(0.9))
     roles.main.call_tool("skip", {"reason": "-"})
-    assert session_tick(session_id=session.pk) == "parked"
+    assert session_tick(session_id=session.pk) == "ended"
     run = QualityRun.objects.get(fire__session=session)
     assert run.complexity["is_fallback"] and run.complexity["workflow_type"] == "chat"
-    verify_all(run)
     attempt = run.attempts.get(number=1)
     assert attempt.verifier["score"] == 0.0 and attempt.verifier["feedback"].startswith("[is_fallback]")
-    assert not attempt.verifier["passed"]
+    assert not attempt.verifier["passed"] and attempt.decision["retry"]
+    assert (run.final_attempt, run.fire.status, run.fire.response["body"]) == (2, "finished", ANSWER)
 
 
 def test_a_fire_of_a_workspace_without_the_harness_runs_as_before(scripted_llm, session):
@@ -183,8 +238,9 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     roles.main.reply(tool_calls=[respond(body, cards=good)])
     roles.verifier.reply(verdict(0.9))
     roles.main.call_tool("skip", {"reason": "-"})
-    # when the session ticks: attempt 1 parks, its verdict asks for a retry, attempt 2 parks, then it ends
-    assert session_tick(session_id=session.pk) == "parked"
+    # when the session ticks: attempt 1 is verified, its verdict asks for a retry, attempt 2 is verified,
+    # and the fire ends
+    assert session_tick(session_id=session.pk) == "ended"
     run = QualityRun.objects.get(fire__session=session)
     first = run.attempts.get(number=1)
     assert not first.contract["passed"]
@@ -193,15 +249,9 @@ def test_a_failed_attempt_is_retried_with_the_healing_prompt_and_the_answer_writ
     # its one citation is unfounded, so it used no source at all
     assert "Citations required but none found — insights must include direct quotes from sources" in first.contract[
         "issues"]
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "parked"
-    run.refresh_from_db()
     assert run.attempt == 2 and run.attempts.get(number=1).decision == {
         "retry": True, "reason": "Contract failed — retrying with healing prompt"}
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "ended"
     fire = Fire.objects.get(session=session)
-    run.refresh_from_db()
     # then the second attempt read the healing prompt (a harness note) after its first attempt's turns
     healing = roles.main.sent[2].messages[-1].content
     assert healing.startswith("[harness] Synthesise what we know about the zephyrine rover and lake\n"
@@ -235,7 +285,7 @@ def test_when_the_attempts_run_out_the_best_attempt_answers_degraded(roles, sess
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
     roles.main.reply(tool_calls=[respond("Hi again.")])
     roles.verifier.reply(verdict(0.35, passed=False, issues=["Still terse"]))
-    run = ticked_to_its_end(session, parks=2)
+    run = ticked_to_its_end(session)
     fire = run.fire
     assert fire.response["body"] == "Hi again." and run.final_attempt == 2
     issues = ["Output too short: 3 chars (minimum 50)", "Output too short: 9 chars (minimum 50)", "Still terse",
@@ -264,7 +314,7 @@ def test_an_attempt_that_repeats_the_healing_prompt_is_never_the_answer(roles, s
     echo = f"{HEALING_MARKER} Attempt 2 of 2] Your previous attempt had quality issues: answer properly this time."
     roles.main.reply(tool_calls=[respond(echo)])
     roles.verifier.reply(verdict(0.9))
-    run = ticked_to_its_end(session, parks=2)
+    run = ticked_to_its_end(session)
     # then the user gets the first attempt's answer, marked degraded, and never the harness's words
     assert run.attempts.get(number=2).combined > run.attempts.get(number=1).combined
     assert run.final_attempt == 1 and run.degraded["attempts_made"] == 2
@@ -285,7 +335,9 @@ def test_a_workspaces_contract_thresholds_hold_its_answers_to_its_bar(roles, ses
     roles.classifier.reply(classification("SIMPLE", "chat"))
     roles.main.reply(tool_calls=[respond("Hello! I am here and ready to help with whatever you need today.")])
     roles.verifier.reply(verdict(0.9))
-    assert session_tick(session_id=session.pk) == "parked"
+    roles.main.reply(tool_calls=[respond("Hello! I am here and ready to help with whatever you need today.")])
+    roles.verifier.reply(verdict(0.9))
+    assert session_tick(session_id=session.pk) == "ended"
     run = QualityRun.objects.get(fire__session=session)
     # then its contract is the workspace's, scaled by the new workspace's multiplier (0.85), and it fails
     contract = run.attempts.get(number=1).contract
@@ -308,7 +360,7 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
         roles.main.call_tool("view_full", {"delta_id": f"feed{step}"})
     roles.main.reply("Hi.")  # the forced turn's text is the answer
     roles.verifier.reply(verdict(0.3, passed=False, issues=["Terse"]))
-    # when the session ticks, and ticks again once the verifier answered
+    # when the session ticks
     run = ticked_to_its_end(session)
     # then the capped answer is kept, degraded, with its stop reason, and the main loop ran once
     fire = run.fire
@@ -350,7 +402,7 @@ def test_deep_synthesis_iteration_makes_every_pass_and_keeps_the_best(roles, ses
         roles.verifier.reply(verdict(score))
     roles.main.call_tool("skip", {"reason": "-"})
     # when the session ticks through its three passes
-    run = ticked_to_its_end(session, parks=3)
+    run = ticked_to_its_end(session)
     # then the second pass, the best, is the answer, and one event sums the iterations up
     assert run.iterations == 3 and run.final_attempt == 2 and not run.degraded
     assert run.fire.response["body"].endswith("(pass 2)")
@@ -374,17 +426,15 @@ def test_the_stream_checks_run_over_the_answer_at_their_checkpoints_once_per_run
     refusal = "Unfortunately I cannot see your notes. " + "Plain prose without any structure at all. " * 60
     roles.main.reply(tool_calls=[respond(refusal)])
     roles.verifier.reply(verdict(0.2, passed=False, issues=["a refusal"]))
-    assert session_tick(session_id=session.pk) == "parked"
+    # and a retry that refuses the same way
+    roles.main.reply(tool_calls=[respond(refusal)])
+    roles.verifier.reply(verdict(0.2, passed=False, issues=["a refusal"]))
+    assert session_tick(session_id=session.pk) == "ended"
+    # then the first attempt's checkpoints alerted, and the retry's did not again
     run = QualityRun.objects.get(fire__session=session)
     alerts = run.attempts.get(number=1).stream_alerts
     assert [(a["checkpoint"], a["severity"]) for a in alerts] == [(500, "critical"), (2000, "warning")]
-    assert harness_events(session).count("harness_stream_alert") == 2
-    # when the retry refuses the same way, its checkpoints do not alert again
-    roles.main.reply(tool_calls=[respond(refusal)])
-    verify_all(run)
-    assert session_tick(session_id=session.pk) == "parked"
-    run.refresh_from_db()
-    assert run.attempt == 2 and run.attempts.get(number=2).stream_alerts == []
+    assert run.attempts.count() == 2 and run.attempts.get(number=2).stream_alerts == []
     assert harness_events(session).count("harness_stream_alert") == 2
 
 

@@ -35,7 +35,13 @@ from harness.runtime.models import SessionEvent
 from harness.runtime.services import message_send
 from tests.conftest import REPO_ROOT, wait_for, wait_for_worker, worker_env
 from tests.harness.conftest import ALL_QUEUES
-from tests.harness.quality.conftest import classification, verdict
+from tests.harness.quality.conftest import (
+    RECOMMENDATION,
+    RECOMMENDATION_CARD,
+    RECOMMENDATION_PLANS,
+    classification,
+    verdict,
+)
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.drill, pytest.mark.django_db(transaction=True)]
 
@@ -105,14 +111,18 @@ def test_a_database_outage_mid_fire_costs_seconds(stack, model, session):
     assert "requeue=False" not in stack.text()
 
 
-def test_a_redis_kill_while_a_fire_parks_for_its_verifier_costs_seconds(stack, roles, wire_main, session):
-    # given a message whose fire answers (and parks for its verifier) while Redis is down
-    roles.classifier.reply(classification("SIMPLE", "chat"))
+def test_a_redis_kill_while_a_fire_parks_for_its_verifiers_costs_seconds(stack, roles, wire_main, session):
+    # given a recommendation question whose fire answers (and parks for its contrastive verifiers) while
+    # Redis is down
+    roles.classifier.reply(classification("COMPLEX", "recommendation"))
     roles.classifier.reply(classification())  # the judge of the answer's axes, in the background
-    roles.verifier.reply(verdict(0.85))
-    wire_main.answer(tool_calls=[("respond", {"body": ANSWER}, "r")], hold=True)
+    roles.planner.reply(RECOMMENDATION_PLANS)
+    for _ in range(3):
+        roles.verifier.reply(verdict(0.85))
+    wire_main.answer(tool_calls=[("respond", {"body": RECOMMENDATION, "cards": [RECOMMENDATION_CARD]}, "r")],
+                     hold=True)
     wire_main.answer(tool_calls=[("skip", {}, "k")])
-    message_send(session=session, content="What is the capital of France?")
+    message_send(session=session, content="Which city should I visit first in France, and why?")
     assert wire_main.stalled.wait(60), "the fire never reached its model call"
     redis = embedded.EmbeddedRedis(settings.DATA_DIR)
     time.sleep(1.5)  # the scripts' replies reach the append-only file (fsync'd every second)
@@ -121,11 +131,11 @@ def test_a_redis_kill_while_a_fire_parks_for_its_verifier_costs_seconds(stack, r
         # the fire parked, its verifier group kept in the outbox: the broker refused it
         wait_for(lambda: QualityRun.objects.filter(fire__session=session, waiting_for="verifier").exists(),
                  timeout=60)
-        wait_for(lambda: OutboxMessage.objects.filter(message__task="quality.verify").exists(), timeout=30)
+        wait_for(lambda: OutboxMessage.objects.filter(message__task="celery.chord").exists(), timeout=30)
         time.sleep(5)
     # when Redis comes back
     back = time.monotonic()
-    # then the verifier runs and the message is answered within seconds
+    # then the verifiers run and the message is answered within seconds
     wait_for(lambda: Fire.objects.filter(session=session, status="finished").exists(), timeout=BACK_WITHIN_SECONDS)
     print(f"\nRedis back -> answered: {time.monotonic() - back:.1f} s")
     run = QualityRun.objects.get(fire__session=session)
