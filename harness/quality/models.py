@@ -3,7 +3,8 @@ quality settings and per-workflow retry policy, users' feedback, and the prompt 
 
 A QualityRun is the harness's durable state for its fire, as the journal is the loop's: what the
 pre-flight decided (complexity, plan, swarm), which attempt runs, and what the fire waits for while
-its verifier group or its swarm runs on the quality worker (`waiting_for`, with the chord's token)."""
+its verifiers (called in its own run, or a group on the quality worker), its swarm or its subtasks
+answer (`waiting_for`, with the token of what was sent)."""
 
 from django.core.exceptions import ValidationError
 from django.db import models
