@@ -68,9 +68,9 @@ def answer_submitted(state: FireQuality) -> Park | None:
 
 def answer_check(state: FireQuality) -> None:
     """The lone verifier of the current attempt, called here, outside any transaction (one model call),
-    its verdict recorded as the quality worker records it: no park, no task, no way back. An answer that
-    reached here unjudged is judged first; a verdict missing while nothing is awaited is asked for again
-    (a contrastive group sent to the quality worker)."""
+    its verdict recorded as the quality worker records it: no park, no task, no way back (a contrastive
+    group waits on the quality worker: nothing to do here). An answer that reached here unjudged is
+    judged first; a verdict missing while nothing is awaited is asked for again."""
     fire, run, attempt = state.fire, state.run, state.attempt
     if not attempt.contract:  # resumed before its answer was judged
         with transaction.atomic():

@@ -12,9 +12,10 @@ from harness.quality import schedules, services, subtask_fires, swarm, verificat
 @shared_task(name="quality.verify", acks_late=True, reject_on_worker_lost=True, ignore_result=True, **retries(),
              soft_time_limit=120, time_limit=180)
 def verify(run_id: int, attempt: int, token: str, brief: dict) -> bool:
-    """The lone standard verifier of an attempt, sent again by the resend sweep (the fire's own run
-    calls it first): its verdict recorded and the fire's session ticked again (never raises on a model failure: the verdict is then the fallback). Its result is not kept:
-    the verdict is the attempt's, and nobody waits for the task (its sender would subscribe to it)."""
+    """The lone standard verifier of an attempt, sent by the resend sweep (the fire's own run calls it
+    first): its verdict recorded and the fire's session ticked again (never raises on a model failure:
+    the verdict is then the fallback). Its result is not kept: the verdict is the attempt's, and nobody
+    waits for the task (its sender would subscribe to it)."""
     return verification.verification_alone(run_id=run_id, attempt=attempt, token=token, brief=brief) is not None
 
 

@@ -2,9 +2,9 @@
 question, the answer, a summary of its artifacts, and, going beyond the seed, the passages the answer
 cites: never the rest of the workspace's data), sent after the attempt's contract is recorded. The lone
 standard verifier is called in the fire's own run (.postflight.answer_check); a contrastive group runs
-on the quality worker and its join ticks the fire's session again (harness.fires.
-services.fire_parked_resume). Each verdict is recorded once on the attempt. The sweep sends again a verifier a
-dead worker or a lost message left unanswered, to the quality worker."""
+on the quality worker, and its join ticks the fire's session again (fire_parked_resume). Each verdict
+is recorded once on the attempt. The sweep sends again, to the quality worker, a verifier a dead
+worker or a lost message left unanswered."""
 
 import json
 from dataclasses import dataclass
