@@ -152,4 +152,12 @@ def _delete(pk) -> None:
 
 def _send(message: dict, due_at) -> None:
     remaining = (due_at - timezone.now()).total_seconds()
-    signature(message, app=app).apply_async(countdown=remaining if remaining > 0 else None)
+    try:
+        signature(message, app=app).apply_async(countdown=remaining if remaining > 0 else None)
+    except RuntimeError as exc:
+        # A group (a chord's header) subscribes to its tasks' results as it sends them, and Celery's
+        # Redis result store wraps the connection error it meets there in a RuntimeError
+        # (celery.backends.asynchronous.reconnect_on_error): Redis is away, as for a refused publish.
+        if isinstance(exc.__cause__, TRANSIENT_ERRORS):
+            raise exc.__cause__ from exc
+        raise

@@ -62,6 +62,31 @@ def test_a_send_its_sweep_makes_again_is_recorded_when_the_broker_refuses_it(mon
     assert timedelta(seconds=29) < row.due_at - timezone.now() <= timedelta(seconds=30)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_chord_whose_results_cannot_be_subscribed_to_is_recorded_as_refused(monkeypatch):
+    # given a result store that is away as a chord's header is sent: Celery's Redis result store wraps the
+    # connection error in a RuntimeError (celery.backends.asynchronous.reconnect_on_error)
+    def away(task_id):
+        try:
+            raise redis.exceptions.ConnectionError("Error 111 connecting to the result store")
+        except redis.exceptions.ConnectionError as exc:
+            raise RuntimeError("Retry limit exceeded while trying to reconnect to the Celery result store") from exc
+
+    monkeypatch.setattr(app.backend.result_consumer, "consume_from", away)
+    header = group(signature("platform.ping", args=[n], queue="maintenance") for n in ("a", "b"))
+    # when it is sent as a swept send, then it is kept whole for the relay, as a refused publish is
+    with transaction.atomic():
+        outbox.enqueue(chord(header, signature("platform.ping", args=["joined"], queue="maintenance")), swept=True)
+    assert OutboxMessage.objects.get().message["task"] == "celery.chord"
+    # and a RuntimeError of another cause is not taken for Redis away
+    def broken(task_id):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(app.backend.result_consumer, "consume_from", broken)
+    with pytest.raises(RuntimeError, match="a bug"), transaction.atomic():
+        outbox.enqueue(chord(header, signature("platform.ping", args=["joined"], queue="maintenance")), swept=True)
+
+
 def test_a_chord_is_kept_whole(db):
     header = group(signature("quality.verify_perspective", args=[1, 1, p, "t", {}]) for p in ("a", "b"))
     with transaction.atomic():
