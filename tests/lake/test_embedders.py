@@ -2,11 +2,13 @@
 character n-grams of each stem (hashing-v3, the default); and the re-embed command that migrates a
 lake embedded by an earlier version, or by hashing to the local model."""
 
+import re
 from io import StringIO
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django_celery_beat.models import PeriodicTask
 
 from lake.embedders import HashingEmbedder, get_embedder
@@ -135,3 +137,20 @@ def test_a_hashing_lake_moves_to_the_local_model_with_reembed_stale(workspace, m
     bike = Delta.objects.get(pk=notes[0].id)
     (question,) = get_embedder().embed(["when did someone fix her bike?"])
     assert sum(x * y for x, y in zip(question, bike.embedding, strict=True)) > 0.5  # a meaning, not shared words
+
+
+@pytest.mark.parametrize(("embedder", "model", "dimensions", "said"), [
+    ("hashing", "hashing-v9", 384, "FATHOM_EMBEDDER=hashing runs hashing-v1, hashing-v2, hashing-v3; "
+                                   "FATHOM_EMBEDDING_MODEL is 'hashing-v9'"),
+    ("local", "all-MiniLM-L12-v2", 384, "FATHOM_EMBEDDER=local runs all-MiniLM-L6-v2"),
+    ("local", "all-MiniLM-L6-v2", 768, "set EMBEDDING_DIMENSIONS=384 (it is 768)"),
+])
+def test_a_misconfigured_embedder_stops_every_command_at_its_start(settings, embedder, model, dimensions, said):
+    settings.EMBEDDER, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIMENSIONS = embedder, model, dimensions
+    with pytest.raises(SystemCheckError, match=re.escape(said)):
+        call_command("check")
+
+
+def test_a_configured_embedder_passes_the_check(settings):
+    settings.EMBEDDER, settings.EMBEDDING_MODEL = "hashing", "hashing-v2"
+    call_command("check", stdout=StringIO())
