@@ -155,7 +155,9 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
             vector_position=vector_positions.get(candidate.id), text_position=text_positions.get(candidate.id),
             fused=score, inherited=inherited.get(candidate.id, 0.0), followed=followed.get(candidate.id, 0.0),
         ))
-    ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None else 9e9,
+    # A distance beyond the floor is no closer than unrelated text: it breaks no tie (text mode's order holds).
+    ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None
+                               and r.reranked_distance <= tuning.vector_max_distance else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
 
