@@ -25,7 +25,9 @@ sediment row among the candidates contains inherits CONTAINER_SHARE of that row'
 share of its anchor's score times the share of the anchor's rare words it holds
 (`followed_scores`); neither ever passes the row it inherits from.
 
-Ties go to the smaller reranked distance, then to the newer moment.
+Ties go to the smaller reranked distance, counted only within the vector floor (beyond it a
+distance is no closer than unrelated text, so among equal text matches the vector half does not
+place, hybrid keeps text mode's order), then to the newer moment.
 
 The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
 beyond SEARCH_VECTOR_MAX_DISTANCE (by default calibrated for the embedder: `floor.py`), a text rank below
@@ -155,7 +157,6 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
             vector_position=vector_positions.get(candidate.id), text_position=text_positions.get(candidate.id),
             fused=score, inherited=inherited.get(candidate.id, 0.0), followed=followed.get(candidate.id, 0.0),
         ))
-    # A distance beyond the floor is no closer than unrelated text: it breaks no tie (text mode's order holds).
     ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None
                                and r.reranked_distance <= tuning.vector_max_distance else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
