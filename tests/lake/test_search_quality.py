@@ -293,3 +293,30 @@ def test_a_distance_beyond_the_floor_breaks_no_tie_between_equal_text_matches():
     assert [r.candidate.id for r in hybrid] == [r.candidate.id for r in text] == ["b2", "a1"]
     nearer = note("a1", 0, 0.5)  # within the floor: the vector half places it, and it comes first
     assert [r.candidate.id for r in fuse([nearer, newer], 1, tuning=tuning, words={0: 3})] == ["a1", "b2"]
+
+
+def test_a_line_said_on_many_days_is_one_hit_and_leaves_room_for_the_turn_that_answers(api, moments):
+    said = moments(*["Leo: Did you watch the match last night?"] * 8, step=60 * 24)
+    answer = moments("Leo: I broke my wrist at the football match, the cast stays on for six weeks.",
+                     start=T0 + timedelta(days=3, hours=1))[0]
+
+    body = api.post("/v1/search", {"query": "did Leo watch the match", "limit": 3, "depth": "shallow"},
+                    format="json").json()
+
+    hits = [row for row in body["rows"] if row["role"] == "hit"]
+    assert [row["id"] for row in hits if row["content"] == said[0].content] == [said[-1].id]  # once: the newest
+    assert answer.id in {row["id"] for row in hits}
+    assert "7 more matching moments repeat a better one's text word for word" in " ".join(body["warnings"])
+
+
+def test_named_stretches_with_one_summary_all_stay_hits(api, moments, provenance, settings):
+    settings.SEARCH_PROVENANCE_SHARE = 1.0  # no cap: what is counted is the repeats
+    first, second = moments("kiln fired to cone six", "glaze crawled on the mug")
+    stretches = [provenance("kiln week", [first], content="what happened in the studio"),
+                 provenance("kiln week", [second], content="what happened in the studio")]
+
+    body = api.post("/v1/search", {"query": "kiln week studio", "mode": "text", "depth": "shallow"},
+                    format="json").json()
+
+    hits = {row["id"] for row in body["rows"] if row["role"] == "hit"}
+    assert {stretch.id for stretch in stretches} <= hits  # each holds its own moments
