@@ -7,8 +7,8 @@
 3. timeline strips and 4. provenance expansion down and up (`expand.py`);
 5. valence rerank, fusion of the vector and text scores (weighted, or reciprocal rank fusion), the
    share a constituent inherits from a matching provenance row and a follow-up row from its
-   anchor, the relevance floor and the provenance cap (`rank.py`), the sources before the agent's
-   own output (`own_output.py`);
+   anchor, the relevance floor, a moment repeating a better one word for word left out and the
+   provenance cap (`rank.py`), the sources before the agent's own output (`own_output.py`);
 6. provenance rows match on LEAST(summary distance, centroid distance), the centroid only where it
    is meaningfully closer, both reported;
 7. rendering (`render.py`): containers-active block, hits with `[<id>]` slugs, strips, packed into
@@ -48,7 +48,7 @@ from lake.search.plan import (
     with_filters,
     with_mode,
 )
-from lake.search.rank import Ranked, Tuning, fuse, rerank_factor
+from lake.search.rank import Ranked, Tuning, fuse, rerank_factor, without_repeats
 from lake.search.render import is_named_stretch, render, row_cost
 from lake.words import content_words
 
@@ -185,10 +185,14 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
                            query_vector=vectors.get(plan.steps[0].query), pool=pool, candidates=candidates)
         if follow is not None:
             ranked = fuse(list(candidates.values()), 1, tuning=tuning, words=words, follow=follow)
+    ranked, repeats = without_repeats(ranked)
     hits, capped = sources_first(ranked, limit=limit, share=tuning.provenance_share)
     if not hits:
         return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
                               warnings=warnings)
+    if repeats:
+        warnings.append(f"{repeats} more matching moment{'s repeat' if repeats != 1 else ' repeats'} a better one's "
+                        "text word for word; each text is shown once")
     if capped:
         warnings.append(f"{capped} more provenance row{'s' * (capped != 1)} matched; provenance takes at most "
                         f"{tuning.provenance_share:.0%} of the hits (FATHOM_SEARCH_PROVENANCE_SHARE)")

@@ -1,5 +1,5 @@
 """Stages 5 and 2's fusion: the valence rerank, the fusion of the vector and text rankings, the
-relevance floor and the provenance cap.
+relevance floor, repeated moments shown once and the provenance cap.
 
 Seed 000's valence rerank multiplies a hit's distance by 0.85 for provenance and sediment and by
 0.92 for Q/A markers, so a named stretch ranks above a raw moment when both match. Made hybrid,
@@ -25,12 +25,16 @@ sediment row among the candidates contains inherits CONTAINER_SHARE of that row'
 share of its anchor's score times the share of the anchor's rare words it holds
 (`followed_scores`); neither ever passes the row it inherits from.
 
-Ties go to the smaller reranked distance, then to the newer moment.
+Ties go to the smaller reranked distance, counted only within the vector floor (beyond it a
+distance is no closer than unrelated text, so among equal text matches the vector half does not
+place, hybrid keeps text mode's order), then to the newer moment.
 
 The relevance floor keeps a candidate out of a half it does not belong in: a vector distance
 beyond SEARCH_VECTOR_MAX_DISTANCE (by default calibrated for the embedder: `floor.py`), a text rank below
 SEARCH_TEXT_MIN_RANK. A candidate in neither half is not a hit, so a query that matches nothing
 well returns no hits.
+
+A moment that repeats a better-ranked one's text word for word is left out (`without_repeats`).
 
 The provenance cap: provenance rows take at most SEARCH_PROVENANCE_SHARE of the hits a search
 returns (one may come when no moment matched at all); the slots left go to the next moments, so a summary never crowds
@@ -155,9 +159,29 @@ def fuse(candidates: list[Candidate], steps: int, *, tuning: Tuning, words: dict
             vector_position=vector_positions.get(candidate.id), text_position=text_positions.get(candidate.id),
             fused=score, inherited=inherited.get(candidate.id, 0.0), followed=followed.get(candidate.id, 0.0),
         ))
-    ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None else 9e9,
+    ranked.sort(key=lambda r: (-r.fused, r.reranked_distance if r.reranked_distance is not None
+                               and r.reranked_distance <= tuning.vector_max_distance else 9e9,
                                -r.candidate.created_at.timestamp(), r.candidate.id))
     return ranked
+
+
+def without_repeats(ranked: list[Ranked]) -> tuple[list[Ranked], int]:
+    """`ranked` without the moments whose text (and media) repeats a better-ranked moment's word for
+    word, and how many were left out. The same line said on many days ("Did you watch the match
+    last night?") tells a reader nothing the first one did not, and seven of them took seven of ten
+    hits from the turn that answered. Named stretches (provenance, sediment) all stay: two with one
+    summary still hold different moments."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for item in ranked:
+        candidate = item.candidate
+        if PROVENANCE_TAG not in candidate.tags and SEDIMENT_TAG not in candidate.tags:
+            text = (" ".join(candidate.content.split()).casefold(), candidate.media_hash)
+            if text in seen:
+                continue
+            seen.add(text)
+        kept.append(item)
+    return kept, len(ranked) - len(kept)
 
 
 def inherited_scores(candidates: list[Candidate], fused: dict[str, float],

@@ -7,8 +7,9 @@ import pytest
 
 from lake.embedders import HashingEmbedder, LocalEmbedder
 from lake.search import deltas_search
+from lake.search.execute import Candidate
 from lake.search.floor import vector_floor
-from lake.search.rank import Tuning, leaning_vector_weight
+from lake.search.rank import Tuning, fuse, leaning_vector_weight
 from tests.lake.conftest import T0
 
 TOPICS = {
@@ -271,3 +272,51 @@ def test_a_weak_text_match_leans_fusion_on_the_vector_ranking():
     assert leaning_vector_weight(tuning, 1.0) == 0.25  # the best text match holds every word: as configured
     assert leaning_vector_weight(tuning, 0.0) == 1.0  # it holds none: the vector ranking weighs as much
     assert 0.25 < leaning_vector_weight(tuning, 0.5) < 1.0
+
+
+def test_a_distance_beyond_the_floor_breaks_no_tie_between_equal_text_matches():
+    tuning = Tuning(vector_weight=0.25, text_weight=1.0, vector_max_distance=0.6, text_min_rank=0.0,
+                    provenance_share=0.3)
+
+    def note(delta_id, hours, distance):
+        # Both hold the same words of the query as well; neither is within the vector floor.
+        return Candidate(id=delta_id, created_at=T0 + timedelta(hours=hours), source="notebook", tags=["kind:note"],
+                         content="", media_hash="", summary_distance=distance, text_rank=2.08,
+                         vector_steps={0}, text_steps={0}, step_distances={0: distance}, step_text_ranks={0: 2.08})
+
+    older_but_nearer, newer = note("a1", 0, 0.7), note("b2", 1, 0.9)
+    hybrid = fuse([older_but_nearer, newer], 1, tuning=tuning, words={0: 3})
+    text = fuse([Candidate(**{**vars(c), "step_distances": {}, "summary_distance": None}) for c in (older_but_nearer, newer)],
+                1, tuning=tuning, words={0: 3})
+
+    # Beyond the floor a distance is no closer than unrelated text: hybrid keeps text mode's order (the newer first).
+    assert [r.candidate.id for r in hybrid] == [r.candidate.id for r in text] == ["b2", "a1"]
+    nearer = note("a1", 0, 0.5)  # within the floor: the vector half places it, and it comes first
+    assert [r.candidate.id for r in fuse([nearer, newer], 1, tuning=tuning, words={0: 3})] == ["a1", "b2"]
+
+
+def test_a_line_said_on_many_days_is_one_hit_and_leaves_room_for_the_turn_that_answers(api, moments):
+    said = moments(*["Leo: Did you watch the match last night?"] * 8, step=60 * 24)
+    answer = moments("Leo: I broke my wrist at the football match, the cast stays on for six weeks.",
+                     start=T0 + timedelta(days=3, hours=1))[0]
+
+    body = api.post("/v1/search", {"query": "did Leo watch the match", "limit": 3, "depth": "shallow"},
+                    format="json").json()
+
+    hits = [row for row in body["rows"] if row["role"] == "hit"]
+    assert [row["id"] for row in hits if row["content"] == said[0].content] == [said[-1].id]  # once: the newest
+    assert answer.id in {row["id"] for row in hits}
+    assert "7 more matching moments repeat a better one's text word for word" in " ".join(body["warnings"])
+
+
+def test_named_stretches_with_one_summary_all_stay_hits(api, moments, provenance, settings):
+    settings.SEARCH_PROVENANCE_SHARE = 1.0  # no cap: what is counted is the repeats
+    first, second = moments("kiln fired to cone six", "glaze crawled on the mug")
+    stretches = [provenance("kiln week", [first], content="what happened in the studio"),
+                 provenance("kiln week", [second], content="what happened in the studio")]
+
+    body = api.post("/v1/search", {"query": "kiln week studio", "mode": "text", "depth": "shallow"},
+                    format="json").json()
+
+    hits = {row["id"] for row in body["rows"] if row["role"] == "hit"}
+    assert {stretch.id for stretch in stretches} <= hits  # each holds its own moments
