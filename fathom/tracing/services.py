@@ -83,8 +83,10 @@ def retention_start(*, days: int) -> datetime:
 
 def _delete_batch(*, before: datetime, size: int) -> int:
     table = connection.ops.quote_name(TraceEvent._meta.db_table)
-    # SKIP LOCKED: two runs at once share the rows instead of waiting on each other's batch.
+    # SKIP LOCKED: two runs at once share the rows instead of waiting on each other's batch. ARRAY(...)
+    # selects the batch once; as `id IN (SELECT ... LIMIT n)` the planner may run the subquery again for
+    # each row it joins, and each run skips the rows the last one locked: more than n rows went.
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE id IN "
-                       f"(SELECT id FROM {table} WHERE at < %s LIMIT %s FOR UPDATE SKIP LOCKED)", [before, size])
+        cursor.execute(f"DELETE FROM {table} WHERE id = ANY(ARRAY("
+                       f"SELECT id FROM {table} WHERE at < %s LIMIT %s FOR UPDATE SKIP LOCKED))", [before, size])
         return cursor.rowcount
