@@ -66,6 +66,23 @@ def _build(kind, model, dimensions, api_key, base_url, timeout) -> Embedder:
     raise ImproperlyConfigured(f"unknown embedder {kind!r}")
 
 
+def configuration_problem(kind: str, model: str, dimensions: int) -> str:
+    """Why the embedder `kind` cannot run `model` at `dimensions` ("" when it can), told by their names
+    alone (no weights loaded): what the lake's system check and each embedder refuse."""
+    known = {"hashing": HASHING_MODELS, "local": LocalEmbedder.MODELS}.get(kind)
+    if known and model not in known:
+        return f"FATHOM_EMBEDDER={kind} runs {', '.join(known)}; FATHOM_EMBEDDING_MODEL is {model!r}"
+    if kind == "local" and dimensions != minilm.DIMENSIONS:
+        return (f"{model} makes {minilm.DIMENSIONS}-dimension vectors; set EMBEDDING_DIMENSIONS={minilm.DIMENSIONS} "
+                f"(it is {dimensions})")
+    return ""
+
+
+def _refuse_misconfigured(kind: str, model: str, dimensions: int) -> None:
+    if problem := configuration_problem(kind, model, dimensions):
+        raise ImproperlyConfigured(problem)
+
+
 HASHING_MODELS = ("hashing-v1", "hashing-v2", "hashing-v3")
 NGRAM_SIZES = (3, 4, 5)  # hashing-v3's character n-grams of each stem
 NGRAM_WEIGHT = 1.0  # of an n-gram in its one bucket: a quarter of a stem's mass (1 in each of 4 buckets)
@@ -88,9 +105,7 @@ class HashingEmbedder:
     ("anything", "photographing")."""
 
     def __init__(self, dimensions: int, *, model: str = "hashing-v3"):
-        if model not in HASHING_MODELS:
-            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=hashing runs {', '.join(HASHING_MODELS)}; "
-                                       f"FATHOM_EMBEDDING_MODEL is {model!r}")
+        _refuse_misconfigured("hashing", model, dimensions)
         self.dimensions = dimensions
         self.name = f"hashing:{model}"
         self._legacy = model == "hashing-v1"
@@ -182,12 +197,7 @@ class LocalEmbedder:
     MODELS = ("all-MiniLM-L6-v2",)  # what the installed packages ship
 
     def __init__(self, *, model: str, dimensions: int):
-        if model not in self.MODELS:
-            raise ImproperlyConfigured(f"FATHOM_EMBEDDER=local runs {', '.join(self.MODELS)}; "
-                                       f"FATHOM_EMBEDDING_MODEL is {model!r}")
-        if dimensions != minilm.DIMENSIONS:
-            raise ImproperlyConfigured(f"{model} makes {minilm.DIMENSIONS}-dimension vectors; "
-                                       f"set EMBEDDING_DIMENSIONS={minilm.DIMENSIONS} (it is {dimensions})")
+        _refuse_misconfigured("local", model, dimensions)
         try:
             self._encoder = minilm.MiniLM()
         except minilm.ModelUnavailable as exc:
