@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.db import transaction
 from django.db.models import Q
@@ -31,7 +33,7 @@ VERSION_KEY = "fathom:llm:registry:version"
 OLLAMA_PORT = "11434"
 LOCAL_HOST = "127.0.0.1"
 OLLAMA_DEFAULT = f"http://{LOCAL_HOST}:{OLLAMA_PORT}"
-BIND_ALL = ("0.0.0.0", "[::]")  # how a server is told to listen everywhere; as a host to call, this machine
+BIND_ALL = ("0.0.0.0", "::")  # how a server is told to listen everywhere; as a host to call, this machine
 # The offline model, used when nothing else is configured. Not a row: it always exists.
 OFFLINE_NAME = "offline"
 # Roles named apart in traces and counts whose model is their parent's unless assigned their own.
@@ -151,16 +153,16 @@ def ollama_base() -> str:
     host = settings.OLLAMA_HOST.strip()
     if not host:
         return ""
-    scheme, given, rest = host.partition("://")
-    if not given:
-        scheme, rest = "http", host
-    hostport, slash, path = rest.partition("/")
-    name, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else ("", "", "")
-    if not colon or not port.isdigit():
-        name, port = hostport, "" if given else OLLAMA_PORT
-    if name in BIND_ALL or not name:
-        name = LOCAL_HOST
-    return f"{scheme}://{name}{':' + port if port else ''}{slash}{path}".rstrip("/")
+    schemed = "://" in host
+    url = urlsplit(host if schemed else f"http://{host}")
+    name = LOCAL_HOST if url.hostname in BIND_ALL or not url.hostname else url.hostname
+    if ":" in name:  # an IPv6 address, bracketed again
+        name = f"[{name}]"
+    try:
+        port = url.port or ("" if schemed else OLLAMA_PORT)
+    except ValueError as exc:  # a port that is not a number from 0 to 65535
+        raise ImproperlyConfigured(f"OLLAMA_HOST={host!r}: {exc}") from exc
+    return f"{url.scheme}://{name}{f':{port}' if port else ''}{url.path}".rstrip("/")
 
 
 def ollama_base_url() -> str:

@@ -2,6 +2,7 @@
 said so, admin."""
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from fathom.errors import ApplicationError
@@ -45,6 +46,12 @@ def test_ollama_host_is_read_one_way_for_the_registry_and_the_proxy(settings, ho
     settings.OLLAMA_HOST = host
     assert ollama_base() == base
     assert ollama_base_url() == (base or "http://127.0.0.1:11434") + "/v1"
+
+
+def test_an_ollama_host_whose_port_is_not_a_number_is_refused_with_its_reason(settings):
+    settings.OLLAMA_HOST = "gpu-box:abc"
+    with pytest.raises(ImproperlyConfigured, match="OLLAMA_HOST='gpu-box:abc'"):
+        ollama_base()
 
 
 def test_a_blank_key_is_the_environments_only_for_a_deployment_model_set_to_use_it(workspace, settings):
