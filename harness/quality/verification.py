@@ -97,13 +97,13 @@ def verification_run(*, run_id, attempt: int, perspective: str, brief: dict) -> 
 
 
 def verification_join(*, run_id, attempt: int, token: str) -> bool:
-    """The chord's callback: combine the verdicts into the attempt's and tick the fire's session again.
-    False (nothing done) when the run no longer waits for this chord or a verdict is missing."""
+    """The contrastive chord's callback: combine the verdicts into the attempt's and tick the fire's
+    session again. False (nothing done) when the run no longer waits for this chord or a verdict is
+    missing."""
     row = QualityAttempt.objects.select_related("run__fire").get(run_id=run_id, number=attempt)
-    wanted = perspectives_for(row.run)
-    if any(p not in row.perspectives for p in wanted):
+    if any(p not in row.perspectives for p in perspectives_for(row.run)):
         return False
-    verdict = row.perspectives["standard"] if wanted == ("standard",) else agents.contrastive_combine(row.perspectives)
+    verdict = agents.contrastive_combine(row.perspectives)
     fire = row.run.fire
     return _verdict_record(run_id=run_id, attempt=attempt, token=token, verdict=verdict, session_id=fire.session_id,
                            workspace_id=fire.workspace_id, fire_id=fire.pk)
