@@ -1,5 +1,5 @@
 """SQL for the hot paths of two stated targets, where the ORM missed them (the harness's 5 ms a turn,
-the quality harness's 15 ms a fire), in three forms:
+the quality harness's 15 ms a fire), in two forms:
 
 - several writes in one statement: the INSERT or UPDATE the ORM would run for a row, generated from the
   model's fields (never written by hand), run together as the WITH clauses (data-modifying common table
@@ -8,9 +8,6 @@ the quality harness's 15 ms a fire), in three forms:
   statement would not both happen). The fire's journal (harness.fires.journal: every model turn and
   tool result, twice per turn; the time per turn was 6.3 ms with the ORM's UPDATE, INSERT and SELECT)
   and the quality harness's steps (harness.quality.events);
-- a row read with the rows its foreign keys point at (`row_read`), in a SELECT generated the same way:
-  a parked fire's way back (harness.fires.services.fire_parked_get, harness.quality.run_state), whose
-  two reads the ORM took more than twice their run to build;
 - a statement whose commit does not wait for the WAL flush (`statement_run`, not durable), for writes
   their maker makes again if a crash of the database forgets them.
 
@@ -79,55 +76,6 @@ def _insert_parts(model, *, with_key: bool) -> tuple[str, list]:
     columns = ", ".join(quote(field.column) for field in fields)
     typed = ", ".join(f"%s::{field.db_type(connection)}" for field in fields)
     return f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {typed}", fields
-
-
-def row_read(model, *, joined: tuple[str, ...] = (), leave_out: tuple[str, ...] = (), where: str, params: list,
-             order_by: str = ""):
-    """The first row of `model` where `where` holds (its table is `t0`), with the rows its foreign keys
-    `joined` point at (inner joins, as `t1`, `t2`... in that order: a row whose key is null is not
-    found) set on it, as select_related sets them; None when no row matches. `leave_out`: fields
-    ("events", or "run.events" of a joined row) not read, deferred as the ORM's defer() leaves them. One
-    SELECT, generated from the models' fields."""
-    select, shapes = _read_parts(model, joined, frozenset(leave_out))
-    with connection.cursor() as cursor:
-        cursor.execute(f"{select} WHERE {where}" + (f" ORDER BY {order_by}" if order_by else "") + " LIMIT 1",
-                       params)
-        values = cursor.fetchone()
-    if values is None:
-        return None
-    rows, start = [], 0
-    for target, fields in shapes:
-        loaded = [_loaded(field, value) for field, value in zip(fields, values[start:start + len(fields)], strict=True)]
-        rows.append(target.from_db(connection.alias, [field.attname for field in fields], loaded))
-        start += len(fields)
-    row, *related = rows
-    for name, related_row in zip(joined, related, strict=True):
-        setattr(row, name, related_row)
-    return row
-
-
-@functools.cache
-def _read_parts(model, joined: tuple[str, ...], leave_out: frozenset) -> tuple[str, list]:
-    quote = connection.ops.quote_name
-    for name in leave_out:  # a field that does not exist raises FieldDoesNotExist, rather than being read
-        *related, field = name.split(".")
-        (model._meta.get_field(related[0]).related_model if related else model)._meta.get_field(field)
-    tables = [(model, "", None)] + [(model._meta.get_field(name).related_model, f"{name}.", model._meta.get_field(name))
-                                    for name in joined]
-    columns, joins, shapes = [], [], []
-    for n, (target, prefix, foreign_key) in enumerate(tables):
-        fields = [field for field in target._meta.concrete_fields if f"{prefix}{field.name}" not in leave_out]
-        columns += [f"t{n}.{quote(field.column)}" for field in fields]
-        shapes.append((target, fields))
-        if foreign_key is not None:
-            joins.append(f"JOIN {quote(target._meta.db_table)} t{n} "
-                         f"ON t{n}.{quote(foreign_key.target_field.column)} = t0.{quote(foreign_key.column)}")
-    return f"SELECT {', '.join(columns)} FROM {quote(model._meta.db_table)} t0 {' '.join(joins)}".rstrip(), shapes
-
-
-def _loaded(field, value):
-    """The value as the ORM hands it over: through the field's from_db_value (a JSONField's parse)."""
-    return field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
 
 
 def ids_next_sql(*models) -> tuple[str, list]:

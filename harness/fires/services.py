@@ -10,7 +10,6 @@ from django.utils import timezone
 
 from fathom import outbox
 from fathom.errors import ApplicationError
-from fathom.sql import row_read
 from fathom.transient import TRANSIENT_ERRORS
 from harness.fires.hooks import Park
 from harness.fires.loop import run_threaded_fire
@@ -175,9 +174,8 @@ def fire_parked_resume(*, session_id, workspace_id, fire_id) -> str:
 def fire_parked_get(*, fire_id, stale_after: int) -> ParkedFire | None:
     """The fire `fire_id` if it is an unfinished fire of a running turn, claimed for this runner when
     nobody else holds it; None otherwise."""
-    # fathom.sql: the ORM built this select_related query in twice the time the query ran
-    fire = row_read(Fire, joined=("session", "workspace", "turn"), params=[fire_id, Turn.Status.RUNNING, list(Fire.TERMINAL)],
-                    where="t0.id = %s AND t3.status = %s AND NOT t0.status = ANY(%s)")
+    fire = (Fire.objects.select_related("session", "workspace", "turn")
+            .filter(pk=fire_id, turn__status=Turn.Status.RUNNING).exclude(status__in=Fire.TERMINAL).first())
     if fire is None:
         return None
     return ParkedFire(fire=fire, claimed=claims.claim(Fire, fire.pk, stale_after=stale_after))

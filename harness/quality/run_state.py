@@ -6,7 +6,6 @@ once per run of the fire."""
 
 from dataclasses import dataclass
 
-from fathom.sql import row_read
 from harness.fires.models import Fire
 from harness.quality.models import QualityAttempt, QualityRun
 from harness.quality.stream_monitor import StreamMonitor
@@ -27,8 +26,8 @@ class FireQuality:
         event log is not read: steps append to it in SQL (harness.quality.events)."""
         if fire.status == Fire.Status.ACCEPTED or fire.depth or not fire.session_id:
             return cls(fire)
-        attempt = row_read(QualityAttempt, joined=("run",), leave_out=("run.events",), where="t1.fire_id = %s",
-                           params=[fire.pk], order_by="t0.number DESC")  # fathom.sql: see fire_parked_get
+        attempt = (QualityAttempt.objects.select_related("run").defer("run__events").filter(run__fire=fire)
+                   .order_by("-number").first())
         return cls(fire, attempt.run, attempt) if attempt is not None else cls(fire)
 
     def stream_monitor(self) -> StreamMonitor:
