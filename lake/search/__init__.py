@@ -36,7 +36,7 @@ from lake.search.execute import Candidate, prepare, run_step
 from lake.search.expand import surroundings
 from lake.search.floor import NO_FLOOR, vector_floor
 from lake.search.follow import anchors_of, follow_up
-from lake.search.own_output import sources_first
+from lake.search.own_output import own_containers_folded, sources_first
 from lake.search.plan import (
     MAX_STEPS,
     MODES,
@@ -94,6 +94,7 @@ class SearchRow:
     anchor_id: str | None = None  # child / neighbour: the hit it hangs from
     contains: list[str] = field(default_factory=list)  # container: the surfaced deltas or containers it holds
     depth: int | None = None  # container: hops above a surfaced delta
+    alike: list[str] = field(default_factory=list)  # container: the agent's own containers of its title it stands for
 
     @property
     def level(self) -> int | None:
@@ -102,7 +103,7 @@ class SearchRow:
     def as_dict(self) -> dict:
         return {
             "id": self.id, "role": self.role, "rank": self.rank, "anchor_id": self.anchor_id,
-            "contains": self.contains, "depth": self.depth, "level": self.level,
+            "contains": self.contains, "depth": self.depth, "alike": self.alike, "level": self.level,
             "created_at": self.created_at.isoformat(), "source": self.source, "tags": self.tags,
             "content": self.content, "media_hash": self.media_hash, "scores": self.scores,
         }
@@ -212,7 +213,7 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     known = ({c.id: c for c in candidates.values()} | {row.id: row for rows in strip_rows.values() for row in rows}
              | around.rows)
 
-    rows = _rows(hits, strip_rows, children_of, lineage, known)
+    rows = own_containers_folded(_rows(hits, strip_rows, children_of, lineage, known))
     strip_of = {anchor: [row.id for row in rows_] for anchor, rows_ in strip_rows.items()}
 
     def render_rows(kept: list[SearchRow], closing: str) -> str:

@@ -13,10 +13,16 @@ answer's budget, and the notes are dropped. So the fused ranking is split in two
   under the provenance cap too (a marker and a fold are provenance rows). When no source matched
   at all, the agent's own rows are all there is and rank as the fusion placed them.
 
-The budget (`budget.pack`) keeps the sources' hits before the agent's."""
+The budget (`budget.pack`) keeps the sources' hits before the agent's.
+
+The containers the surfaced deltas sit in are the agent's own too when they are its Q/A markers or
+their folds: one question asked five times leaves five markers holding the same notes, and the
+containers-active block listed the question five times. `own_containers_folded` keeps one line a
+title: the newest such container, holding what all of them held, naming how many it stands for."""
 
 from lake.models import is_agent_output
 from lake.search.rank import ProvenanceQuota, Ranked, is_provenance, top_hits
+from lake.search.render import title_of
 
 OWN_OUTPUT_EVERY = 5
 
@@ -49,3 +55,20 @@ def sources_first(ranked: list[Ranked], *, limit: int, share: float,
 def is_own(item: Ranked) -> bool:
     return is_agent_output(source=item.candidate.source, tags=item.candidate.tags)
 
+
+def own_containers_folded(rows: list) -> list:
+    """`rows` (search rows, `lake.search.SearchRow`) with the agent's own containers that repeat a
+    newer one's title left out: the newest of each title stays, holding what all of them held
+    (`contains`, the nearest `depth`), the ids of the others in its `alike`."""
+    newest: dict[str, object] = {}
+    for row in sorted(rows, key=lambda row: (row.created_at, row.id), reverse=True):
+        if row.role != "container" or not is_agent_output(source=row.source, tags=row.tags):
+            continue
+        title = " ".join(title_of(row.content).split()).casefold()
+        kept = newest.setdefault(title, row)
+        if kept is not row:
+            kept.alike.append(row.id)
+            kept.contains = list(dict.fromkeys(kept.contains + row.contains))
+            kept.depth = min(kept.depth, row.depth)
+    folded = {delta_id for row in newest.values() for delta_id in row.alike}
+    return [row for row in rows if row.id not in folded]

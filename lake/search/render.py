@@ -29,8 +29,7 @@ def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequen
     if containers:
         lines += ["", "containers active in this recall:"]
         for row in sorted(containers, key=lambda r: (-(r.level or 0), r.id)):
-            holds = ", ".join(f"[{child}]" for child in row.contains)
-            lines.append(f"  {provenance_label(row)} — holds {holds}")
+            lines.append(f"  {provenance_label(row)}{_alike(row)} — holds {_holds(row)}")
     if not hits:
         lines += ["", f"nothing found: {nothing_found or 'no deltas matched.'}"]
         return "\n".join(lines + (["", closing] if closing else []))
@@ -62,7 +61,7 @@ def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequen
 def row_cost(row) -> int:
     """About how many characters `row` adds to a recall (the budget's estimate)."""
     if row.role == "container":
-        return len(provenance_label(row)) + 12 + sum(len(child) + 4 for child in row.contains)
+        return len(provenance_label(row)) + len(_alike(row)) + 12 + len(_holds(row))
     if row.role == "hit" and is_named_stretch(row):
         return len(provenance_label(row)) + 3 + sum(len(line) + 5 for line in _summary(row))
     lines = _delta_lines(row, prefix="    ↳ " if row.role == "child" else "▸ ")
@@ -86,7 +85,7 @@ def _strip_groups(moment_hits, strip_of) -> list[set[str]]:
 def provenance_label(row) -> str:
     count = sum(1 for tag in row.tags if tag.startswith("from:"))
     level = level_of(row.tags)
-    return f"prov · [L{level if level is not None else '?'} · {count} deltas · {row.id}] {_title(row.content)}"
+    return f"prov · [L{level if level is not None else '?'} · {count} deltas · {row.id}] {title_of(row.content)}"
 
 
 def is_named_stretch(row) -> bool:
@@ -107,7 +106,17 @@ def _delta_lines(row, *, prefix: str) -> list[str]:
     return [f"{head} · {text_lines[0]}"] + [f"{continuation}{line}" for line in text_lines[1:]]
 
 
-def _title(content: str) -> str:
+def _holds(row) -> str:
+    return ", ".join(f"[{child}]" for child in row.contains)
+
+
+def _alike(row) -> str:
+    """A container standing for others of the agent's own with its title (`own_output.own_containers_folded`)."""
+    return f" (and {len(row.alike)} more alike)" if row.alike else ""
+
+
+def title_of(content: str) -> str:
+    """A named stretch's title: the first line of its content."""
     return content.strip().split("\n", 1)[0].strip()
 
 

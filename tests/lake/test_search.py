@@ -89,6 +89,23 @@ def test_expansion_pulls_children_down_one_hop_and_containers_up_three_levels(ap
     assert f"↳ prov · [L1 · 2 deltas · {first.id}] Spectral episode" in down["rendered"]
 
 
+def test_the_agents_own_containers_of_one_title_are_one_line_and_the_sources_stay_apart(api, moments, provenance):
+    moments(*NOISE)
+    (note,) = moments("the kiln reached cone six after nine hours", start=T0 + timedelta(days=1))
+    markers = [provenance("How hot did the kiln get?", [note], level=0, tags=["kind:qa-marker"]) for _ in range(3)]
+    episodes = [provenance("Pottery weekend", [note]) for _ in range(2)]  # two stretches a user named alike
+
+    result = _search(api, "kiln cone six", limit=1)
+
+    containers = {row["id"]: row for row in result["rows"] if row["role"] == "container"}
+    newest = max(markers, key=lambda marker: (marker.created_at, marker.id))
+    assert set(containers) == {newest.id} | {episode.id for episode in episodes}, result["rendered"]
+    assert sorted(containers[newest.id]["alike"]) == sorted(m.id for m in markers if m != newest)
+    assert result["rendered"].count("How hot did the kiln get?") == 1
+    assert f"{newest.id}] How hot did the kiln get? (and 2 more alike) — holds [{note.id}]" in result["rendered"]
+    assert all(containers[episode.id]["alike"] == [] for episode in episodes)
+
+
 def test_valence_rerank_puts_provenance_then_qa_markers_above_equal_moments(api, moments, provenance, settings):
     settings.SEARCH_PROVENANCE_SHARE = 1.0  # the rerank alone: two provenance rows of four hits pass the cap
     unrelated = moments("entirely different words here")

@@ -46,6 +46,13 @@ def own_in_top_5(result: dict) -> list[dict]:
     return [row for row in hits[:5] if is_agent_output(source=row["source"], tags=row["tags"])]
 
 
+def markers_shown(result: dict, marker_ids: set[str]) -> tuple[list[dict], list[str]]:
+    """The markers among the hits and the containers, and the rendered containers block's lines naming the question."""
+    shown = [row for row in result["rows"] if row["id"] in marker_ids]
+    block = result["rendered"].split("containers active in this recall:", 1)[-1].split("\n\n", 1)[0]
+    return shown, [line for line in block.splitlines() if QUESTION in line]
+
+
 def test_a_question_asked_five_times_finds_its_sources_not_its_echo(api, scripted_llm, session, workspace):
     # given source notes (and unrelated ones) in the lake, and the question asked five times over REST
     sources = [delta_create(workspace=workspace, content=text, source="notes") for text in SOURCES]
@@ -59,6 +66,13 @@ def test_a_question_asked_five_times_finds_its_sources_not_its_echo(api, scripte
     result = search(api, workspace)
     assert len(own_in_top_5(result)) <= 1, [row["tags"] for row in own_in_top_5(result)]
     assert all(f"[{source.pk}]" in result["rendered"] for source in sources), result["budget"]
+    # the markers holding the sources are one line of the containers block, standing for the others
+    markers = set(Delta.objects.filter(workspace=workspace, tags__contains=["kind:qa-marker"]).values_list("id", flat=True))
+    shown, lines = markers_shown(result, markers)
+    containers = [row for row in shown if row["role"] == "container"]
+    assert len(containers) == 1 and len(lines) == 1, lines
+    assert {row["id"] for row in shown} | set(containers[0]["alike"]) == markers
+    assert f"(and {len(containers[0]['alike'])} more alike)" in lines[0]
 
     # and the same after the marker dedup folded the five markers into one episode
     assert qa_marker_dedup() == 1
