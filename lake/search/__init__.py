@@ -62,6 +62,7 @@ MAX_BUDGET = 1_000_000
 ONLY_SMALL_WORDS = "the query has only small words (stopwords such as 'what', 'the', 'and'); name what to look for"
 BELOW_FLOOR = ("nothing in this lake matches the query closely enough (below the relevance floor of "
                "every ranking this search used)")
+NO_MATCH = "nothing in this lake matches the query"
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,8 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
     ranked, repeats = without_repeats(ranked)
     hits, capped = sources_first(ranked, limit=limit, share=tuning.provenance_share)
     if not hits:
-        return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=BELOW_FLOOR,
+        reason = BELOW_FLOOR if candidates else _no_match(plan)
+        return _nothing_found(query=query, depth=depth, mode=mode, plan=plan, budget=budget, reason=reason,
                               warnings=warnings)
     if repeats:
         warnings.append(f"{repeats} more matching moment{'s repeat' if repeats != 1 else ' repeats'} a better one's "
@@ -218,7 +220,8 @@ def deltas_search(*, workspace: Workspace, query: str, depth: str = "normal", fi
 
     def render_rows(kept: list[SearchRow], closing: str) -> str:
         return render(query=query, depth=depth, plan_source=plan.source, steps=len(plan.steps), rows=kept,
-                      strip_of=strip_of, children_of=children_of, warnings=warnings, mode=mode, closing=closing)
+                      strip_of=strip_of, children_of=children_of, warnings=warnings, mode=mode, closing=closing,
+                      found=len(hits))
 
     packed = pack(rows, budget=budget, line_cost=row_cost, render=render_rows)
     return SearchResult(query=query, depth=depth, plan=plan, rows=packed.kept, rendered=packed.rendered,
@@ -248,6 +251,16 @@ def _nothing_found(*, query: str, depth: str, mode: str, plan: Plan, budget: int
                       strip_of={}, children_of={}, warnings=warnings, mode=mode, nothing_found=reason)
     return SearchResult(query=query, depth=depth, plan=plan, rows=[], rendered=rendered, warnings=warnings,
                         mode=mode, nothing_found=reason, budget=Packing(budget=budget, rendered=rendered))
+
+
+def _no_match(plan: Plan) -> str:
+    """Why no candidate came at all: the filters of a step let nothing through, or nothing matched."""
+    filters = next((step.as_dict()["filters"] for step in plan.steps if step.as_dict()["filters"]), None)
+    if not filters:
+        return NO_MATCH
+    described = ", ".join(f"{key} {', '.join(value) if isinstance(value, list | tuple) else value}"
+                          for key, value in filters.items())
+    return f"{NO_MATCH} within the filters ({described})"
 
 
 def _query_vectors(plan: Plan, warnings: list[str]) -> dict[str, str | None]:

@@ -15,23 +15,27 @@ TIME_FORMAT = "%Y-%m-%d %H:%M"
 
 def render(*, query: str, depth: str, plan_source: str, steps: int, rows: Sequence, strip_of: dict,
            children_of: dict, warnings: Sequence[str], mode: str = "hybrid", nothing_found: str = "",
-           closing: str = "") -> str:
+           closing: str = "", found: int | None = None) -> str:
     """`rows` hold each delta once (with its best role); `strip_of` maps a moment hit to the ids of
     its strip, `children_of` a provenance hit to the ids of its constituents. `nothing_found` says
-    why there are no hits; `closing` is a last line (what the budget left out)."""
+    why there are no hits; `found` is how many the search found (the hits in `rows` when None: the
+    budget may have left some out), and `closing` a last line (what the budget left out)."""
     by_id = {row.id: row for row in rows}
     hits = [row for row in rows if row.role == "hit"]
     containers = [row for row in rows if row.role == "container"]
+    found = len(hits) if found is None else found
+    shown = f", {len(hits)} within the budget" if len(hits) < found else ""
 
     lines = [f'recall for "{query}" · {mode} · depth {depth} · plan {plan_source} ({steps} step{"s" * (steps != 1)}) · '
-             f'{len(hits)} hit{"s" * (len(hits) != 1)}']
+             f'{found} hit{"s" * (found != 1)}{shown}']
     lines += [f"note: {warning}" for warning in warnings]
     if containers:
         lines += ["", "containers active in this recall:"]
         for row in sorted(containers, key=lambda r: (-(r.level or 0), r.id)):
             lines.append(f"  {provenance_label(row)}{_alike(row)} — holds {_holds(row)}")
     if not hits:
-        lines += ["", f"nothing found: {nothing_found or 'no deltas matched.'}"]
+        lines += ["", "no hit fits the budget (the last line names them)" if found
+                  else f"nothing found: {nothing_found or 'no deltas matched.'}"]
         return "\n".join(lines + (["", closing] if closing else []))
 
     groups = _strip_groups([hit for hit in hits if not is_named_stretch(hit)], strip_of)

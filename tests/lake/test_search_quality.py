@@ -201,6 +201,33 @@ def test_the_budget_is_respected_and_what_it_left_out_is_reported(api, moments, 
     assert default["budget"]["characters"] == 6000 and len(default["rendered"]) <= 6000
 
 
+def test_a_budget_that_holds_no_hit_says_so_rather_than_nothing_found(api, moments):
+    moments(*[f"kiln firing log {i}: glaze crawled on the mug, a long account of the whole day" for i in range(5)])
+
+    body = api.post("/v1/search", {"query": "kiln firing glaze", "limit": 3, "depth": "shallow", "budget": 200},
+                    format="json").json()
+
+    assert body["rows"] == [] and len(body["budget"]["left_out_hits"]) == 3
+    assert body["nothing_found"] is None  # there are hits: the budget holds none of them
+    assert "· 3 hits, 0 within the budget" in body["rendered"] and "no hit fits the budget" in body["rendered"]
+    assert "nothing found" not in body["rendered"] and "left out for the budget: 3 hits" in body["rendered"]
+    some = api.post("/v1/search", {"query": "kiln firing glaze", "limit": 3, "depth": "shallow", "budget": 600},
+                    format="json").json()
+    kept = sum(1 for row in some["rows"] if row["role"] == "hit")
+    assert 0 < kept < 3 and f"· 3 hits, {kept} within the budget" in some["rendered"]
+
+
+def test_a_filter_that_lets_nothing_through_is_named_as_the_reason(api, moments):
+    moments("tidal turbine blade erosion survey")
+
+    body = api.post("/v1/search", {"query": "tidal turbine", "filters": {"kind": "decision", "source": "nowhere"}},
+                    format="json").json()
+
+    assert body["rows"] == []
+    assert body["nothing_found"] == "nothing in this lake matches the query within the filters (kind decision, source nowhere)"
+    assert f"nothing found: {body['nothing_found']}" in body["rendered"]
+
+
 def test_each_mode_through_rest(api, moments):
     (both,) = moments("tidal turbine blade erosion survey")
     (text_only,) = moments("tidal turbine notes", embed=False, start=T0 + timedelta(hours=1))

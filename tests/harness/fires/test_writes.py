@@ -7,7 +7,7 @@ from harness.fires.writes import fire_writes
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, trigger_enqueue
 from lake.models import Delta
-from lake.services import delta_create, provenance_create
+from lake.services import delta_create, deltas_embed, provenance_create
 from proposals.models import Proposal
 from tests.harness.support import session_tick
 
@@ -36,7 +36,8 @@ def test_semantic_expand_and_ascend_read_the_lake_through_a_fire(scripted_llm, w
 
 
 def test_semantic_tells_the_model_why_it_found_nothing(scripted_llm, workspace):
-    delta_create(workspace=workspace, content="the rover crossed the dune at dawn", source="log")
+    rover = delta_create(workspace=workspace, content="the rover crossed the dune at dawn", source="log")
+    deltas_embed(delta_ids=[rover.pk])  # its nearest neighbour is below the floor, not absent
     fire = fire_create(workspace=workspace, mode="introspective", question="anything?")
     scripted_llm.reply(tool_calls=[
         {"id": "small", "name": "semantic", "arguments": {"query": "what is it and where"}},
