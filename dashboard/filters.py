@@ -123,6 +123,13 @@ class FireFilterForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1)
     runs_page = forms.IntegerField(required=False, min_value=1)
 
+    def clean_errored(self) -> bool:
+        # BooleanField alone reads any word but "false" and "0" as ticked; a browser sends a ticked box as "on".
+        if self.data.get("errored", "") not in ("", "on"):
+            raise forms.ValidationError(f"{self.data['errored']!r} is not a value of this box: tick it (on) "
+                                        "or leave it out")
+        return self.cleaned_data["errored"]
+
 
 def filter_form(form_class, params) -> forms.Form:
     """The bound, valid filter form of these GET parameters (the page number aside); FilterError naming

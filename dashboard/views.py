@@ -54,7 +54,7 @@ from harness.runtime.selectors import session_get, task_get
 from harness.runtime.services import message_send, session_create
 from harness.runtime.sse import event_stream_response
 from lake.search import DEPTHS, MODES, deltas_search
-from lake.selectors import delta_get, deltas_list, provenance_children, provenance_parents
+from lake.selectors import delta_get, deltas_list, normalize_id, provenance_children, provenance_parents
 from lake.services import delta_create
 from proposals.selectors import proposal_get
 from proposals.services import proposal_approve, proposal_deny
@@ -328,7 +328,7 @@ def inbox_mark_view(request, delta_id: str, action: str):
     """Acknowledge, dismiss or act on an inbox item, through autonomy's `inbox_mark`."""
     if action not in INBOX_ACTIONS:
         raise NotFoundError(f"no action {action!r} on inbox items")
-    mark = inbox_mark(workspace=request.dashboard.workspace, delta_id=delta_id, action=action,
+    mark = inbox_mark(workspace=request.dashboard.workspace, delta_id=_delta_id(delta_id), action=action,
                       actor=request_actor(request))
     messages.success(request, f"Inbox item {mark.delta_id}: {mark.get_state_display().lower()}.")
     return _back(request)
@@ -545,11 +545,20 @@ def lake_view(request):
 def delta_view(request, delta_id: str):
     """One delta with its provenance: what it is made of (down) and what holds it (up), all links."""
     workspace = request.dashboard.workspace
-    delta = delta_get(workspace=workspace, id_or_prefix=delta_id)
+    delta = delta_get(workspace=workspace, id_or_prefix=_delta_id(delta_id))
     return render(request, "dashboard/delta.html", {
         "current": request.dashboard, "delta": delta, "down": provenance_children(workspace=workspace, delta=delta),
         "up": provenance_parents(workspace=workspace, delta_ids=[delta.pk]),
         "tags": [tag for tag in delta.tags if not tag.startswith("from:")]})
+
+
+def _delta_id(raw: str) -> str:
+    """A delta id from the URL, as the lake reads it. One that cannot be an id (not hex, too short) is
+    not found, like an unknown one: a link to a delta is only ever wrong, never a bad request."""
+    try:
+        return normalize_id(raw)
+    except ApplicationError:
+        raise NotFoundError(f"no delta {raw!r} in this workspace") from None
 
 
 LAKE_HITS = 20

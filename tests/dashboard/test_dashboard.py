@@ -707,6 +707,13 @@ def test_a_deltas_page_shows_its_provenance_up_and_down_as_links(operator, works
     assert operator.get(f"/lake/{theirs.pk}").status_code == 404
 
 
+@pytest.mark.parametrize("delta_id", ["zzzz", "abc", "d0511d7", "d0511d7f"])  # not hex, short, 7 hex, unknown
+def test_a_delta_id_that_cannot_exist_is_the_404_page_of_an_unknown_one(operator, workspace, delta_id):
+    for response in (operator.get(f"/lake/{delta_id}"), operator.post(f"/inbox/{delta_id}/acknowledge")):
+        assert response.status_code == 404 and response["Content-Type"].startswith("text/html"), delta_id
+        assert f"no delta &#x27;{delta_id}&#x27; in this workspace" in response.content.decode()
+
+
 def test_cited_ids_in_an_answer_are_links_to_the_lake(operator, scripted_llm, workspace):
     delta = delta_create(workspace=workspace, content="The rover went north")
     run_tools(scripted_llm, workspace, [], respond={"body": f"It went north [{delta.pk}]. <b>bold</b>"},

@@ -108,10 +108,12 @@ def test_the_runs_page_is_paginated_and_bad_input_is_a_4xx(operator, workspace):
     assert 'href="?q=question&amp;page=2"' in operator.get("/runs/", {"q": "question"}).content.decode()
     assert operator.get("/runs/", {"page": 3}).status_code == 404
     for bad in ({"mode": "bogus"}, {"status": "exploded"}, {"stop": "why"}, {"page": "abc"}, {"page": 0},
-                {"runs_page": "-1"}, {"q": "x" * 201}):
+                {"runs_page": "-1"}, {"q": "x" * 201}, {"errored": "maybe"}):
         response = operator.get("/runs/", bad)
         assert response.status_code == 400, bad
         assert "Not a filter this page knows" in response.content.decode(), bad
+    assert "&#x27;maybe&#x27; is not a value of this box" in operator.get("/runs/", {"errored": "maybe"}).content.decode()
+    assert operator.get("/runs/", {"errored": ""}).status_code == 200
     assert operator.get("/runs/", {"q": "nul\x00"}).status_code == 400  # refused before any view
 
 
