@@ -33,7 +33,9 @@ class DeltaIn(serializers.Serializer):
     source = serializers.CharField(max_length=200, allow_blank=True, default="")
     created_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                            help_text="the moment it happened; now when absent (set it on import)")
-    media_hash = serializers.CharField(max_length=128, allow_blank=True, default="")
+    media_hash = serializers.CharField(max_length=128, allow_blank=True, default="",
+                                       help_text="the hash POST /v1/media answered for an image this workspace "
+                                                 "uploaded")
 
 
 class DeltaOut(serializers.ModelSerializer):

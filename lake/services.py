@@ -5,6 +5,7 @@ Deltas are immutable except for their embeddings: nothing here edits a moment.""
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,6 +24,7 @@ from lake.models import (
     PROVENANCE_TAG,
     Delta,
     IdempotentWrite,
+    Media,
 )
 from lake.selectors import deltas_filter, deltas_resolve
 
@@ -32,6 +34,8 @@ MAX_TAG_LENGTH = 200
 # or higher, and defaults to 1 (an episode).
 MOMENT_LEVEL = -1
 DEFAULT_PROVENANCE_LEVEL = 1
+# How lake.media names an upload: the SHA-256 of its bytes, in lowercase hex.
+MEDIA_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,8 @@ def delta_create(*, workspace: Workspace, content: str = "", tags: Iterable[str]
 @transaction.atomic
 def deltas_create(*, workspace: Workspace, items: Sequence[dict], idempotency_key: str = "") -> DeltaWrite:
     """Write up to MAX_BATCH deltas in one transaction (all or none) and queue their embedding after
-    commit. Each item: content, tags, source, created_at (the moment; now when absent), media_hash.
+    commit. Each item: content, tags, source, created_at (the moment; now when absent), media_hash (the
+    hash of an image this workspace uploaded to the media store; any other is refused with a 400).
 
     With an `idempotency_key`, a retry of the same batch returns the deltas written the first time
     and writes nothing; the same key with a different batch is refused (422)."""
@@ -61,6 +66,7 @@ def deltas_create(*, workspace: Workspace, items: Sequence[dict], idempotency_ke
         raise ApplicationError(f"at most {MAX_BATCH} deltas per request, got {len(items)}",
                                details={"field": "items", "count": len(items)})
     cleaned = [_clean_item(index, item, many=len(items) > 1) for index, item in enumerate(items)]
+    _check_media_uploaded(workspace, cleaned)
 
     record = None
     if idempotency_key:
@@ -308,16 +314,15 @@ def deltas_reembed_stale(*, limit: int) -> tuple[int, bool]:
 
 
 def _clean_item(index: int, item: dict, *, many: bool) -> dict:
-    where = f"items[{index}]" if many else ""
-
     def fail(field: str, message: str):
-        raise ApplicationError(f"{where}.{field}: {message}" if where else f"{field}: {message}",
-                               details={"item": index, "field": field})
+        raise _item_error(index, field, message, many=many)
 
     content = item.get("content") or ""
-    media_hash = (item.get("media_hash") or "").strip()
+    media_hash = (item.get("media_hash") or "").strip().lower()
     if not content.strip() and not media_hash:
         fail("content", "a delta needs content or a media_hash")
+    if media_hash and not MEDIA_HASH.fullmatch(media_hash):
+        fail("media_hash", "give the SHA-256 (64 hex characters) POST /v1/media answered for the image")
     try:
         tags = _clean_tags(item.get("tags") or [], field="tags")
     except ApplicationError as exc:
@@ -331,6 +336,25 @@ def _clean_item(index: int, item: dict, *, many: bool) -> dict:
         fail("created_at", "give a time zone (e.g. 2026-03-01T12:00:00Z)")
     return {"content": content, "tags": tags, "source": (item.get("source") or "").strip(),
             "created_at": created_at, "media_hash": media_hash}
+
+
+def _check_media_uploaded(workspace: Workspace, items: Sequence[dict]) -> None:
+    """Refuse a media_hash this workspace never uploaded: recall renders it as [image <hash>], which a
+    model reads as something it may cite and open."""
+    named = {item["media_hash"] for item in items if item["media_hash"]}
+    if not named:
+        return
+    uploaded = set(Media.objects.filter(workspace=workspace, hash__in=named).values_list("hash", flat=True))
+    for index, item in enumerate(items):
+        if item["media_hash"] and item["media_hash"] not in uploaded:
+            raise _item_error(index, "media_hash", "no image with this hash was uploaded to this workspace "
+                                                   "(POST /v1/media first)", many=len(items) > 1)
+
+
+def _item_error(index: int, field: str, message: str, *, many: bool) -> ApplicationError:
+    """The error naming one item's field: `items[<index>].<field>` in a batch, `<field>` alone otherwise."""
+    where = f"items[{index}].{field}" if many else field
+    return ApplicationError(f"{where}: {message}", details={"item": index, "field": field})
 
 
 def _clean_tags(tags: Iterable[str], *, field: str) -> list[str]:

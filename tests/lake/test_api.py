@@ -1,5 +1,7 @@
 from datetime import UTC, datetime
 
+import pytest
+
 from lake.models import Delta, IdempotentWrite
 from lake.services import deltas_embed
 
@@ -75,6 +77,53 @@ def test_a_retried_batch_with_the_same_idempotency_key_writes_nothing_twice(api,
     changed = api.post("/v1/deltas", _batch(5, prefix="other"), format="json", HTTP_IDEMPOTENCY_KEY="import-2025-01")
     assert changed.status_code == 422 and changed.json()["error"]["code"] == "idempotency_key_reused"
     assert Delta.objects.filter(workspace=workspace).count() == 5
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(32))
+
+
+def _upload(client, data: bytes = PNG) -> str:
+    response = client.post("/v1/media", data, content_type="application/octet-stream")
+    assert response.status_code in (200, 201), response.content
+    return response.json()["hash"]
+
+
+def test_a_delta_names_an_image_this_workspace_uploaded(api, workspace):
+    digest = _upload(api)
+
+    response = api.post("/v1/deltas", {"content": "the harbour at dusk", "media_hash": digest.upper()}, format="json")
+
+    assert response.status_code == 201, response.content
+    assert response.json()["media_hash"] == digest  # stored as the upload names it
+    assert Delta.objects.get(workspace=workspace).media_hash == digest
+
+
+@pytest.mark.parametrize(("media_hash", "message"), [
+    ("0" * 64, "no image with this hash was uploaded to this workspace"),
+    ("deadbeef", "the SHA-256 (64 hex characters) POST /v1/media answered"),
+    ("../../etc/passwd", "the SHA-256 (64 hex characters) POST /v1/media answered"),
+])
+def test_a_delta_naming_an_image_never_uploaded_here_is_refused(api, workspace, media_hash, message):
+    response = api.post("/v1/deltas", {"content": "x", "media_hash": media_hash}, format="json")
+
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["details"]["field"] == "media_hash" and message in error["message"]
+    assert not Delta.objects.filter(workspace=workspace).exists()
+
+
+def test_a_delta_may_not_name_another_workspaces_image(api, workspace, other_workspace, api_client_for):
+    theirs = _upload(api_client_for(other_workspace))
+    mine = _upload(api, PNG + b"mine")
+    items = [{"content": "mine", "media_hash": mine}, {"content": "theirs", "media_hash": theirs}]
+
+    single = api.post("/v1/deltas", items[1], format="json")
+    batch = api.post("/v1/deltas", items, format="json")
+
+    assert single.status_code == 400 and single.json()["error"]["details"]["field"] == "media_hash"
+    assert batch.status_code == 400 and batch.json()["error"]["message"].startswith("items[1].media_hash:")
+    assert batch.json()["error"]["details"] == {"item": 1, "field": "media_hash"}
+    assert not Delta.objects.filter(workspace=workspace).exists()
 
 
 def test_the_list_filters_by_tags_kind_source_and_time(api):

@@ -13,6 +13,7 @@ from harness.fires.services import fire_create, fire_run
 from harness.fires.tools import REGISTRY, ToolContext
 from harness.fires.tools.orient_shift import orient_regenerate
 from harness.runtime.services import message_send
+from lake.media import media_store
 from lake.models import Delta
 from lake.services import delta_create
 from proposals.models import HelperHost, HelperJob, Proposal, Routine
@@ -20,7 +21,8 @@ from proposals.services import proposal_approve
 from tests.harness.support import session_tick
 from tests.harness.tool_fire import received, run_tools
 
-# The media store the see_image tests configure (FATHOM_MEDIA_RESOLVER names `resolve_media`).
+# The resolver the see_image tests configure (FATHOM_MEDIA_RESOLVER names `resolve_media`): the bytes it
+# can read, so a test can lose an uploaded image's bytes by leaving it out.
 MEDIA: dict[tuple[int, str], bytes] = {}
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
 
@@ -30,10 +32,15 @@ def resolve_media(workspace_id: int, media_hash: str) -> tuple[bytes, str]:
 
 
 @pytest.fixture
-def media_store(settings):
+def media_resolver(settings):
     settings.FATHOM_MEDIA_RESOLVER = f"{__name__}.resolve_media"
     yield MEDIA
     MEDIA.clear()
+
+
+def uploaded(workspace, data: bytes = PNG) -> str:
+    """The hash of an image uploaded to the workspace's media store, as a delta names it."""
+    return media_store(workspace=workspace, data=data)[0].hash
 
 
 def replay(fire, call_id: str, name: str, arguments: dict, turn: int = 1):
@@ -80,36 +87,40 @@ def test_engage_feed_writes_engagement_deltas_once_per_call(scripted_llm, sessio
 
 # --- see_image ----------------------------------------------------------------------------------------------
 
-def test_see_image_attaches_the_image_to_the_next_model_call(scripted_llm, workspace, other_workspace, media_store):
-    photo = delta_create(workspace=workspace, content="the harbour at dusk", media_hash="sha256-harbour")
-    delta_create(workspace=other_workspace, content="theirs", media_hash="sha256-theirs")
-    delta_create(workspace=workspace, content="bytes gone", media_hash="sha256-lost")
-    media_store[(workspace.pk, "sha256-harbour")] = PNG
-    media_store[(other_workspace.pk, "sha256-theirs")] = PNG
+def test_see_image_attaches_the_image_to_the_next_model_call(scripted_llm, workspace, other_workspace,
+                                                              media_resolver):
+    harbour, lost = uploaded(workspace), uploaded(workspace, PNG + b"lost")
+    theirs = uploaded(other_workspace, PNG + b"theirs")
+    photo = delta_create(workspace=workspace, content="the harbour at dusk", media_hash=harbour)
+    delta_create(workspace=other_workspace, content="theirs", media_hash=theirs)
+    delta_create(workspace=workspace, content="bytes gone", media_hash=lost)
+    media_resolver[(workspace.pk, harbour)] = PNG
+    media_resolver[(other_workspace.pk, theirs)] = PNG
     fire, results = run_tools(scripted_llm, workspace, [
-        ("see", "see_image", {"media_hash": "[image sha256-harbour]"}),
+        ("see", "see_image", {"media_hash": f"[image {harbour}]"}),
         ("unknown", "see_image", {"media_hash": "sha256-nothing"}),
-        ("theirs", "see_image", {"media_hash": "sha256-theirs"}),
-        ("lost", "see_image", {"media_hash": "sha256-lost"}),
+        ("theirs", "see_image", {"media_hash": theirs}),
+        ("lost", "see_image", {"media_hash": lost}),
     ])
     opened = json.loads(results["see"])
-    assert opened["media_hash"] == "sha256-harbour" and opened["media_type"] == "image/png"
+    assert opened["media_hash"] == harbour and opened["media_type"] == "image/png"
     assert opened["size_bytes"] == len(PNG) and opened["in_deltas"][0]["id"] == photo.pk
     assert results["unknown"] == "error: no image with media hash 'sha256-nothing' in this lake"
-    assert results["theirs"] == "error: no image with media hash 'sha256-theirs' in this lake"
-    assert results["lost"].startswith("error: the media store could not load 'sha256-lost': KeyError")
+    assert results["theirs"] == f"error: no image with media hash {theirs!r} in this lake"
+    assert results["lost"].startswith(f"error: the media store could not load {lost!r}: KeyError")
     # the next call carries the one image that opened, after the turn's tool results
     after = scripted_llm.sent[1].messages
     with_images = [m for m in after if m.images]
     assert len(with_images) == 1 and with_images[0].role == "user"
-    assert [(i.media_hash, i.media_type) for i in with_images[0].images] == [("sha256-harbour", "image/png")]
+    assert [(i.media_hash, i.media_type) for i in with_images[0].images] == [(harbour, "image/png")]
     assert after.index(with_images[0]) == max(i for i, m in enumerate(after) if m.role == "tool") + 1
 
 
 def test_see_image_without_a_media_store_says_so(scripted_llm, workspace, settings):
     settings.FATHOM_MEDIA_RESOLVER = ""
-    delta_create(workspace=workspace, content="a photo", media_hash="sha256-x")
-    _, results = run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": "sha256-x"})])
+    photo = uploaded(workspace)
+    delta_create(workspace=workspace, content="a photo", media_hash=photo)
+    _, results = run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": photo})])
     assert "no media store is configured" in results["see"]
     assert not any(m.images for m in scripted_llm.sent[1].messages)
 
@@ -121,10 +132,11 @@ def resolve_media_blip(workspace_id: int, media_hash: str):
 def test_a_transient_error_of_the_media_store_is_raised_for_the_fires_retry_not_shown_to_the_model(
         scripted_llm, workspace, settings):
     settings.FATHOM_MEDIA_RESOLVER = f"{__name__}.resolve_media_blip"
-    delta_create(workspace=workspace, content="a photo", media_hash="sha256-x")
+    photo = uploaded(workspace)
+    delta_create(workspace=workspace, content="a photo", media_hash=photo)
 
     with pytest.raises(OperationalError):
-        run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": "sha256-x"})])
+        run_tools(scripted_llm, workspace, [("see", "see_image", {"media_hash": photo})])
 
     assert len(scripted_llm.sent) == 1  # the model never read the blip as the tool's result
 
