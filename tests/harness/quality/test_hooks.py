@@ -389,6 +389,8 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
     assert run.attempts.count() == 1
     assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
     assert run.degraded["attempts_made"] == 1 and fire.verdict == "degraded"
+    # and the verdict's reasons name the turn cap before what the answer lacks
+    assert fire.verdict_reasons[0] == "The fire reached its turn cap" and "Terse" in fire.verdict_reasons[1:]
     assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 1}  # a degraded answer has no review pass
 
 
