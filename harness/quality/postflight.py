@@ -181,7 +181,7 @@ def _accept(step: Step, attempt: QualityAttempt, limits: RetrySettings, workflow
     elif best.combined < limits.good_enough_score and (attempt.number >= limits.max_attempts or "Severe" in reason
                                                        or reason.startswith(CAPPED)):
         run.degraded = {"attempts_made": attempt.number, "best_score": best.combined, "workflow_type": workflow,
-                        "issues": sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})}
+                        "issues": _degraded_reasons(fire, attempts)}
         step.emit("harness_degraded", run.degraded)
     run.scores = {}
     if EVENTS_BY_WORKFLOW.get(workflow):  # chat has no score: its contract is not evaluated again
@@ -201,3 +201,14 @@ def _accept(step: Step, attempt: QualityAttempt, limits: RetrySettings, workflow
     if best.verifier.get("is_fallback"):
         return {**best.response, "is_fallback": True}
     return best.response
+
+
+def _degraded_reasons(fire: Fire, attempts: list[QualityAttempt]) -> list[str]:
+    """Why the answer is degraded, as the fire's verdict says it: the turn cap first when the fire reached
+    it (the answer's shortcomings follow from it), then each fallback verdict's "[is_fallback] ..." (its
+    checks could not run, so no issue says why), then the contract's and the verifier's issues of every
+    attempt, sorted."""
+    capped = [CAPPED] if fire.stop_reason == Fire.StopReason.MAX_TURNS else []
+    fallbacks = dict.fromkeys(a.verifier["feedback"] for a in attempts if a.verifier.get("is_fallback"))
+    issues = sorted({i for a in attempts for i in a.contract["issues"] + a.verifier["issues"]})
+    return [*capped, *fallbacks, *issues]

@@ -208,6 +208,27 @@ def test_a_verifier_that_fails_gives_the_fallback_verdict_and_the_fire_still_ans
     assert (run.final_attempt, run.fire.status, run.fire.response["body"]) == (2, "finished", ANSWER)
 
 
+def test_a_verifier_that_is_down_leaves_a_degraded_verdict_that_says_it_could_not_run(api, roles, session, settings):
+    # given a chat question whose answer passes its contract, and a verifier whose model is down
+    # (a server error, each call made once)
+    settings.FATHOM_LLM_MAX_ATTEMPTS = 1
+    message_send(session=session, content="What is the capital of France?")
+    roles.classifier.reply(classification("SIMPLE", "chat"))
+    for _ in range(2):  # the fallback verdict scores 0, so the retry gates trigger (seed 001): two attempts
+        roles.main.reply(tool_calls=[respond()])
+        roles.verifier.fail("server_error")
+    # when the session ticks until the fire ends
+    assert session_tick(session_id=session.pk) == "ended"
+    fire = Fire.objects.get(session=session)
+    # then the verdict a client reads is degraded, and its reasons say the verifier could not run
+    body = api.get(f"/v1/fires/{fire.pk}").json()
+    assert body["verdict"]["status"] == "degraded"
+    assert body["verdict"]["reasons"] and body["verdict"]["reasons"][0].startswith(
+        "[is_fallback] the standard verifier could not run")
+    # and the main model was called once per attempt (a degraded answer has no review pass)
+    assert roles.calls() == {"classifier": 1, "main": 2, "verifier": 2}
+
+
 def test_a_fire_of_a_workspace_without_the_harness_runs_as_before(scripted_llm, session):
     message_send(session=session, content="hi")
     scripted_llm.reply(tool_calls=[respond()])
@@ -368,6 +389,8 @@ def test_an_answer_forced_at_the_turn_cap_is_not_retried(roles, session, workspa
     assert run.attempts.count() == 1
     assert run.attempts.get().decision == {"retry": False, "reason": "The fire reached its turn cap: not retried"}
     assert run.degraded["attempts_made"] == 1 and fire.verdict == "degraded"
+    # and the verdict's reasons name the turn cap before what the answer lacks
+    assert fire.verdict_reasons[0] == "The fire reached its turn cap" and "Terse" in fire.verdict_reasons[1:]
     assert roles.calls() == {"classifier": 1, "main": 3, "verifier": 1}  # a degraded answer has no review pass
 
 
