@@ -4,6 +4,8 @@ model unless the judge has its own)."""
 
 import json
 
+from django.db import transaction
+
 from fathom.llm import Message, complete
 from harness.fires.models import Fire
 from lake.models import Delta
@@ -16,7 +18,8 @@ SCHEMA = {"type": "json_schema", "json_schema": {"name": "judge_axes", "schema":
 
 
 def fire_judge_axes(*, fire_id) -> str | None:
-    """Write the fire's kind:judge-axes delta; a second run (a redelivered task) writes nothing."""
+    """Write the fire's kind:judge-axes delta and name it in the fire's writes (where it was "queued"),
+    in one transaction; a second run (a redelivered task) writes nothing."""
     fire = Fire.objects.select_related("workspace", "session").filter(pk=fire_id).first()
     if fire is None or not fire.response:
         return None
@@ -33,7 +36,11 @@ def fire_judge_axes(*, fire_id) -> str | None:
     except (ValueError, AttributeError):
         scores = dict.fromkeys(AXES, 0.0)
     common = [tag] + ([fire.session.tag] if fire.session_id else [])
-    written = deltas_create(workspace=fire.workspace, idempotency_key=f"judge-axes:{fire.pk}", items=[{
-        "content": json.dumps(scores, sort_keys=True), "source": "harness",
-        "tags": ["kind:judge-axes", *common, *(f"{axis}:{value:.2f}" for axis, value in scores.items())]}])
+    with transaction.atomic():
+        written = deltas_create(workspace=fire.workspace, idempotency_key=f"judge-axes:{fire.pk}", items=[{
+            "content": json.dumps(scores, sort_keys=True), "source": "harness",
+            "tags": ["kind:judge-axes", *common, *(f"{axis}:{value:.2f}" for axis, value in scores.items())]}])
+        judged = Fire.objects.select_for_update().get(pk=fire.pk)
+        judged.writes = {**judged.writes, "judge_axes": written.deltas[0].pk}
+        judged.save(update_fields=["writes"])
     return written.deltas[0].pk

@@ -3,6 +3,7 @@ proposal, and the offline model answering from the lake."""
 
 from harness.fires.models import Fire, FireToolCall
 from harness.fires.services import fire_create, fire_run
+from harness.fires.tasks import fire_judge_axes as fire_judge_axes_task
 from harness.fires.writes import fire_writes
 from harness.runtime.models import Trigger
 from harness.runtime.services import message_send, trigger_enqueue
@@ -138,3 +139,22 @@ def test_a_machine_trigger_is_no_question_for_the_qa_marker(scripted_llm, sessio
     # a heartbeat alone leaves no Q/A marker; with a message, the marker's question is the message's
     [marker] = Delta.objects.filter(workspace=session.workspace, tags__contains=["kind:qa-marker"])
     assert marker.title == "when does the tide turn?" and "Heartbeat" not in marker.content
+
+
+def test_the_judge_axes_task_names_its_delta_in_the_fires_writes(api, scripted_llm, workspace):
+    # given a fire that answered: its writes say the judgement is queued
+    fire = fire_create(workspace=workspace, mode="introspective", question="how far did the rover go?")
+    scripted_llm.reply(tool_calls=[respond(body="It went four kilometres over the dune.")]).call_tool("skip")
+    fire_run(fire_id=fire.pk)
+    assert api.get(f"/v1/fires/{fire.pk}").json()["writes"]["judge_axes"] == "queued"
+
+    # when the judge's task runs (twice: a redelivery)
+    scripted_llm.reply('{"salience": 0.5, "novelty": 0.25, "resonance": 0.5, "confidence": 0.75, "comfort": 0.5}')
+    first = fire_judge_axes_task.apply(args=[str(fire.pk)]).get()
+    again = fire_judge_axes_task.apply(args=[str(fire.pk)]).get()
+
+    # then the fire's writes name the one judge-axes delta
+    judged = Delta.objects.get(workspace=workspace, tags__contains=["kind:judge-axes", f"fire:{fire.pk}"])
+    assert first == again == judged.pk and "confidence:0.75" in judged.tags
+    assert api.get(f"/v1/fires/{fire.pk}").json()["writes"]["judge_axes"] == judged.pk
+
