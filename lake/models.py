@@ -29,6 +29,7 @@ TEXT_INDEX_PREFIX_CHARS = 100_000
 KIND_PREFIX = "kind:"
 FROM_PREFIX = "from:"
 LEVEL_PREFIX = "provenance-level:"
+STRUCTURAL_PREFIXES = (KIND_PREFIX, FROM_PREFIX, LEVEL_PREFIX)  # tags that say what a delta is or holds
 PROVENANCE_TAG = "kind:provenance"
 SEDIMENT_TAG = "kind:sediment"
 QA_MARKER_TAG = "kind:qa-marker"

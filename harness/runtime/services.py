@@ -22,6 +22,7 @@ from harness.runtime import claims
 from harness.runtime.events import event_emit
 from harness.runtime.models import HarnessSettings, Session, SessionEvent, Trigger, Turn
 from harness.runtime.profiles import agent_profile_default, agent_profile_get, profile_copy, user_profile_get
+from lake.models import STRUCTURAL_PREFIXES
 
 logger = logging.getLogger(__name__)
 Event = SessionEvent.Kind
@@ -49,7 +50,12 @@ def session_create(*, workspace, agent: str = "", user: str = "", tag: str = "",
     session_id = uuid.uuid4()
     tag = tag.strip() or f"session:{session_id.hex[:12]}"
     if len(tag) > 100 or any(ch.isspace() for ch in tag):
-        raise ApplicationError("tag must be at most 100 characters without spaces")
+        raise ApplicationError("tag must be at most 100 characters without spaces", details={"field": "tag"})
+    if tag.startswith(STRUCTURAL_PREFIXES):
+        # Every delta the session writes carries its tag: "kind:directive" made each answer a directive.
+        raise ApplicationError(f"tag {tag!r} begins with one of {', '.join(STRUCTURAL_PREFIXES)}, which the lake "
+                               "reads as what a delta is; name the river otherwise (project:apollo)",
+                               details={"field": "tag"})
     return Session.objects.create(
         id=session_id, workspace=workspace, tag=tag, title=title, agent_profile=agent_profile,
         user_profile=user_profile, agent_profile_copy=profile_copy(agent_profile),

@@ -26,6 +26,16 @@ def test_it_rejects_an_unknown_profile(api):
     assert "nobody" in response.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("tag", ["kind:directive", "from:0123456789abcdef", "provenance-level:1"])
+def test_a_session_tag_the_lake_reads_as_what_a_delta_is_is_refused(api, tag):
+    response = api.post("/v1/sessions", {"title": "t", "tag": tag}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["details"]["field"] == "tag" and tag in response.json()["error"]["message"]
+    assert not Session.objects.filter(tag=tag).exists()
+    assert api.post("/v1/sessions", {"tag": "project:apollo"}, format="json").status_code == 201
+
+
 def test_a_message_is_accepted_with_202_and_its_trigger_id(api, session):
     response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "hello"}, format="json",
                         HTTP_IDEMPOTENCY_KEY="abc")
