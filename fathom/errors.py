@@ -26,3 +26,10 @@ class PermissionDeniedError(ApplicationError):
 class ConflictError(ApplicationError):
     status_code = 409
     code = "conflict"
+
+
+def idempotency_key_reused(key: str, *, what: str) -> ApplicationError:
+    """The 422 for an Idempotency-Key sent again with a different request (`what`: "a different
+    batch", "a different message"): the request is refused rather than answered with the first one."""
+    return ApplicationError(f"this Idempotency-Key was used for {what}; use a new key",
+                            code="idempotency_key_reused", status_code=422, details={"idempotency_key": key})

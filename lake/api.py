@@ -9,6 +9,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.params import idempotency_key_clean
 from fathom.api.schema import Error, OneOrMany
 from fathom.models import Role
 from lake.media import media_get, media_store
@@ -135,15 +136,6 @@ class DeltaListCreateView(generics.ListAPIView):
         headers = {"Idempotent-Replayed": "true"} if written.replayed else {}
         return Response(body, status=status.HTTP_200_OK if written.replayed else status.HTTP_201_CREATED,
                         headers=headers)
-
-
-def idempotency_key_clean(key: str) -> str:
-    """A write's idempotency key as given (REST's Idempotency-Key header, MCP's argument), at most 255
-    characters."""
-    key = key.strip()
-    if len(key) > 255:
-        raise serializers.ValidationError({"Idempotency-Key": ["at most 255 characters"]})
-    return key
 
 
 class DeltaDetailView(APIView):

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from fathom import outbox
-from fathom.errors import ApplicationError
+from fathom.errors import ApplicationError, idempotency_key_reused
 from fathom.models import Workspace
 from lake.embedders import embedder_name, get_embedder
 from lake.models import (
@@ -77,9 +77,7 @@ def deltas_create(*, workspace: Workspace, items: Sequence[dict], idempotency_ke
             workspace=workspace, key=idempotency_key, defaults={"request_hash": request_hash})
         if not created:
             if record.request_hash != request_hash:
-                raise ApplicationError("this Idempotency-Key was used for a different batch; use a new key",
-                                       code="idempotency_key_reused", status_code=422,
-                                       details={"idempotency_key": idempotency_key})
+                raise idempotency_key_reused(idempotency_key, what="a different batch")
             by_id = Delta.objects.filter(workspace=workspace, id__in=record.delta_ids).in_bulk()
             return DeltaWrite(deltas=[by_id[i] for i in record.delta_ids if i in by_id], replayed=True)
 

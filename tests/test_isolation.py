@@ -65,7 +65,7 @@ def harness_schedules_case(owner) -> IsolationCase:
     return IsolationCase(  # the list is per session: another workspace's session is a 404, probed below
         probes=[Probe("GET", f"/v1/schedules/{created['id']}"), Probe("DELETE", f"/v1/schedules/{created['id']}"),
                 Probe("GET", f"/v1/sessions/{sid}/schedules"),
-                Probe("POST", f"/v1/sessions/{sid}/schedules", {"kind": "heartbeat", "every_seconds": 5})],
+                Probe("POST", f"/v1/sessions/{sid}/schedules", {"kind": "heartbeat", "every_seconds": 60})],
         intact=lambda: list(SessionSchedule.objects.filter(session_id=sid).values_list("id", "periodic_task__enabled"))
         == [(uuid.UUID(created["id"]), True)],
     )

@@ -6,6 +6,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from fathom.api.params import idempotency_key_clean
+from fathom.api.schema import Error
 from harness.runtime import profiles, selectors, services
 from harness.runtime.events import channel_for
 from harness.runtime.models import AgentProfile, Session, Trigger, UserProfile
@@ -75,9 +77,11 @@ class SessionMessagesView(generics.ListAPIView):
         return selectors.session_messages(session=session)
 
     @extend_schema(
-        request=Input, responses={202: TriggerOutput}, summary="Send a user message (a turn answers it on a worker)",
+        request=Input, responses={202: TriggerOutput, 200: TriggerOutput, 422: Error},
+        summary="Send a user message (a turn answers it on a worker)",
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                     description="the same key sends the message once")],
+                                     description="a retry with the same key and body sends the message once "
+                                                 "(200, Idempotent-Replayed); a different body is a 422")],
     )
     def post(self, request, session_id):
         session = selectors.session_get(workspace=request.workspace, session_id=session_id)
@@ -85,9 +89,12 @@ class SessionMessagesView(generics.ListAPIView):
         data.is_valid(raise_exception=True)
         fields = dict(data.validated_data)
         iterations = fields.pop("iterations", None)
-        trigger = services.message_send(session=session, idempotency_key=request.headers.get("Idempotency-Key", "")[:200],
-                                        payload={"iterations": iterations} if iterations else None, **fields)
-        body = {"trigger_id": str(trigger.pk), **TriggerOutput(trigger).data}
+        key = idempotency_key_clean(request.headers.get("Idempotency-Key", ""))
+        written = services.message_write(session=session, idempotency_key=key,
+                                         payload={"iterations": iterations} if iterations else None, **fields)
+        body = {"trigger_id": str(written.trigger.pk), **TriggerOutput(written.trigger).data}
+        if written.replayed:
+            return Response(body, status=status.HTTP_200_OK, headers={"Idempotent-Replayed": "true"})
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 

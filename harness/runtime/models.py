@@ -122,7 +122,7 @@ class Trigger(WorkspaceScoped):
     source = models.CharField(max_length=40, default="api", help_text="api, sit, beat, task, system")
     author = models.CharField(max_length=64, blank=True)
     turn = models.ForeignKey("Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="triggers")
-    idempotency_key = models.CharField(max_length=200, blank=True, default="")
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")  # MAX_IDEMPOTENCY_KEY_LENGTH
     # User messages only: the agent ticks them off (mark_addressed); unaddressed ones fire again.
     addressed = models.BooleanField(default=False)
     addressed_note = models.TextField(blank=True)

@@ -23,6 +23,9 @@ from proposals.scheduled_routines import timezone_check
 logger = logging.getLogger(__name__)
 
 TICK_TASK = "fires.session_schedule_tick"
+# Every heartbeat tick wakes a fire (several model calls): a minute is the floor, the granularity of
+# a cron schedule and the shortest time a tick waits for a worker (HEARTBEAT_MIN_EXPIRE_SECONDS).
+MIN_EVERY_SECONDS = 60
 MAX_EVERY_SECONDS = 366 * 24 * 3600
 # A tick that waited this long for a worker is dropped (the next one comes): a heartbeat's after its
 # interval, but never under a minute (ticks that queue up meanwhile are coalesced anyway); a cron's
@@ -52,9 +55,11 @@ def session_schedule_validate(*, kind: str, every_seconds: int | None = None, cr
         if cron:
             raise ApplicationError("a heartbeat takes every_seconds, not cron", code="invalid_schedule")
         if not isinstance(every_seconds, int) or isinstance(every_seconds, bool) or not \
-                0 < every_seconds <= MAX_EVERY_SECONDS:
-            raise ApplicationError(f"every_seconds must be a whole number from 1 to {MAX_EVERY_SECONDS}, "
-                                   f"got {every_seconds!r}", code="invalid_schedule")
+                MIN_EVERY_SECONDS <= every_seconds <= MAX_EVERY_SECONDS:
+            raise ApplicationError(f"every_seconds must be a whole number from {MIN_EVERY_SECONDS} to "
+                                   f"{MAX_EVERY_SECONDS}, got {every_seconds!r}", code="invalid_schedule",
+                                   details={"field": "every_seconds", "minimum": MIN_EVERY_SECONDS,
+                                            "maximum": MAX_EVERY_SECONDS})
         return ScheduleSpec(kind, every_seconds, None, timezone_name)
     if every_seconds is not None:
         raise ApplicationError("a cron schedule takes cron, not every_seconds", code="invalid_schedule")
@@ -66,7 +71,7 @@ def session_schedule_validate(*, kind: str, every_seconds: int | None = None, cr
 @transaction.atomic
 def session_schedule_create(*, session: Session, kind: str, every_seconds: int | None = None, cron: str = "",
                             timezone_name: str = "UTC", content: str = "") -> SessionSchedule:
-    """A heartbeat (`every_seconds` > 0; one per session) or a cron schedule (`cron`, five fields or
+    """A heartbeat (`every_seconds` from MIN_EVERY_SECONDS; one per session) or a cron schedule (`cron`, five fields or
     an @alias, in `timezone_name`) of the session, with its beat entry. Bad input is an
     ApplicationError naming the problem; a second heartbeat, or a closed session, a ConflictError."""
     spec = session_schedule_validate(kind=kind, every_seconds=every_seconds, cron=cron, timezone_name=timezone_name)

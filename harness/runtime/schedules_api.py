@@ -24,8 +24,9 @@ class ScheduleOutput(serializers.ModelSerializer):
 
 class ScheduleInput(serializers.Serializer):
     kind = serializers.ChoiceField(choices=SessionSchedule.Kind.values)
-    every_seconds = serializers.IntegerField(required=False, min_value=1, max_value=schedules.MAX_EVERY_SECONDS,
-                                             help_text="heartbeat: the interval in seconds")
+    every_seconds = serializers.IntegerField(
+        required=False, min_value=schedules.MIN_EVERY_SECONDS, max_value=schedules.MAX_EVERY_SECONDS,
+        help_text=f"heartbeat: the interval in seconds, at least {schedules.MIN_EVERY_SECONDS}")
     cron = serializers.CharField(required=False, default="", allow_blank=True, max_length=120,
                                  help_text="cron: five fields (minute hour day-of-month month day-of-week) or an "
                                            "@alias such as @hourly")

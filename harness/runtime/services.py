@@ -15,7 +15,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from fathom import outbox
-from fathom.errors import ApplicationError, ConflictError, NotFoundError
+from fathom.errors import ApplicationError, ConflictError, NotFoundError, idempotency_key_reused
 from fathom.selectors import uuid_or_none
 from fathom.transient import TRANSIENT_ERRORS
 from harness.runtime import claims
@@ -63,19 +63,46 @@ def session_create(*, workspace, agent: str = "", user: str = "", tag: str = "",
     )
 
 
+@dataclass(frozen=True)
+class TriggerWrite:
+    trigger: Trigger
+    replayed: bool  # True when the idempotency key matched an earlier trigger: nothing new was queued
+
+
 def message_send(*, session: Session, content: str, author: str = "", source: str = "api",
                  idempotency_key: str = "", payload: dict | None = None) -> Trigger:
-    """Queue a user message; the session ticks after commit. The same idempotency key returns
-    the trigger it made the first time instead of queuing the message twice."""
+    """Queue a user message; the session ticks after commit. See message_write for the idempotency key."""
+    return message_write(session=session, content=content, author=author, source=source,
+                         idempotency_key=idempotency_key, payload=payload).trigger
+
+
+def message_write(*, session: Session, content: str, author: str = "", source: str = "api",
+                  idempotency_key: str = "", payload: dict | None = None) -> TriggerWrite:
+    """Queue a user message; the session ticks after commit. The same idempotency key with the same
+    message returns the trigger it made the first time (replayed) instead of queuing it twice; the
+    same key with a different message is refused (422 idempotency_key_reused), never dropped."""
     if not content.strip():
         raise ApplicationError("content must not be empty")
-    return trigger_enqueue(session=session, kind=Trigger.Kind.USER_MESSAGE, content=content, author=author,
-                           source=source, idempotency_key=idempotency_key, payload=payload)
+    written = trigger_write(session=session, kind=Trigger.Kind.USER_MESSAGE, content=content, author=author,
+                            source=source, idempotency_key=idempotency_key, payload=payload)
+    earlier = written.trigger
+    if written.replayed and (earlier.kind, earlier.content, earlier.author, earlier.payload) != (
+            Trigger.Kind.USER_MESSAGE, content, author, payload or {}):
+        raise idempotency_key_reused(idempotency_key, what="a different message")
+    return written
 
 
 def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: dict | None = None,
                     source: str = "api", author: str = "", idempotency_key: str = "") -> Trigger:
-    """Queue any trigger, record TriggerAccepted, and tick the session once committed."""
+    """Queue any trigger, record TriggerAccepted, and tick the session once committed. The same
+    idempotency key returns the trigger it made the first time."""
+    return trigger_write(session=session, kind=kind, content=content, payload=payload, source=source,
+                         author=author, idempotency_key=idempotency_key).trigger
+
+
+def trigger_write(*, session: Session, kind: str, content: str = "", payload: dict | None = None,
+                  source: str = "api", author: str = "", idempotency_key: str = "") -> TriggerWrite:
+    """trigger_enqueue, saying whether the idempotency key found an earlier trigger (returned as it is)."""
     if kind not in Trigger.Kind.values:
         raise ApplicationError(f"kind must be one of {', '.join(Trigger.Kind.values)}")
     if session.status != Session.Status.OPEN:
@@ -83,7 +110,7 @@ def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: 
     if idempotency_key:
         earlier = Trigger.objects.filter(session=session, idempotency_key=idempotency_key).first()
         if earlier is not None:
-            return earlier
+            return TriggerWrite(trigger=earlier, replayed=True)
     try:
         with transaction.atomic():
             trigger = Trigger.objects.create(
@@ -95,9 +122,10 @@ def trigger_enqueue(*, session: Session, kind: str, content: str = "", payload: 
             session_tick_enqueue(session_id=session.pk)
     except IntegrityError:
         if idempotency_key:  # the same key, sent twice at once: the first one won
-            return Trigger.objects.get(session=session, idempotency_key=idempotency_key)
+            return TriggerWrite(trigger=Trigger.objects.get(session=session, idempotency_key=idempotency_key),
+                                replayed=True)
         raise
-    return trigger
+    return TriggerWrite(trigger=trigger, replayed=False)
 
 
 def message_withdraw(*, session_id, trigger_id, note: str = "") -> bool:

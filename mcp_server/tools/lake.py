@@ -6,6 +6,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from fathom.api.params import idempotency_key_clean
 from lake.api import (
     DeltaDetailView,
     DeltaIn,
@@ -14,7 +15,6 @@ from lake.api import (
     SearchRequestIn,
     SearchView,
     delta_detail,
-    idempotency_key_clean,
 )
 from lake.search import DEPTHS, MAX_LIMIT
 from lake.search import MODES as SEARCH_MODES

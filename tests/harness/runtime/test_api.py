@@ -49,6 +49,59 @@ def test_a_message_is_accepted_with_202_and_its_trigger_id(api, session):
     assert [m["id"] for m in listed] == [str(trigger.pk)]
 
 
+def test_a_replayed_message_is_marked_and_queues_nothing(api, session):
+    first = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json",
+                     HTTP_IDEMPOTENCY_KEY="dup1")
+    replay = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json",
+                      HTTP_IDEMPOTENCY_KEY="dup1")
+    assert first.status_code == 202 and "Idempotent-Replayed" not in first.headers
+    assert replay.status_code == 200 and replay.headers["Idempotent-Replayed"] == "true"
+    assert replay.json()["trigger_id"] == first.json()["trigger_id"]
+    assert Trigger.objects.filter(session=session).count() == 1
+
+
+def test_the_same_key_with_a_different_message_is_a_422_and_loses_nothing_silently(api, session):
+    api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="dup1")
+    changed = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "a totally different question"},
+                       format="json", HTTP_IDEMPOTENCY_KEY="dup1")
+    assert changed.status_code == 422, changed.content
+    error = changed.json()["error"]
+    assert error["code"] == "idempotency_key_reused" and error["details"]["idempotency_key"] == "dup1"
+    other_options = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x", "iterations": 3},
+                             format="json", HTTP_IDEMPOTENCY_KEY="dup1")
+    assert other_options.status_code == 422
+    assert list(Trigger.objects.filter(session=session).values_list("content", flat=True)) == ["x"]
+
+
+def test_a_key_over_255_characters_is_a_400_not_cut_into_a_collision(api, session):
+    shared = "k" * 200
+    accepted = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json",
+                        HTTP_IDEMPOTENCY_KEY=shared + "a" * 55)
+    other = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "y"}, format="json",
+                     HTTP_IDEMPOTENCY_KEY=shared + "b" * 55)
+    assert accepted.status_code == 202 and other.status_code == 202, other.content
+    assert other.json()["trigger_id"] != accepted.json()["trigger_id"]
+    too_long = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "z"}, format="json",
+                        HTTP_IDEMPOTENCY_KEY="k" * 256)
+    assert too_long.status_code == 400, too_long.content
+    assert "Idempotency-Key" in too_long.json()["error"]["message"]
+    assert Trigger.objects.filter(session=session).count() == 2
+
+
+def test_another_workspace_neither_replays_nor_collides_with_a_key(api, session, other_workspace, api_client_for):
+    mine = api.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json",
+                    HTTP_IDEMPOTENCY_KEY="dup1").json()
+    intruder = api_client_for(other_workspace, "owner")
+    assert intruder.post(f"/v1/sessions/{session.pk}/messages", {"content": "x"}, format="json",
+                         HTTP_IDEMPOTENCY_KEY="dup1").status_code == 404
+    theirs_session = intruder.post("/v1/sessions", {}, format="json").json()
+    theirs = intruder.post(f"/v1/sessions/{theirs_session['id']}/messages", {"content": "y"}, format="json",
+                           HTTP_IDEMPOTENCY_KEY="dup1")
+    assert theirs.status_code == 202 and "Idempotent-Replayed" not in theirs.headers
+    assert theirs.json()["trigger_id"] != mine["trigger_id"] and theirs.json()["content"] == "y"
+    assert list(Trigger.objects.filter(session=session).values_list("content", flat=True)) == ["x"]
+
+
 def test_an_empty_message_is_a_400_naming_the_field(api, session):
     response = api.post(f"/v1/sessions/{session.pk}/messages", {"content": ""}, format="json")
     assert response.status_code == 400

@@ -23,7 +23,7 @@ def api(api_client_for, workspace):
 
 
 def test_a_heartbeat_and_a_cron_are_created_listed_and_deleted_with_their_beat_entries(api, session):
-    beat = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 30}, format="json")
+    beat = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 300}, format="json")
     cron = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "cron", "cron": "*/5 * * * *",
                                                              "timezone": "Europe/Paris", "content": "tidy up"},
                     format="json")
@@ -34,13 +34,13 @@ def test_a_heartbeat_and_a_cron_are_created_listed_and_deleted_with_their_beat_e
 
     entry = heartbeat.periodic_task
     assert (entry.task, entry.queue, entry.interval.every, entry.interval.period) == (
-        "fires.session_schedule_tick", "fires", 30, "seconds")
+        "fires.session_schedule_tick", "fires", 300, "seconds")
     assert json.loads(entry.kwargs) == {"schedule_id": str(heartbeat.pk)} and entry.enabled
     assert str(crontab.periodic_task.crontab.timezone) == "Europe/Paris"
     assert (crontab.periodic_task.crontab.minute, crontab.periodic_task.crontab.hour) == ("*/5", "*")
     listed = api.get(f"/v1/sessions/{session.pk}/schedules").json()["results"]
     assert [(s["kind"], s["every_seconds"], s["cron"], s["enabled"]) for s in listed] == [
-        ("cron", None, "*/5 * * * *", True), ("heartbeat", 30, "", True)]  # newest first, as every list
+        ("cron", None, "*/5 * * * *", True), ("heartbeat", 300, "", True)]  # newest first, as every list
     assert api.get(f"/v1/schedules/{heartbeat.pk}").json()["session"] == str(session.pk)
 
     assert api.delete(f"/v1/schedules/{heartbeat.pk}").status_code == 204
@@ -56,11 +56,12 @@ def test_a_heartbeat_and_a_cron_are_created_listed_and_deleted_with_their_beat_e
     ({"kind": "cron"}, None, "needs cron"),
     ({"kind": "cron", "cron": "* * * * *", "timezone": "Mars/Olympus"}, None, "Mars/Olympus"),
     ({"kind": "heartbeat", "every_seconds": 0}, "every_seconds", ""),
+    ({"kind": "heartbeat", "every_seconds": 59}, "every_seconds", "greater than or equal to 60"),
     ({"kind": "heartbeat", "every_seconds": -5}, "every_seconds", ""),
     ({"kind": "heartbeat", "every_seconds": "soon"}, "every_seconds", ""),
     ({"kind": "heartbeat"}, None, "every_seconds must be"),
-    ({"kind": "heartbeat", "every_seconds": 10, "cron": "* * * * *"}, None, "not cron"),
-    ({"kind": "cron", "cron": "* * * * *", "every_seconds": 10}, None, "not every_seconds"),
+    ({"kind": "heartbeat", "every_seconds": 60, "cron": "* * * * *"}, None, "not cron"),
+    ({"kind": "cron", "cron": "* * * * *", "every_seconds": 60}, None, "not every_seconds"),
     ({"kind": "sometimes"}, "kind", ""),
     ({}, "kind", ""),
 ])
@@ -77,19 +78,19 @@ def test_bad_schedules_are_a_400_naming_the_problem(api, session, body, field, w
 
 
 def test_a_second_heartbeat_is_a_409_and_a_closed_session_takes_none(api, session, workspace):
-    api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5}, format="json")
-    again = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 9}, format="json")
+    api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60}, format="json")
+    again = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 90}, format="json")
     assert again.status_code == 409 and "heartbeat already" in again.json()["error"]["message"]
     closed = session_create(workspace=workspace)
     Session.objects.filter(pk=closed.pk).update(status=Session.Status.CLOSED)
-    refused = api.post(f"/v1/sessions/{closed.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5}, format="json")
+    refused = api.post(f"/v1/sessions/{closed.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60}, format="json")
     assert refused.status_code == 409
     assert SessionSchedule.objects.count() == 1 and PeriodicTask.objects.filter(
         task="fires.session_schedule_tick").count() == 1
 
 
 def test_schedules_are_invisible_across_workspaces(api, session, api_client_for, other_workspace):
-    mine = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5},
+    mine = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                     format="json").json()["id"]
     other = api_client_for(other_workspace, "owner")
 
@@ -102,17 +103,17 @@ def test_schedules_are_invisible_across_workspaces(api, session, api_client_for,
 
 
 def test_a_viewer_may_list_schedules_but_not_make_or_delete_them(api, api_client_for, workspace, session):
-    mine = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5},
+    mine = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                     format="json").json()["id"]
     viewer = api_client_for(workspace, "viewer")
     assert viewer.get(f"/v1/sessions/{session.pk}/schedules").status_code == 200
-    assert viewer.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5},
+    assert viewer.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                        format="json").status_code == 403
     assert viewer.delete(f"/v1/schedules/{mine}").status_code == 403
 
 
 def test_deleting_a_session_deletes_its_schedules_and_their_beat_entries(api, session):
-    for body in ({"kind": "heartbeat", "every_seconds": 5}, {"kind": "cron", "cron": "@hourly"}):
+    for body in ({"kind": "heartbeat", "every_seconds": 60}, {"kind": "cron", "cron": "@hourly"}):
         api.post(f"/v1/sessions/{session.pk}/schedules", body, format="json")
     entries = list(SessionSchedule.objects.values_list("periodic_task_id", flat=True))
 
@@ -122,7 +123,7 @@ def test_deleting_a_session_deletes_its_schedules_and_their_beat_entries(api, se
 
 
 def test_a_tick_of_a_schedule_that_is_gone_removes_its_orphan_beat_entry(api, session):
-    schedule_id = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5},
+    schedule_id = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                            format="json").json()["id"]
     Session.objects.filter(pk=session.pk).delete()  # not through the service: the beat entry is left behind
     assert PeriodicTask.objects.filter(name=f"session-schedule:{schedule_id}").exists()
@@ -132,7 +133,7 @@ def test_a_tick_of_a_schedule_that_is_gone_removes_its_orphan_beat_entry(api, se
 
 
 def test_a_tick_queues_its_trigger_once_per_message_and_heartbeats_coalesce(api, session):
-    heartbeat = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 5},
+    heartbeat = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                          format="json").json()["id"]
     cron = api.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "cron", "cron": "@daily", "content": "report"},
                     format="json").json()["id"]
@@ -166,17 +167,21 @@ def test_the_admin_adds_a_schedule_through_the_service_and_names_a_bad_cron(admi
         "session": session.pk, "kind": "cron", "cron": "*/5 * *", "timezone": "UTC", "content": ""})
     assert bad.status_code == 200 and "must have 5 fields" in bad.content.decode()
     assert not SessionSchedule.objects.exists()
+    too_often = admin_client.post("/admin/runtime/sessionschedule/add/", {
+        "session": session.pk, "kind": "heartbeat", "every_seconds": 1, "cron": "", "timezone": "UTC", "content": ""})
+    assert too_often.status_code == 200 and "every_seconds must be a whole number from 60" in too_often.content.decode()
+    assert not SessionSchedule.objects.exists()
 
     added = admin_client.post("/admin/runtime/sessionschedule/add/", {
-        "session": session.pk, "kind": "heartbeat", "every_seconds": 45, "cron": "", "timezone": "UTC",
+        "session": session.pk, "kind": "heartbeat", "every_seconds": 90, "cron": "", "timezone": "UTC",
         "content": "check in"})
 
     assert added.status_code == 302, added.content.decode()[:2000]
     schedule = SessionSchedule.objects.get()
-    assert (schedule.workspace_id, schedule.every_seconds, schedule.content) == (session.workspace_id, 45, "check in")
-    assert schedule.periodic_task.interval.every == 45 and schedule.periodic_task.task == "fires.session_schedule_tick"
+    assert (schedule.workspace_id, schedule.every_seconds, schedule.content) == (session.workspace_id, 90, "check in")
+    assert schedule.periodic_task.interval.every == 90 and schedule.periodic_task.task == "fires.session_schedule_tick"
     again = admin_client.post("/admin/runtime/sessionschedule/add/", {
-        "session": session.pk, "kind": "heartbeat", "every_seconds": 5, "cron": "", "timezone": "UTC", "content": ""})
+        "session": session.pk, "kind": "heartbeat", "every_seconds": 60, "cron": "", "timezone": "UTC", "content": ""})
     assert again.status_code == 200 and "heartbeat already" in again.content.decode()
     assert admin_client.get(f"/admin/runtime/sessionschedule/{schedule.pk}/change/").status_code == 200
 
@@ -198,15 +203,15 @@ def beat(tmp_path):
 @pytest.mark.django_db(transaction=True)
 def test_heartbeat_and_cron_ticks_come_through_beat_and_are_consumed_by_turns(celery_worker, beat, workspace,
                                                                                api_client_for):
-    # given a session with a 1-second heartbeat and an every-minute cron schedule (its last run put
-    # two minutes back, so beat finds it due at once rather than at the next minute)
+    # given a session with a one-minute heartbeat and an every-minute cron schedule (their last runs
+    # put two minutes back, so beat finds them due at once rather than a minute later)
     session = session_create(workspace=workspace, title="scheduled")
     client = api_client_for(workspace)
-    heartbeat = client.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 1},
+    heartbeat = client.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "heartbeat", "every_seconds": 60},
                             format="json").json()
     cron = client.post(f"/v1/sessions/{session.pk}/schedules", {"kind": "cron", "cron": "* * * * *",
                                                                 "content": "the minute report"}, format="json").json()
-    PeriodicTask.objects.filter(name=f"session-schedule:{cron['id']}").update(
+    PeriodicTask.objects.filter(name__in=[f"session-schedule:{cron['id']}", f"session-schedule:{heartbeat['id']}"]).update(
         last_run_at=timezone.now() - timedelta(minutes=2))
 
     # when beat runs: then both kinds of trigger are queued by its ticks and consumed by turns
