@@ -17,6 +17,7 @@ from harness.fires.models import Fire
 from harness.runtime import claims
 from harness.runtime.models import HarnessSettings, Trigger, Turn
 from harness.runtime.services import (
+    TurnCancelled,
     TurnParked,
     TurnSnapshot,
     harness_settings_get,
@@ -144,6 +145,7 @@ def fire_turn_work(snapshot: TurnSnapshot) -> None:
             if message.get("id"):
                 message_mark_addressed(session_id=fire.session_id, trigger_id=message["id"],
                                        note=f"cancelled with fire {fire.pk}")
+        raise TurnCancelled(f"fire {fire.pk} was cancelled")
     if fire.status == Fire.Status.FAILED:
         raise RuntimeError(f"fire {fire.pk} failed: {fire.error}")
 

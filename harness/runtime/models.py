@@ -160,6 +160,7 @@ class Turn(WorkspaceScoped):
         RUNNING = "running"
         ENDED = "ended"
         FAILED = "failed"
+        CANCELLED = "cancelled"  # its work (a fire) was cancelled: what it was asked stays unanswered
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="turns")
     number = models.PositiveIntegerField()

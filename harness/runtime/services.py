@@ -186,11 +186,17 @@ class TurnParked(Exception):
     turn stays running, the session is released, and whoever the work waits for ticks it again."""
 
 
+class TurnCancelled(Exception):
+    """Raised by a turn's work that was cancelled (its fire): the turn ends `cancelled`, and its
+    TurnEnded event says so, so a stream's client can tell it from an answered turn."""
+
+
 def session_tick(*, session_id, work: TurnWork, resume: Callable[[HarnessSettings], TurnSnapshot | None] | None = None,
                  workspace_id=None) -> str:
     """Run at most one turn of the session, if there is work and nobody else runs one: `work` does
-    the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another runner holds the session), "idle" (nothing to do), "ended", "failed"
-    or "parked" (the turn's work waits for other tasks, which tick the session again).
+    the turn (the harness's is a fire: harness.fires.services.fire_turn_work). Returns "busy" (another
+    runner holds the session), "idle" (nothing to do), "ended", "failed", "cancelled" (its work was) or
+    "parked" (the turn's work waits for other tasks, which tick the session again).
 
     A turn left running by a runner that died is resumed with its original snapshot. `resume` (with
     the session's `workspace_id`) is the lean way back into a running turn for a caller that knows its
@@ -277,6 +283,9 @@ def _turn_run(snapshot: TurnSnapshot, work: TurnWork, limits: HarnessSettings) -
         work(snapshot)
     except TurnParked:
         return "parked"
+    except TurnCancelled:
+        _turn_close(turn, limits, status=Turn.Status.CANCELLED)
+        return "cancelled"
     except (claims.ClaimLost, *TRANSIENT_ERRORS):
         raise  # another runner took the session over, or the retried tick resumes the turn
     except Exception as exc:  # noqa: BLE001 - any failure of the work ends the turn as failed, reported

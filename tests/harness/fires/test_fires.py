@@ -191,7 +191,7 @@ def test_a_message_whose_fire_is_cancelled_never_fires_again(scripted_llm, api, 
     message = message_send(session=session, content="a long question")
     scripted_llm.call_tool("cancel_me").reply(tool_calls=[respond()])
     # when the session ticks, and the sweep ticks it twice more
-    session_tick(session_id=session.pk)
+    assert session_tick(session_id=session.pk) == "cancelled"
     for _ in range(2):
         assert session.pk not in sessions_sweep(stale_after=0)
         session_tick(session_id=session.pk)
@@ -201,6 +201,11 @@ def test_a_message_whose_fire_is_cancelled_never_fires_again(scripted_llm, api, 
     message.refresh_from_db()
     assert message.addressed and message.addressed_note == f"cancelled with fire {fire.pk}"
     assert Fire.objects.filter(session=session).count() == 1
+    # and the session's stream says the turn was cancelled, not answered
+    events = api.get(f"/v1/sessions/{session.pk}/events?after=0").json()["events"]
+    ends = [event["data"] for event in events if event["kind"] in ("TurnEnded", "TurnFailure")]
+    assert [(end["turn"], end["status"]) for end in ends] == [(fire.turn.number, "cancelled")]
+    assert not any(event["kind"] == "AssistantOutput" for event in events)
 
 
 def test_a_fire_not_started_is_cancelled_at_once(workspace):
