@@ -255,7 +255,7 @@ def _nothing_found(*, query: str, depth: str, mode: str, plan: Plan, budget: int
 
 def _no_match(plan: Plan) -> str:
     """Why no candidate came at all: the filters of a step let nothing through, or nothing matched."""
-    filters = next((step.as_dict()["filters"] for step in plan.steps if step.as_dict()["filters"]), None)
+    filters = next(filter(None, (step.as_dict()["filters"] for step in plan.steps)), None)
     if not filters:
         return NO_MATCH
     described = ", ".join(f"{key} {', '.join(value) if isinstance(value, list | tuple) else value}"
