@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from dashboard.filters import FilterError
 from fathom.auth import role_allows
-from fathom.errors import NotFoundError
+from fathom.errors import ApplicationError, NotFoundError
 from fathom.models import Membership, Role, Workspace
 from fathom.selectors import memberships_of
 
@@ -60,7 +60,8 @@ def current_set(request, *, workspace: Workspace) -> None:
 def dashboard_view(view=None, *, operate: bool = False, needs_workspace: bool = True):
     """Wrap a dashboard view: login required, `request.dashboard` set to the Current (or None for views
     that need no workspace), NotFoundError rendered as the 404 page, a list's FilterError as a 400 page,
-    and with `operate` a viewer's request refused (403)."""
+    any other ApplicationError as the error page with its status, and with `operate` a viewer's request
+    refused (403)."""
 
     def decorate(function):
         @functools.wraps(function)
@@ -81,6 +82,9 @@ def dashboard_view(view=None, *, operate: bool = False, needs_workspace: bool = 
             except FilterError as exc:
                 return render(request, "dashboard/error.html", {"title": "Bad filter", "message": exc.message,
                                                                 "back": request.path}, status=400)
+            except ApplicationError as exc:  # any other refusal (an id prefix two deltas share): its page, not a 500
+                return render(request, "dashboard/error.html", {"title": "Not possible", "message": exc.message},
+                              status=exc.status_code)
 
         return wrapped
 

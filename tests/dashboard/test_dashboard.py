@@ -714,6 +714,16 @@ def test_a_delta_id_that_cannot_exist_is_the_404_page_of_an_unknown_one(operator
         assert f"no delta &#x27;{delta_id}&#x27; in this workspace" in response.content.decode()
 
 
+def test_an_id_prefix_two_deltas_share_is_a_400_page_naming_it(operator, workspace):
+    for suffix in ("00000000", "11111111"):
+        Delta.objects.create(workspace=workspace, id=f"abcdef12{suffix}", content="twin")
+
+    response = operator.get("/lake/abcdef12")
+
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+    assert "abcdef12" in response.content.decode()
+
+
 def test_cited_ids_in_an_answer_are_links_to_the_lake(operator, scripted_llm, workspace):
     delta = delta_create(workspace=workspace, content="The rover went north")
     run_tools(scripted_llm, workspace, [], respond={"body": f"It went north [{delta.pk}]. <b>bold</b>"},
